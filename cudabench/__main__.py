@@ -1,0 +1,3 @@
+from cudabench.cli import main
+
+main()

@@ -1,0 +1,248 @@
+"""Building kernel families: a cached JIT build through torch.utils.cpp_extension (ninja), and a
+compile-only check with nvcc (and the host compiler for the binding) that needs no GPU."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator, Optional
+
+from cudabench.errors import BuildError, NoGPUError, ToolNotFoundError
+from cudabench.spec import Family
+
+INCLUDE_DIR = Path(__file__).resolve().parent / "include"
+SOURCE_SUFFIXES = {".cu", ".cpp", ".h", ".cuh", ".hpp"}
+# No -std here: torch.utils.cpp_extension picks the standard its headers need (C++20 from torch
+# 2.10); overriding it compiles the binding against a different ABI and crashes on exceptions.
+CUDA_FLAGS = ("-O3", "-lineinfo")
+CXX_FLAGS = ("-O3",)
+BINDING_STD = "-std=c++20"
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    family: str
+    module: Any
+    seconds: float
+    cache_hit: bool
+    directory: Path
+    arch: str
+
+
+@dataclass(frozen=True)
+class CompileCheck:
+    source: Path
+    command: tuple[str, ...]
+    seconds: float
+    ok: bool
+    output: str
+
+
+# ---- architecture and cache key ---------------------------------------------------------------
+
+def normalize_arch(arch: str) -> str:
+    """'sm_90', '90', '9.0', 'sm_90a' -> 'sm_90' / 'sm_90a'."""
+    a = arch.strip().lower().removeprefix("sm_").removeprefix("compute_")
+    m = re.fullmatch(r"(\d+)\.?(\d)(a?)", a)
+    if not m:
+        raise BuildError(f"Cannot read the GPU architecture '{arch}'.", "Write it like sm_90, sm_90a or 9.0.")
+    return f"sm_{m.group(1)}{m.group(2)}{m.group(3)}"
+
+
+def torch_arch_list(arch: str) -> str:
+    """sm_90 -> '9.0', sm_90a -> '9.0a' (the TORCH_CUDA_ARCH_LIST spelling)."""
+    digits = arch.removeprefix("sm_")
+    suffix = "a" if digits.endswith("a") else ""
+    digits = digits.rstrip("a")
+    return f"{digits[:-1]}.{digits[-1]}{suffix}"
+
+
+def gencode(arch: str) -> str:
+    n = arch.removeprefix("sm_")
+    return f"-gencode=arch=compute_{n},code=sm_{n}"
+
+
+def device_arch() -> str:
+    import torch
+
+    if not torch.cuda.is_available():
+        raise NoGPUError("No CUDA device to build for.", "Name the target with --arch (e.g. --arch sm_90).")
+    major, minor = torch.cuda.get_device_capability()
+    return f"sm_{major}{minor}"
+
+
+def hashed_files(family: Family) -> list[Path]:
+    own = sorted(p for p in family.folder.iterdir() if p.suffix in SOURCE_SUFFIXES)
+    return own + sorted(INCLUDE_DIR.rglob("*.h"))
+
+
+def build_key(family: Family, arch: str, flags: tuple[str, ...]) -> str:
+    """Hash of every source and header, the flags, the arch and the torch/CUDA/Python versions."""
+    import torch
+
+    h = hashlib.sha256()
+    for path in hashed_files(family):
+        h.update(path.name.encode())
+        h.update(path.read_bytes())
+    for part in (*flags, arch, torch.__version__, str(torch.version.cuda), sys.version):
+        h.update(part.encode())
+    return h.hexdigest()[:16]
+
+
+def cache_root() -> Path:
+    env = os.environ.get("CUDABENCH_CACHE")
+    return Path(env) if env else Path.home() / ".cache" / "cudabench"
+
+
+# ---- JIT build ----------------------------------------------------------------------------------
+
+@contextlib.contextmanager
+def _env(**values: str) -> Iterator[None]:
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def build(family: Family, arch: Optional[str] = None, verbose: bool = False) -> BuildResult:
+    """Build (or load from the cache) the family's extension for `arch` (default: this GPU's)."""
+    import torch
+    from torch.utils import cpp_extension
+
+    if torch.version.cuda is None:
+        raise NoGPUError(
+            f"This torch ({torch.__version__}) is a CPU build: it cannot build CUDA extensions.",
+            "`cudabench build --check` compiles the sources with nvcc alone.")
+    arch = normalize_arch(arch) if arch else device_arch()
+    flags = CUDA_FLAGS + family.extra_cuda_cflags
+    name = f"cb_{family.name.replace('-', '_')}_{build_key(family, arch, flags)}"
+    directory = cache_root() / "build" / name
+    directory.mkdir(parents=True, exist_ok=True)
+    # torch may append _v1, _v2 ... to the library name when it reloads in one process
+    cache_hit = any(directory.glob(f"{name}*.so"))
+    start = time.perf_counter()
+    try:
+        with _env(TORCH_CUDA_ARCH_LIST=torch_arch_list(arch)):
+            module = cpp_extension.load(
+                name=name,
+                sources=[str(p) for p in family.source_paths()],
+                extra_cflags=list(CXX_FLAGS),
+                extra_cuda_cflags=list(flags),
+                extra_include_paths=[str(INCLUDE_DIR), str(family.folder)],
+                build_directory=str(directory),
+                verbose=verbose,
+            )
+    except (RuntimeError, subprocess.CalledProcessError, OSError) as exc:
+        raise BuildError(f"Building {family.name} for {arch} failed:\n{compiler_errors(str(exc))}",
+                         f"Full log: rerun with `cudabench build --kernel {family.name} --verbose`.") from None
+    return BuildResult(family.name, module, time.perf_counter() - start, cache_hit, directory, arch)
+
+
+_ERROR_LINE = re.compile(r"(error|Error|fatal)\b")
+_LOCATION = re.compile(r"^(\S+?)(?:\((\d+)\)|:(\d+):(?:\d+:)?)")
+
+
+def compiler_errors(log: str, limit: int = 8) -> str:
+    """The compiler's first error lines (file:line: message), shortest useful excerpt of a log."""
+    lines = [ln.rstrip() for ln in log.splitlines()]
+    picked = [ln for ln in lines if _ERROR_LINE.search(ln) and _LOCATION.match(ln.strip())]
+    if not picked:
+        picked = [ln for ln in lines if _ERROR_LINE.search(ln)]
+    if not picked:
+        picked = [ln for ln in lines if ln.strip()][-limit:]
+    out = []
+    for ln in picked[:limit]:
+        m = _LOCATION.match(ln.strip())
+        if m and m.group(2):  # nvcc writes file(line): error ... -> file:line: error ...
+            ln = f"{m.group(1)}:{m.group(2)}:{ln.strip()[m.end():]}"
+        out.append("  " + ln.strip())
+    return "\n".join(out)
+
+
+# ---- compile-only check (no GPU, no torch link) --------------------------------------------------
+
+def find_nvcc() -> str:
+    for candidate in (os.environ.get("CUDABENCH_NVCC"), shutil.which("nvcc"),
+                      *(str(Path(h) / "bin" / "nvcc") for h in cuda_home_candidates())):
+        if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
+            return candidate
+    raise ToolNotFoundError("nvcc was not found (looked at $CUDABENCH_NVCC, PATH, $CUDA_HOME, /usr/local/cuda).",
+                            "Install the CUDA toolkit or put its bin/ folder on PATH.")
+
+
+def cuda_home_candidates() -> list[str]:
+    return [p for p in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda") if p]
+
+
+def cuda_include_dir() -> Optional[Path]:
+    for home in cuda_home_candidates():
+        inc = Path(home) / "include"
+        if (inc / "cuda_runtime.h").is_file():
+            return inc
+    return None
+
+
+def nvcc_command(nvcc: str, source: Path, arch: str, output: Path) -> list[str]:
+    return [nvcc, "-c", *CUDA_FLAGS, gencode(arch), f"-I{source.parent}", str(source), "-o", str(output)]
+
+
+def binding_command(cxx: str, source: Path, scratch: Path) -> Optional[list[str]]:
+    """Host-compiler syntax check of a .cpp binding against torch's headers, or None if impossible."""
+    import torch
+    from torch.utils import cpp_extension
+
+    cuda_inc = cuda_include_dir()
+    if cuda_inc is None:
+        return None
+    torch_includes = cpp_extension.include_paths("cpu")
+    includes = [*torch_includes, str(cuda_inc), sysconfig.get_paths()["include"], str(INCLUDE_DIR),
+                str(source.parent)]
+    # A CPU build of torch ships the c10/cuda headers but not this one, generated at CUDA build time.
+    macros = Path("c10/cuda/impl/cuda_cmake_macros.h")
+    if not any((Path(d) / macros).is_file() for d in torch_includes):
+        (scratch / macros).parent.mkdir(parents=True, exist_ok=True)
+        (scratch / macros).write_text("#pragma once\n")
+        includes.append(str(scratch))
+    abi = int(getattr(torch._C, "_GLIBCXX_USE_CXX11_ABI", True))
+    return [cxx, "-fsyntax-only", BINDING_STD, f"-D_GLIBCXX_USE_CXX11_ABI={abi}",
+            "-DTORCH_EXTENSION_NAME=cudabench_check", *(f"-I{i}" for i in includes), str(source)]
+
+
+def _run(command: list[str], source: Path) -> CompileCheck:
+    start = time.perf_counter()
+    proc = subprocess.run(command, capture_output=True, text=True)
+    return CompileCheck(source, tuple(command), time.perf_counter() - start, proc.returncode == 0,
+                        proc.stdout + proc.stderr)
+
+
+def check_compile(family: Family, arch: str, bindings: bool = True) -> list[CompileCheck]:
+    """Compile each .cu with nvcc only (object file, thrown away); syntax-check each .cpp binding."""
+    arch = normalize_arch(arch)
+    nvcc = find_nvcc()
+    results = []
+    with tempfile.TemporaryDirectory(prefix="cudabench-check-") as tmp:
+        for source in family.source_paths():
+            if source.suffix == ".cu":
+                results.append(_run(nvcc_command(nvcc, source, arch, Path(tmp) / f"{source.stem}.o"), source))
+            elif source.suffix == ".cpp" and bindings:
+                cxx = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++")
+                command = binding_command(cxx, source, Path(tmp)) if cxx else None
+                if command:
+                    results.append(_run(command, source))
+    return results

@@ -1,0 +1,332 @@
+"""The `cudabench` command line. The only place that turns errors into a message and an exit code."""
+
+from __future__ import annotations
+
+import functools
+import shlex
+import sys
+from pathlib import Path
+from typing import Callable, List, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from cudabench import nvtx
+from cudabench.errors import CudabenchError, ShapeError
+
+app = typer.Typer(
+    help="Build, check, time and profile custom CUDA operators for PyTorch.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+# Piped output (logs, CI) gets a fixed width so tables do not wrap at 80 columns.
+_WIDTH = None if sys.stdout.isatty() else 130
+out = Console(highlight=False, width=_WIDTH)
+err = Console(stderr=True, highlight=False, width=_WIDTH)
+
+
+def report_errors(fn: Callable) -> Callable:
+    """Print a CudabenchError as one paragraph (plus its hint) and exit with its code."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except CudabenchError as exc:
+            err.print(f"[bold red]error:[/] {exc.message}", markup=True, highlight=False)
+            if exc.hint:
+                err.print(f"[dim]hint:[/] {exc.hint}")
+            raise typer.Exit(exc.exit_code) from None
+
+    return wrapper
+
+
+def _registry(kernels_dir: Optional[List[Path]] = None):
+    from cudabench.registry import discover
+
+    return discover(kernels_dir or [])
+
+
+KernelsDir = typer.Option(None, "--kernels-dir", help="Extra folder of kernel families (repeatable).")
+
+
+# ---- list -------------------------------------------------------------------------------------------
+
+@app.command("list")
+@report_errors
+def list_kernels(kernels_dir: Optional[List[Path]] = KernelsDir) -> None:
+    """Kernels (variants), their family, directions, constraints, default shape and baselines."""
+    from cudabench.shapes import format_shape
+
+    reg = _registry(kernels_dir)
+    table = Table(header_style="bold")
+    for col in ("kernel", "family", "directions", "constraints", "default shape", "summary"):
+        table.add_column(col, no_wrap=col in ("kernel", "default shape"))
+    for family, variant in reg.variants():
+        rules = [c.rule for c in (*family.constraints, *variant.constraints)]
+        dirs = "fwd, bwd, fwdbwd" if family.grad_inputs and variant.has_backward else "fwd"
+        table.add_row(variant.name, family.name, dirs, ", ".join(rules) or "-",
+                      format_shape(family.default_shape()), variant.summary)
+    out.print(table)
+    bl = Table(header_style="bold", title="baselines (timed beside the variants)", title_justify="left")
+    for col in ("baseline", "family", "default", "what"):
+        bl.add_column(col)
+    for family in reg.families:
+        for b in family.baselines:
+            bl.add_row(b.name, family.name, "yes" if b.default else "no", b.summary)
+    out.print(bl)
+
+
+# ---- doctor -----------------------------------------------------------------------------------------
+
+@app.command()
+@report_errors
+def doctor() -> None:
+    """GPU, driver, clocks, torch, nvcc, ninja, nsys, ncu: what works here and what is missing."""
+    from cudabench.doctor import findings
+
+    table = Table(header_style="bold", show_header=False)
+    table.add_column("item")
+    table.add_column("ok")
+    table.add_column("detail")
+    for f in findings():
+        table.add_row(f.item, "[green]ok[/]" if f.ok else "[yellow]missing[/]", f.detail)
+    out.print(table)
+
+
+# ---- build ------------------------------------------------------------------------------------------
+
+@app.command("build")
+@report_errors
+def build_cmd(
+    kernel: Optional[List[str]] = typer.Option(None, "--kernel", "-k", help="Kernel or family (repeatable)."),
+    all_: bool = typer.Option(False, "--all", help="Every kernel family."),
+    check: bool = typer.Option(False, "--check", help="Compile-only with nvcc (and a syntax check of the "
+                               "torch binding): no GPU and no CUDA torch needed."),
+    arch: Optional[str] = typer.Option(None, "--arch", help="Target, e.g. sm_90 (default: this GPU)."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Show the compiler's full output."),
+    kernels_dir: Optional[List[Path]] = KernelsDir,
+) -> None:
+    """JIT-build kernel families (cached by a hash of sources, flags, arch and torch version)."""
+    from cudabench.build import build, check_compile
+
+    reg = _registry(kernels_dir)
+    if not all_ and not kernel:
+        raise ShapeError("Name what to build: --kernel NAME (repeatable) or --all.")
+    families = list(reg.families) if all_ else list(dict.fromkeys(f for f, _ in reg.resolve(kernel)))
+    if check:
+        if not arch:
+            raise ShapeError("build --check needs a target architecture.", "Add --arch sm_90 (for example).")
+        failed = 0
+        for family in families:
+            for c in check_compile(family, arch):
+                status = "[green]ok[/]" if c.ok else "[bold red]FAILED[/]"
+                out.print(f"{status} {family.name}: {c.source.name} ({c.seconds:.1f} s)")
+                if not c.ok:
+                    failed += 1
+                    from cudabench.build import compiler_errors
+
+                    err.print(compiler_errors(c.output) if not verbose else c.output)
+        if failed:
+            raise typer.Exit(1)
+        return
+    from cudabench.device import require_gpu
+
+    if arch is None:
+        require_gpu()
+    for family in families:
+        b = build(family, arch, verbose)
+        state = "cache hit" if b.cache_hit else "compiled"
+        out.print(f"[green]ok[/] {family.name} for {b.arch}: {b.seconds:.1f} s ({state}) → {b.directory}")
+
+
+# ---- run --------------------------------------------------------------------------------------------
+
+def _stop_rule(repeat: Optional[int], min_time: Optional[float], noise: float, max_time: float):
+    from cudabench.measure import Adaptive, FixedCount, MinTime
+
+    if repeat is not None and min_time is not None:
+        raise ShapeError("--repeat and --min-time are alternatives: give one.")
+    if repeat is not None:
+        if repeat < 1:
+            raise ShapeError("--repeat must be at least 1.")
+        return FixedCount(repeat)
+    if min_time is not None:
+        return MinTime(min_time)
+    return Adaptive(target=noise, max_time=max_time)
+
+
+def _warmup(text: str):
+    """'25' = 25 calls; '100ms' / '0.5s' = at least that long (and at least 3 calls)."""
+    from cudabench.measure import Warmup
+
+    t = text.strip().lower()
+    try:
+        if t.endswith("ms"):
+            return Warmup(calls=3, seconds=float(t[:-2]) / 1e3)
+        if t.endswith("s"):
+            return Warmup(calls=3, seconds=float(t[:-1]))
+        return Warmup(calls=int(t), seconds=0.0)
+    except ValueError:
+        raise ShapeError(f"Cannot read --warmup '{text}'.", "Give a count (25) or a duration (100ms, 0.5s).") from None
+
+
+def _split(values: Optional[List[str]]) -> Optional[tuple[str, ...]]:
+    if values is None:
+        return None
+    return tuple(v.strip() for item in values for v in item.split(",") if v.strip())
+
+
+@app.command()
+@report_errors
+def run(
+    kernel: List[str] = typer.Option(..., "--kernel", "-k", help="Kernel or family (repeatable; a family "
+                                     "means all its variants), e.g. timex-v4."),
+    shape: str = typer.Option("", "--shape", "-s", help="Shape parameters, e.g. B=32,C=768,T=768 "
+                              "(defaults from `cudabench list`)."),
+    direction: Optional[List[str]] = typer.Option(None, "--direction", "-d", help="fwd, bwd or fwdbwd "
+                                                  "(repeatable; default fwd, plus fwdbwd with a backward)."),
+    baseline: Optional[List[str]] = typer.Option(None, "--baseline", "-b", help="Baseline(s) to time "
+                                                 "beside, or 'all' (default: the family's default)."),
+    no_baseline: bool = typer.Option(False, "--no-baseline", help="Time no baseline."),
+    timing: str = typer.Option("sync", "--timing", help="sync: wall time per call (two-sided synchronize); "
+                               "events: GPU time (CUDA events); graph: CUDA-graph replay; cupti: kernel "
+                               "durations (torch.profiler)."),
+    cold: bool = typer.Option(False, "--cold", help="Flush L2 (write 2× its size) before every timed call."),
+    repeat: Optional[int] = typer.Option(None, "--repeat", "-r", help="Exactly N timed samples."),
+    min_time: Optional[float] = typer.Option(None, "--min-time", help="Sample for at least S seconds."),
+    noise: float = typer.Option(0.005, "--noise", help="Adaptive stop: target IQR/median."),
+    max_time: float = typer.Option(2.0, "--max-time", help="Adaptive stop: time limit per subject (s)."),
+    warmup: str = typer.Option("100ms", "--warmup", help="Untimed warm-up: calls (25) or time (100ms)."),
+    force: bool = typer.Option(False, "--force", help="Time subjects even when they fail the check."),
+    json_path: Optional[Path] = typer.Option(None, "--json", help="Write every sample and the environment "
+                                             "here (rewritten after each result)."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Seed of the random inputs (default: fresh)."),
+    arch: Optional[str] = typer.Option(None, "--arch", help="Build target (default: this GPU)."),
+    nvtx_on: bool = typer.Option(False, "--nvtx/--no-nvtx", help="Emit NVTX ranges (for Nsight)."),
+    kernels_dir: Optional[List[Path]] = KernelsDir,
+) -> None:
+    """Check kernels against the fp64 reference, then time them (and the baseline) correctly."""
+    from cudabench import report
+    from cudabench.device import environment, require_gpu
+    from cudabench.export import document, write_json_atomic
+    from cudabench.runner import RunOptions, Runner, plan
+    from cudabench.shapes import parse_shape
+    from cudabench.timers import TIMERS
+
+    if timing not in TIMERS:
+        raise ShapeError(f"Unknown --timing '{timing}'.", f"Choose one of: {', '.join(TIMERS)}.")
+    directions = _split(direction)
+    for d in directions or ():
+        if d not in ("fwd", "bwd", "fwdbwd"):
+            raise ShapeError(f"Unknown --direction '{d}'.", "Choose fwd, bwd or fwdbwd.")
+    options = RunOptions(
+        directions=directions,
+        baselines=() if no_baseline else _split(baseline),
+        timing=timing,
+        rule=_stop_rule(repeat, min_time, noise, max_time),
+        warmup=_warmup(warmup),
+        force=force,
+        arch=arch,
+        seed=seed,
+        cold=cold,
+    )
+    tasks = plan(_registry(kernels_dir), kernel, parse_shape(shape), options)
+    require_gpu()
+    nvtx.configure(nvtx_on)
+    env = environment({"timing": timing, "cache": "cold" if cold else "hot", "tf32": "off"})
+    command = "cudabench " + shlex.join(sys.argv[1:])
+    out.print(f"[dim]{report.environment_line(env)}[/]")
+
+    def save(_result=None) -> None:
+        if json_path:
+            write_json_atomic(json_path, document(runner.results, env, command, runner.seed))
+
+    runner = Runner(options, on_result=save, on_status=lambda s: err.print(f"[dim]… {s}[/]"))
+    interrupted = False
+    try:
+        runner.run(tasks)
+    except KeyboardInterrupt:
+        interrupted = True
+    for table in report.tables(runner.results):
+        out.print(table)
+    cache = "cold L2 (flushed before each call)" if cold else "hot L2"
+    out.print(f"[dim]timing: {timing} — {_timing_text(timing)}; {cache}; inputs seed {runner.seed}[/]")
+    summary = report.stop_summary(runner.results)
+    if summary:
+        out.print(f"[dim]{summary}[/]")
+    for line in report.notes(runner.results):
+        out.print(f"[yellow]{line}[/]" if line.startswith("warning") else f"[dim]{line}[/]")
+    if json_path:
+        save()
+        out.print(f"[dim]results: {json_path}[/]")
+    if interrupted:
+        err.print(f"[yellow]interrupted:[/] kept {len(runner.results)} result(s) measured so far.")
+        raise typer.Exit(130)
+    if any(r.status != "ok" and not r.skipped.startswith("constraint") for r in runner.results):
+        raise typer.Exit(1)
+
+
+# ---- compare-sync-modes ------------------------------------------------------------------------------
+
+@app.command("compare-sync-modes")
+@report_errors
+def compare_sync_modes(
+    kernel: str = typer.Option("add2", "--kernel", "-k", help="One kernel variant, e.g. add2 or timex-v4."),
+    shape: str = typer.Option("", "--shape", "-s", help="Shape, e.g. n=2^20 (default: the family's)."),
+    direction: str = typer.Option("fwd", "--direction", "-d", help="fwd, bwd or fwdbwd."),
+    iters: int = typer.Option(100, "--iters", "-n", help="Timed iterations per mode."),
+    warmup: int = typer.Option(10, "--warmup", help="Unsynchronised warm-up calls before each mode."),
+    busy_ms: float = typer.Option(1.0, "--busy-ms", help="GPU work (a sleep kernel) queued before each "
+                                  "warm-up, as in a program still busy when the timer starts; 0 = the "
+                                  "tutorial exactly."),
+    show: int = typer.Option(10, "--show", help="Iterations in the per-iteration view."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Seed of the random inputs."),
+    kernels_dir: Optional[List[Path]] = KernelsDir,
+) -> None:
+    """The four synchronize placements of the classic tutorial beside events, graphs and CUPTI."""
+    import random
+
+    from cudabench import report, sync_modes
+    from cudabench.device import environment, require_gpu
+    from cudabench.runner import RunOptions, plan
+    from cudabench.shapes import parse_shape
+
+    if iters < 2:
+        raise ShapeError("--iters must be at least 2 (the first iteration is shown apart).")
+    if direction not in ("fwd", "bwd", "fwdbwd"):
+        raise ShapeError(f"Unknown --direction '{direction}'.", "Choose fwd, bwd or fwdbwd.")
+    registry = _registry(kernels_dir)
+    if kernel not in {v.name for _, v in registry.variants()} and kernel in {f.name for f in registry.families}:
+        raise ShapeError(f"Name one kernel variant, not the family '{kernel}'.",
+                         "`cudabench list` shows the variants, e.g. add2 or timex-v4.")
+    options = RunOptions(directions=(direction,), baselines=())
+    task = plan(registry, [kernel], parse_shape(shape), options)[0]
+    require_gpu()
+    seed = seed if seed is not None else random.SystemRandom().randrange(2**31)
+    out.print(f"[dim]{report.environment_line(environment())}[/]")
+    results, check = sync_modes.compare(task, seed, iters, warmup, busy_ms)
+    case = task.cases[0]
+    out.print(f"{task.variants[0].name} at {case.shape_text} ({direction}): checked against fp64, "
+              f"error {check.worst:.1e}. {iters} iterations per mode, each mode after {warmup} "
+              f"unsynchronised warm-up calls" + (f" queued behind {busy_ms:g} ms of earlier GPU work." if busy_ms
+                                                 else " (the tutorial exactly)."))
+    out.print(report.sync_modes_table(results))
+    out.print(report.iteration_view(results[:len(sync_modes.PLACEMENTS)], show))
+    out.print(sync_modes.EXPLANATION)
+
+
+def _timing_text(name: str) -> str:
+    from cudabench.timers import TIMERS
+
+    return TIMERS[name].describes
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,80 @@
+"""`cudabench doctor`: what this machine offers for building, timing and profiling kernels."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from cudabench.device import environment, nvml_driver_version, read_clocks
+
+CUDA_BIN_DIRS = ("/usr/local/cuda/bin",)
+
+
+@dataclass(frozen=True)
+class Finding:
+    item: str
+    ok: bool
+    detail: str
+
+
+def find_tool(name: str) -> Optional[str]:
+    found = shutil.which(name)
+    if found:
+        return found
+    for d in CUDA_BIN_DIRS:
+        p = Path(d) / name
+        if p.is_file():
+            return str(p)
+    return None
+
+
+def tool_version(path: str, args: tuple[str, ...] = ("--version",)) -> str:
+    try:
+        out = subprocess.run([path, *args], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"(could not run: {exc})"
+    lines = [ln.strip() for ln in (out.stdout + out.stderr).splitlines() if ln.strip()]
+    return lines[-1] if lines else ""
+
+
+def gpu_findings() -> list[Finding]:
+    import torch
+
+    if torch.version.cuda is None:
+        return [Finding("GPU", False, f"torch {torch.__version__} is a CPU build: kernels cannot run here")]
+    if not torch.cuda.is_available():
+        return [Finding("GPU", False, "no CUDA device visible (see nvidia-smi, CUDA_VISIBLE_DEVICES)")]
+    env = environment()
+    found = [Finding("GPU", True, f"{env.gpu}, compute capability {env.capability}, {env.sm_count} SMs, "
+                                  f"{env.memory_bytes / 2**30:.0f} GiB, L2 {env.l2_bytes / 2**20:.0f} MiB")]
+    found.append(Finding("driver", bool(env.driver), env.driver or "unknown (NVML not readable)"))
+    clocks = read_clocks()
+    if clocks:
+        found.append(Finding("clocks", True, f"SM {clocks.sm_mhz:.0f}/{clocks.sm_max_mhz:.0f} MHz, "
+                                             f"memory {clocks.mem_mhz:.0f} MHz, {clocks.temperature_c:.0f} °C, "
+                                             f"{clocks.power_w:.0f} W (read-only; never changed)"))
+    return found
+
+
+def software_findings() -> list[Finding]:
+    import torch
+
+    found = [Finding("torch", True, f"{torch.__version__} (CUDA {torch.version.cuda or 'none'})")]
+    for name, why in [("nvcc", "build and build --check"), ("ninja", "JIT builds"),
+                      ("nsys", "profile --tool nsys"), ("ncu", "profile --tool ncu"),
+                      ("compute-sanitizer", "memcheck / racecheck")]:
+        path = find_tool(name)
+        if path:
+            found.append(Finding(name, True, f"{path}  {tool_version(path)}"))
+        else:
+            found.append(Finding(name, False, f"not found on PATH or in /usr/local/cuda/bin (needed for {why})"))
+    if not nvml_driver_version():
+        found.append(Finding("NVML", False, "nvidia-ml-py cannot read the driver: no clock readings"))
+    return found
+
+
+def findings() -> list[Finding]:
+    return gpu_findings() + software_findings()

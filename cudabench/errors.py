@@ -1,0 +1,55 @@
+"""Error types that carry a hint for the user. Only the CLI prints them and picks the exit code."""
+
+from __future__ import annotations
+
+# Exit codes: 1 = something ran and failed (a build, a correctness check);
+# 2 = the request cannot be run as asked (usage, configuration, missing GPU or tool).
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+
+class CudabenchError(Exception):
+    """A problem the user can act on: a message, an optional hint and an exit code."""
+
+    exit_code = EXIT_USAGE
+
+    def __init__(self, message: str, hint: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+
+class UnknownKernelError(CudabenchError):
+    pass
+
+
+class ShapeError(CudabenchError):
+    """A --shape that does not parse, names an unknown parameter or breaks a kernel's constraint."""
+
+
+class ConfigError(CudabenchError):
+    pass
+
+
+class NoGPUError(CudabenchError):
+    pass
+
+
+class ToolNotFoundError(CudabenchError):
+    pass
+
+
+class BuildError(CudabenchError):
+    """The compiler rejected a kernel's sources; the message holds the compiler's own error lines."""
+
+    exit_code = EXIT_FAILED
+
+
+class CheckFailedError(CudabenchError):
+    exit_code = EXIT_FAILED
+
+
+NO_GPU_HINT = (
+    "Still works without a GPU: `cudabench list`, `cudabench doctor`, "
+    "`cudabench build --check --all --arch sm_90` (compile-only with nvcc)."
+)

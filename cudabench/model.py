@@ -1,0 +1,127 @@
+"""The records that flow through a run. Plain frozen dataclasses: no torch, easy to test and export."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+DIRECTIONS = ("fwd", "bwd", "fwdbwd")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One thing to measure: a kernel family at one shape, in one direction."""
+
+    family: str
+    shape: tuple[tuple[str, int], ...]
+    direction: str = "fwd"
+    dtype: str = "float32"
+
+    @property
+    def params(self) -> dict[str, int]:
+        return dict(self.shape)
+
+    @property
+    def shape_text(self) -> str:
+        return ",".join(f"{k}={v}" for k, v in self.shape)
+
+    def key(self) -> str:
+        return f"{self.family}[{self.shape_text}]/{self.direction}"
+
+
+@dataclass(frozen=True)
+class Stats:
+    n: int
+    median: float
+    q1: float
+    q3: float
+    min: float
+    max: float
+    mean: float
+    stdev: float
+
+    @property
+    def iqr(self) -> float:
+        return self.q3 - self.q1
+
+    @property
+    def noise(self) -> float:
+        """Relative spread: IQR over median (robust to the odd slow sample)."""
+        return self.iqr / self.median if self.median > 0 else float("inf")
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """All samples of one timed subject, in seconds per call, and how they were taken."""
+
+    samples: tuple[float, ...]
+    timing: str                 # sync | events | graph | cupti | a demonstration mode
+    warmup_calls: int
+    warmup_seconds: float
+    stop_reason: str
+    cache: str = "hot"          # hot | cold (L2 flushed before each call)
+    calls_per_sample: int = 1
+    clocks: tuple[tuple[str, float], ...] = ()
+    extra: tuple[tuple[str, float], ...] = ()   # mode-specific figures (e.g. per-call launch cost)
+
+
+@dataclass(frozen=True)
+class Check:
+    """Correctness of one subject against the fp64 reference: ‖out − ref‖ / ‖ref‖ per output."""
+
+    errors: tuple[tuple[str, float], ...]
+    tolerance: float
+
+    @property
+    def worst(self) -> float:
+        vals = [e for _, e in self.errors]
+        if not vals:
+            return float("nan")
+        if any(v != v for v in vals):  # NaN: an output was not (fully) written
+            return float("nan")
+        return max(vals)
+
+    @property
+    def passed(self) -> bool:
+        w = self.worst
+        return w == w and w <= self.tolerance
+
+
+@dataclass(frozen=True)
+class Result:
+    """What happened to one subject (a variant or a baseline) on one case."""
+
+    case: Case
+    subject: str
+    role: str                       # "variant" | "baseline"
+    check: Optional[Check] = None
+    measurement: Optional[Measurement] = None
+    stats: Optional[Stats] = None
+    skipped: str = ""               # why it was not measured, if it was not
+    flops: float = 0.0
+    bytes: float = 0.0
+
+    @property
+    def status(self) -> str:
+        if self.skipped:
+            return "SKIP" if self.check is None or self.check.passed else "FAIL"
+        if self.check is not None and not self.check.passed:
+            return "FAIL"  # timed anyway under --force
+        return "ok"
+
+
+@dataclass(frozen=True)
+class Environment:
+    gpu: str = ""
+    capability: str = ""
+    sm_count: int = 0
+    l2_bytes: int = 0
+    memory_bytes: int = 0
+    driver: str = ""
+    cuda_runtime: str = ""
+    torch: str = ""
+    python: str = ""
+    cudabench: str = ""
+    hostname: str = ""
+    date: str = ""
+    settings: tuple[tuple[str, str], ...] = field(default_factory=tuple)

@@ -1,0 +1,93 @@
+"""Finds kernel families (folders with a spec.py defining FAMILY) and resolves names to variants.
+
+Importing a spec imports torch but never touches CUDA.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib.util
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from cudabench.errors import ConfigError, UnknownKernelError
+from cudabench.spec import Family, Variant
+
+
+def builtin_kernels_dir() -> Path:
+    """kernels/ beside the package in a checkout (or editable install), else the installed copy."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here.parent / "kernels", here / "kernels"):
+        if candidate.is_dir():
+            return candidate
+    return here.parent / "kernels"
+
+
+@dataclass(frozen=True)
+class Registry:
+    families: tuple[Family, ...]
+
+    def family(self, name: str) -> Family:
+        for f in self.families:
+            if f.name == name:
+                return f
+        raise self._unknown(name)
+
+    def variants(self) -> list[tuple[Family, Variant]]:
+        return [(f, v) for f in self.families for v in f.variants]
+
+    def names(self) -> list[str]:
+        return [f.name for f in self.families] + [v.name for _, v in self.variants()]
+
+    def resolve(self, names: Sequence[str]) -> list[tuple[Family, Variant]]:
+        """Variant names or family names (a family stands for all its variants), in order, no repeats."""
+        picked: list[tuple[Family, Variant]] = []
+        for name in names:
+            matches = [(f, v) for f, v in self.variants() if v.name == name or f.name == name]
+            if not matches:
+                raise self._unknown(name)
+            picked += [m for m in matches if m not in picked]
+        return picked
+
+    def _unknown(self, name: str) -> UnknownKernelError:
+        close = difflib.get_close_matches(name, self.names(), n=4, cutoff=0.5)
+        hint = f"Did you mean: {', '.join(close)}?" if close else ""
+        hint += (" " if hint else "") + "`cudabench list` shows every kernel."
+        return UnknownKernelError(f"Unknown kernel '{name}'.", hint)
+
+
+def load_family(folder: Path) -> Family:
+    spec_file = folder / "spec.py"
+    module_name = f"cudabench_kernels_{folder.name.replace('-', '_')}_{abs(hash(str(folder)))}"
+    module_spec = importlib.util.spec_from_file_location(module_name, spec_file)
+    if module_spec is None or module_spec.loader is None:
+        raise ConfigError(f"Cannot load {spec_file}.")
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[module_name] = module
+    try:
+        module_spec.loader.exec_module(module)
+    except Exception as exc:  # a user's spec.py with a bug: say which file
+        raise ConfigError(f"{spec_file} failed to load: {type(exc).__name__}: {exc}",
+                          "Fix the kernel family's spec.py.") from exc
+    family = getattr(module, "FAMILY", None)
+    if not isinstance(family, Family):
+        raise ConfigError(f"{spec_file} does not define FAMILY = cudabench.spec.Family(...).")
+    return replace(family, folder=folder)
+
+
+def discover(extra_dirs: Iterable[Path] = ()) -> Registry:
+    """All families in the built-in kernels/ folder plus any extra kernel directories."""
+    families: list[Family] = []
+    for root in [builtin_kernels_dir(), *map(Path, extra_dirs)]:
+        if not root.is_dir():
+            raise ConfigError(f"Kernel directory {root} does not exist.")
+        for folder in sorted(p for p in root.iterdir() if (p / "spec.py").is_file()):
+            family = load_family(folder)
+            taken = {n for f in families for n in [f.name, *(v.name for v in f.variants)]}
+            clash = taken & {family.name, *(v.name for v in family.variants)}
+            if clash:
+                raise ConfigError(f"{folder}: name(s) {', '.join(sorted(clash))} already registered.")
+            families.append(family)
+    return Registry(tuple(families))

@@ -1,0 +1,77 @@
+"""Parsing `--shape B=32,C=768,T=768` and checking a shape against a family's constraints."""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from cudabench.errors import ShapeError
+from cudabench.spec import Family, Variant
+
+_POWER = re.compile(r"^(\d+)\s*(?:\^|\*\*)\s*(\d+)$")
+
+
+def parse_value(text: str) -> int:
+    """An integer written plainly (768), with underscores (1_048_576) or as a power (2^20, 2**20)."""
+    t = text.strip().replace("_", "")
+    m = _POWER.match(t)
+    if m:
+        return int(m.group(1)) ** int(m.group(2))
+    if t.isdigit():
+        return int(t)
+    raise ValueError(text)
+
+
+def parse_shape(text: str) -> dict[str, int]:
+    """'B=32,C=768,T=768' -> {'B': 32, 'C': 768, 'T': 768}; raises ShapeError naming the bad part."""
+    shape: dict[str, int] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, sep, value = part.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise ShapeError(f"Cannot read '{part}' in --shape '{text}'.",
+                             "Write the shape as NAME=VALUE pairs, e.g. --shape B=32,C=768,T=768.")
+        try:
+            number = parse_value(value)
+        except ValueError:
+            raise ShapeError(f"'{value.strip()}' is not a whole number (in '{part}').",
+                             "Values are integers such as 768, 1_048_576 or 2^20.") from None
+        if number <= 0:
+            raise ShapeError(f"{name} must be positive (got {number}).")
+        if name in shape:
+            raise ShapeError(f"{name} is given twice in --shape '{text}'.")
+        shape[name] = number
+    return shape
+
+
+def complete_shape(family: Family, given: dict[str, int]) -> dict[str, int]:
+    """The family's defaults overridden by `given`; unknown parameter names are an error."""
+    known = [p.name for p in family.params]
+    unknown = [k for k in given if k not in known]
+    if unknown:
+        raise ShapeError(f"{family.name} has no shape parameter {', '.join(unknown)}.",
+                         f"Its parameters are {', '.join(known)} "
+                         f"(defaults {format_shape(family.default_shape())}).")
+    return {name: given.get(name, family.default_shape()[name]) for name in known}
+
+
+def violation(family: Family, variant: Optional[Variant], shape: dict[str, int]) -> Optional[str]:
+    """The first broken constraint's message, or None when the shape is fine for this variant."""
+    rules = list(family.constraints) + (list(variant.constraints) if variant else [])
+    for rule in rules:
+        message = rule.violation(shape)
+        if message:
+            return message
+    return None
+
+
+def check_shape(family: Family, variant: Optional[Variant], shape: dict[str, int]) -> None:
+    message = violation(family, variant, shape)
+    if message:
+        who = variant.name if variant else family.name
+        raise ShapeError(f"{who} cannot run at {format_shape(shape)}: {message}.",
+                         "Pick a shape that satisfies the rule; `cudabench list` shows each kernel's constraints.")
+
+
+def format_shape(shape: dict[str, int]) -> str:
+    return ",".join(f"{k}={v}" for k, v in shape.items())

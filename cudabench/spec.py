@@ -1,0 +1,142 @@
+"""What a kernel family's spec.py declares: its sources, shape parameters, inputs, fp64 reference,
+variants (bound to the built extension), baselines and constraints.
+
+A family folder holds a pure-CUDA `.cu`, a torch binding `.cpp` and a `spec.py` that defines
+`FAMILY = Family(...)`. Nothing here touches CUDA at import time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping, Optional
+
+Shape = Mapping[str, int]
+Op = Callable[..., Any]  # op(**inputs) -> output tensor
+
+
+@dataclass(frozen=True)
+class Param:
+    """A shape parameter such as B, C, T or n, with its default."""
+
+    name: str
+    default: int
+    help: str = ""
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """A rule a shape must satisfy before launch. `rule` is shown by `cudabench list`;
+    `why` is the message when it is broken."""
+
+    rule: str
+    holds: Callable[[Shape], bool]
+    why: str
+
+    def violation(self, shape: Shape) -> Optional[str]:
+        if self.holds(shape):
+            return None
+        values = ", ".join(f"{k}={v}" for k, v in shape.items())
+        return f"{self.why} (rule {self.rule}; got {values})"
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One implementation in a family. `bind(ext)` turns the built extension module into
+    an op callable as op(**inputs)."""
+
+    name: str
+    summary: str
+    bind: Callable[[Any], Op]
+    constraints: tuple[Constraint, ...] = ()
+    has_backward: bool = True
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """A reference implementation timed beside the variants (e.g. PyTorch's own op).
+    `make()` returns the op; it is called lazily, on the GPU, once per run."""
+
+    name: str
+    summary: str
+    make: Callable[[], Op]
+    default: bool = True
+    has_backward: bool = True
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    summary: str
+    sources: tuple[str, ...]                 # file names in the family folder (.cu and .cpp)
+    params: tuple[Param, ...]
+    make_inputs: Callable[[Shape, Any, Any], dict[str, Any]]   # (shape, generator, device)
+    reference: Op                            # the math, evaluated on float64 copies of the inputs
+    variants: tuple[Variant, ...]
+    baselines: tuple[Baseline, ...] = ()
+    grad_inputs: tuple[str, ...] = ()        # inputs that receive gradients (enables bwd/fwdbwd)
+    constraints: tuple[Constraint, ...] = ()  # apply to every variant
+    work: Optional[Callable[[Shape, str], tuple[float, float]]] = None  # (flops, bytes) per call
+    tolerance: float = 1e-5
+    extra_cuda_cflags: tuple[str, ...] = ()
+    folder: Path = field(default=Path("."), compare=False)
+
+    @property
+    def directions(self) -> tuple[str, ...]:
+        return ("fwd", "bwd", "fwdbwd") if self.grad_inputs else ("fwd",)
+
+    def default_shape(self) -> dict[str, int]:
+        return {p.name: p.default for p in self.params}
+
+    def source_paths(self) -> list[Path]:
+        return [self.folder / s for s in self.sources]
+
+    def variant(self, name: str) -> Variant:
+        for v in self.variants:
+            if v.name == name:
+                return v
+        raise KeyError(name)
+
+    def baseline(self, name: str) -> Baseline:
+        for b in self.baselines:
+            if b.name == name:
+                return b
+        raise KeyError(name)
+
+
+# ---- outputs: how bindings allocate, so the correctness check can poison them --------------
+
+_poison = False
+
+
+def empty_like(t: Any) -> Any:
+    """Allocate an output like `t`. Inside `poisoned_outputs()` it is NaN-filled, so an element
+    the kernel fails to write shows up as NaN in the check instead of passing by luck."""
+    import torch
+
+    out = torch.empty_like(t)
+    if _poison:
+        out.fill_(float("nan"))
+    return out
+
+
+def empty(size: Any, like: Any) -> Any:
+    """Allocate an output of `size` with the dtype and device of `like` (poisoned like empty_like)."""
+    import torch
+
+    out = torch.empty(size, dtype=like.dtype, device=like.device)
+    if _poison:
+        out.fill_(float("nan"))
+    return out
+
+
+@contextlib.contextmanager
+def poisoned_outputs() -> Iterator[None]:
+    # A plain global, not a context variable: autograd runs CUDA backward on its own thread.
+    global _poison
+    before, _poison = _poison, True
+    try:
+        yield
+    finally:
+        _poison = before

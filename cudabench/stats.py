@@ -1,0 +1,50 @@
+"""Summary statistics of timing samples. Pure functions, no torch."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from cudabench.model import Stats
+
+
+def summarize(samples: Sequence[float]) -> Stats:
+    """Median, quartiles, min/max, mean and sample stdev of a non-empty list of samples."""
+    if not samples:
+        raise ValueError("no samples to summarize")
+    xs = np.asarray(samples, dtype=np.float64)
+    if xs.size == 1:
+        x = float(xs[0])
+        return Stats(n=1, median=x, q1=x, q3=x, min=x, max=x, mean=x, stdev=0.0)
+    # linear interpolation between order statistics (statistics.quantiles' "inclusive" method)
+    q1, median, q3 = (float(v) for v in np.percentile(xs, [25, 50, 75]))
+    return Stats(
+        n=int(xs.size),
+        median=median,
+        q1=q1,
+        q3=q3,
+        min=float(xs.min()),
+        max=float(xs.max()),
+        mean=float(xs.mean()),
+        stdev=float(xs.std(ddof=1)),
+    )
+
+
+def relative_noise(samples: Sequence[float]) -> float:
+    """IQR / median: how far apart the middle half of the samples lies, relative to the median."""
+    return summarize(samples).noise
+
+
+def speedup(baseline_median: float, subject_median: float) -> float:
+    """How many times faster the subject is than the baseline (>1 means faster)."""
+    if subject_median <= 0:
+        return float("nan")
+    return baseline_median / subject_median
+
+
+def throughput(amount: float, seconds: float) -> float:
+    """Work per second (flops/s or bytes/s); 0 when there is no work counted."""
+    if amount <= 0 or seconds <= 0:
+        return 0.0
+    return amount / seconds

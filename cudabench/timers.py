@@ -1,0 +1,186 @@
+"""Ways to time a call. A timer returns one sample per call, in seconds per call.
+
+    sync    host clock between two torch.cuda.synchronize(): wall time of a call, launch included
+    events  CUDA events around the call, its launch hidden behind a short GPU sleep: GPU time of
+            the call from its first to its last command
+    graph   the call captured R times in a CUDA graph; one replay timed with events, divided by R:
+            GPU time per call without per-launch host cost (graph node gaps remain)
+    cupti   the durations of the call's kernels as recorded by CUPTI (torch.profiler), summed:
+            pure kernel time, no gaps, no launch
+
+Only these are measurements. sync_modes.py holds the tutorial's broken placements, for
+demonstration."""
+
+from __future__ import annotations
+
+import bisect
+import math
+import time
+from typing import Any, Callable, Optional
+
+import torch
+
+Call = Callable[[], Any]
+Hook = Optional[Callable[[], None]]
+
+
+class SyncTimer:
+    name = "sync"
+    describes = "wall time per call: host clock between two torch.cuda.synchronize(), launch included"
+    batch = 1
+
+    def prepare(self, call: Call, estimate: float) -> None:
+        pass
+
+    def samples(self, call: Call, count: int, before_each: Hook = None) -> list[float]:
+        out = []
+        for _ in range(count):
+            if before_each:
+                before_each()
+            torch.cuda.synchronize()
+            start = time.perf_counter()
+            call()
+            torch.cuda.synchronize()
+            out.append(time.perf_counter() - start)
+        return out
+
+
+def sleep_cycles(seconds: float) -> int:
+    """GPU clock cycles for torch.cuda._sleep to cover `seconds` (assumes <= 2 GHz, errs long)."""
+    return max(1000, int(seconds * 2.0e9))
+
+
+class EventTimer:
+    """Events on the current stream. A GPU sleep queued first keeps the stream busy while the host
+    launches the call, so the start event fires with the call's work already queued: the figure
+    is GPU time, not host launch latency (the way nvbench hides launches behind a blocking kernel)."""
+
+    name = "events"
+    describes = "GPU time per call: CUDA events around the call, launch hidden behind a GPU sleep"
+    batch = 1
+
+    def __init__(self) -> None:
+        self.start = torch.cuda.Event(enable_timing=True)
+        self.end = torch.cuda.Event(enable_timing=True)
+        self.hide = 1000
+
+    def prepare(self, call: Call, estimate: float) -> None:
+        # host time to issue one call, without waiting for the GPU
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        call()
+        issue = time.perf_counter() - t0
+        torch.cuda.synchronize()
+        self.hide = sleep_cycles(2 * issue + 20e-6)
+
+    def samples(self, call: Call, count: int, before_each: Hook = None) -> list[float]:
+        out = []
+        for _ in range(count):
+            if before_each:
+                before_each()
+            torch.cuda._sleep(self.hide)
+            self.start.record()
+            call()
+            self.end.record()
+            self.end.synchronize()
+            out.append(self.start.elapsed_time(self.end) / 1e3)
+        return out
+
+
+def calls_per_graph(estimate: float, target: float = 1e-3, cap: int = 100) -> int:
+    """Enough calls in one graph that a replay lasts about `target` seconds (1 .. cap)."""
+    if estimate <= 0:
+        return cap
+    return max(1, min(cap, math.ceil(target / estimate)))
+
+
+class GraphTimer:
+    name = "graph"
+    describes = "GPU time per call from CUDA-graph replays of R calls (no per-call launch cost)"
+    batch = 1
+
+    def __init__(self) -> None:
+        self.graph: Any = None
+        self.per_graph = 1
+        self.start = torch.cuda.Event(enable_timing=True)
+        self.end = torch.cuda.Event(enable_timing=True)
+
+    def prepare(self, call: Call, estimate: float) -> None:
+        self.per_graph = calls_per_graph(estimate)
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):  # warm up on the capture stream, as capture requires
+            for _ in range(3):
+                call()
+        torch.cuda.current_stream().wait_stream(side)
+        torch.cuda.synchronize()
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.graph):
+            for _ in range(self.per_graph):
+                call()
+        torch.cuda.synchronize()
+
+    def samples(self, call: Call, count: int, before_each: Hook = None) -> list[float]:
+        out = []
+        for _ in range(count):
+            if before_each:
+                before_each()
+            torch.cuda._sleep(sleep_cycles(30e-6))
+            self.start.record()
+            self.graph.replay()
+            self.end.record()
+            self.end.synchronize()
+            out.append(self.start.elapsed_time(self.end) / 1e3 / self.per_graph)
+        return out
+
+
+CALL_RANGE = "cudabench::call"
+
+
+def kernel_time_per_call(events: list[Any], range_name: str = CALL_RANGE) -> list[float]:
+    """Sum of GPU activity (kernels, memcpy, memset) inside each `range_name` host range, in
+    seconds. The range encloses the call and a synchronize, so all its GPU work lies inside it
+    and nothing queued before (an L2 flush) does. Timestamps are profiler µs on one clock."""
+    from torch.autograd import DeviceType
+
+    calls = sorted((e.time_range.start, e.time_range.end) for e in events if e.name == range_name)
+    starts = [s for s, _ in calls]
+    totals = [0.0] * len(calls)
+    for e in events:
+        if e.device_type != DeviceType.CUDA:
+            continue
+        i = bisect.bisect_right(starts, e.time_range.start) - 1
+        if i >= 0 and e.time_range.start <= calls[i][1]:
+            totals[i] += e.time_range.elapsed_us()
+    return [t / 1e6 for t in totals]
+
+
+class CuptiTimer:
+    name = "cupti"
+    describes = "kernel time per call: CUPTI kernel durations (torch.profiler) summed per call"
+
+    def __init__(self) -> None:
+        self.batch = 20
+
+    def prepare(self, call: Call, estimate: float) -> None:
+        self.batch = max(5, min(200, int(0.2 / max(estimate, 1e-6))))
+
+    def samples(self, call: Call, count: int, before_each: Hook = None) -> list[float]:
+        from torch.profiler import ProfilerActivity, profile, record_function
+
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            for _ in range(count):
+                if before_each:
+                    before_each()
+                torch.cuda.synchronize()
+                with record_function(CALL_RANGE):
+                    call()
+                    torch.cuda.synchronize()
+        return kernel_time_per_call(list(prof.events()))
+
+
+TIMERS = {"sync": SyncTimer, "events": EventTimer, "graph": GraphTimer, "cupti": CuptiTimer}
+
+
+def make_timer(name: str):
+    return TIMERS[name]()

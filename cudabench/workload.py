@@ -1,0 +1,52 @@
+"""Turning an op and its inputs into the call that is timed, for each direction:
+fwd = op(**inputs); bwd = gradients of a stored forward; fwdbwd = forward then gradients."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+import torch
+
+
+@dataclass(frozen=True)
+class Workload:
+    call: Callable[[], Any]                     # what the timers run, once per call
+    results: Callable[[], dict[str, Any]]       # one call's named outputs: out, and g<input> grads
+
+
+def grad_name(input_name: str) -> str:
+    return f"g{input_name}"
+
+
+def _leaves(inputs: Mapping[str, Any], grad_inputs: tuple[str, ...]) -> dict[str, Any]:
+    """Copies of the inputs as autograd leaves (the originals stay untouched for other subjects)."""
+    return {name: (value.detach().requires_grad_(True) if name in grad_inputs else value)
+            for name, value in inputs.items()}
+
+
+def make_workload(op: Callable[..., Any], inputs: Mapping[str, Any], direction: str,
+                  grad_inputs: tuple[str, ...] = (), grad_out: Any = None) -> Workload:
+    if direction == "fwd":
+        plain = {k: (v.detach() if torch.is_tensor(v) else v) for k, v in inputs.items()}
+        return Workload(call=lambda: op(**plain), results=lambda: {"out": op(**plain)})
+    if not grad_inputs or grad_out is None:
+        raise ValueError(f"direction {direction} needs gradient inputs and an upstream gradient")
+    leaves = _leaves(inputs, grad_inputs)
+    wrt = [leaves[name] for name in grad_inputs]
+
+    def gradients(out):
+        grads = torch.autograd.grad(out, wrt, grad_out, retain_graph=(direction == "bwd"))
+        return {grad_name(n): g for n, g in zip(grad_inputs, grads)}
+
+    if direction == "fwdbwd":
+        def results():
+            out = op(**leaves)
+            return {"out": out, **gradients(out)}
+
+        return Workload(call=lambda: gradients(op(**leaves)), results=results)
+    if direction == "bwd":
+        stored = op(**leaves)  # the forward whose backward is timed
+        return Workload(call=lambda: gradients(stored),
+                        results=lambda: gradients(stored))
+    raise ValueError(f"unknown direction {direction!r}")

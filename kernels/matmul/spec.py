@@ -1,0 +1,70 @@
+"""matmul: C = A·B in float32 — the naive → shared-memory-tiled ladder, against cuBLAS (TF32 off)."""
+
+import torch
+
+from cudabench.spec import Baseline, Constraint, Family, Param, Variant, empty
+
+NAIVE, TILED = 0, 1
+
+
+def make_inputs(shape, gen, device):
+    M, N, K = shape["M"], shape["N"], shape["K"]
+    A = torch.empty(M, K, device=device).uniform_(-1, 1, generator=gen)
+    B = torch.empty(K, N, device=device).uniform_(-1, 1, generator=gen)
+    return {"A": A, "B": B}
+
+
+def reference(A, B):
+    return A @ B
+
+
+def work(shape, direction):
+    M, N, K = shape["M"], shape["N"], shape["K"]
+    return 2.0 * M * N * K, 4.0 * (M * K + K * N + M * N)
+
+
+def bind(variant):
+    def make(ext):
+        def matmul(A, B):
+            C = empty((A.shape[0], B.shape[1]), like=A)
+            ext.matmul(A, B, C, variant)
+            return C
+
+        return matmul
+
+    return make
+
+
+def torch_matmul():
+    def matmul(A, B):
+        # cuBLAS SGEMM in true fp32: the run turns TF32 off for every subject (see runner).
+        return torch.matmul(A, B)
+
+    return matmul
+
+
+FITS_INT32 = Constraint(
+    "M*K, K*N, M*N < 2^31",
+    lambda s: max(s["M"] * s["K"], s["K"] * s["N"], s["M"] * s["N"]) < 2**31,
+    "each matrix must have fewer than 2^31 elements (32-bit indices)",
+)
+
+FAMILY = Family(
+    name="matmul",
+    summary="C = A·B, float32, row-major",
+    sources=("matmul.cu", "matmul.cpp"),
+    params=(Param("M", 2048, "rows of A and C"), Param("N", 2048, "columns of B and C"),
+            Param("K", 2048, "columns of A, rows of B")),
+    make_inputs=make_inputs,
+    reference=reference,
+    variants=(
+        Variant("matmul-naive", "one thread per output, 16×16 blocks, global loads", bind(NAIVE),
+                has_backward=False),
+        Variant("matmul-tiled", "32×32 shared-memory tiles", bind(TILED), has_backward=False),
+    ),
+    baselines=(Baseline("torch-matmul", "torch.matmul (cuBLAS SGEMM, TF32 off)", torch_matmul,
+                        has_backward=False),),
+    constraints=(FITS_INT32,),
+    work=work,
+    tolerance=1e-5,
+)

@@ -1,0 +1,109 @@
+"""TimeX (RWKV): causal depthwise convolution, the v1 → v4 ladder, forward and backward.
+
+    out[b,c,t] = eps + sum_{u=0..t} w[c, T-1-(t-u)] * k[b,c,u]
+
+w is (C, T), k is (B, C, T), eps a scalar with no gradient. The CUDA backward computes
+gk (anti-causal) and gw (summed over the batch); each variant is an autograd.Function.
+"""
+
+import torch
+import torch.nn.functional as F
+
+from cudabench.spec import Baseline, Constraint, Family, Param, Variant, empty_like
+
+TMAX = 1024
+BF, BB = 8, 2  # v4: batch rows per block, forward and backward
+
+
+class TimeX(torch.autograd.Function):
+    """Autograd wrapper around the extension's forward/backward for one ladder version."""
+
+    @staticmethod
+    def forward(ctx, w, k, eps, ext, version):
+        out = empty_like(k)
+        ext.forward(w, k, out, float(eps), version)
+        ctx.save_for_backward(w, k)
+        ctx.ext, ctx.version = ext, version
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        w, k = ctx.saved_tensors
+        gw, gk = empty_like(w), empty_like(k)
+        ctx.ext.backward(w, k, g.contiguous(), gw, gk, ctx.version)
+        return gw, gk, None, None, None
+
+
+def bind(version):
+    def make(ext):
+        def timex(w, k, eps):
+            if torch.is_grad_enabled() and (w.requires_grad or k.requires_grad):
+                return TimeX.apply(w, k, eps, ext, version)
+            out = empty_like(k)  # no graph to record: skip autograd's bookkeeping
+            ext.forward(w, k, out, float(eps), version)
+            return out
+
+        return timex
+
+    return make
+
+
+def make_inputs(shape, gen, device):
+    B, C, T = shape["B"], shape["C"], shape["T"]
+    w = torch.empty(C, T, device=device).uniform_(-1, 1, generator=gen)
+    k = torch.empty(B, C, T, device=device).uniform_(-1, 1, generator=gen)
+    eps = torch.empty((), device=device).uniform_(0.1, 1.0, generator=gen).item()
+    return {"w": w, "k": k, "eps": eps}
+
+
+def reference(w, k, eps):
+    """The definition as a padded grouped convolution (conv1d cross-correlates, hence the layout)."""
+    T = k.shape[-1]
+    return eps + F.conv1d(F.pad(k, (T - 1, 0)), w.unsqueeze(1), groups=k.shape[1])
+
+
+def conv1d_baseline():
+    return reference  # the same expression, run in float32 by PyTorch (cuDNN)
+
+
+def work(shape, direction):
+    B, C, T = shape["B"], shape["C"], shape["T"]
+    pass_flops = float(B) * C * T * (T + 1)  # 2 flops per multiply-add, T(T+1)/2 of them per row
+    fwd_bytes = 4.0 * (C * T + 2 * B * C * T)
+    bwd_bytes = 4.0 * (2 * C * T + 3 * B * C * T)
+    return {
+        "fwd": (pass_flops, fwd_bytes),
+        "bwd": (2 * pass_flops, bwd_bytes),
+        "fwdbwd": (3 * pass_flops, fwd_bytes + bwd_bytes),
+    }[direction]
+
+
+T_MAX = Constraint(f"T <= {TMAX}", lambda s: s["T"] <= TMAX,
+                   f"T must be at most {TMAX}: one thread block holds a whole row")
+T_VEC = Constraint("T % 4 == 0", lambda s: s["T"] % 4 == 0,
+                   "T must be a multiple of 4: each thread handles four outputs with float4 loads")
+B_GROUP = Constraint(f"B % {BF} == 0", lambda s: s["B"] % BF == 0,
+                     f"B must be a multiple of {BF}: one v4 block serves {BF} batch rows "
+                     f"forward ({BB} backward)")
+
+FAMILY = Family(
+    name="timex",
+    summary="RWKV TimeX causal depthwise convolution, forward and backward",
+    sources=("timex.cu", "timex.cpp"),
+    params=(Param("B", 32, "batch"), Param("C", 768, "channels"), Param("T", 768, "time steps")),
+    make_inputs=make_inputs,
+    reference=reference,
+    grad_inputs=("w", "k"),
+    variants=(
+        Variant("timex-v1", "one thread per output, global memory", bind(1)),
+        Variant("timex-v2", "w and k rows staged in shared memory", bind(2), (T_MAX,)),
+        Variant("timex-v3", "four outputs per thread, float4 loads/stores", bind(3), (T_MAX, T_VEC)),
+        Variant("timex-v4", f"v3 + {BF} batch rows per block share one staged w row "
+                            f"(backward: {BB})", bind(4), (T_MAX, T_VEC, B_GROUP)),
+    ),
+    baselines=(
+        Baseline("conv1d", "eps + conv1d(pad(k, (T-1, 0)), w.unsqueeze(1), groups=C)", conv1d_baseline),
+    ),
+    work=work,
+    tolerance=1e-5,
+)

@@ -1,0 +1,25 @@
+// TimeX: causal depthwise convolution of k (B,C,T) with a per-channel kernel w (C,T).
+//   out[b,c,t] = eps + sum_{u=0..t} w[c, T-1-(t-u)] * k[b,c,u]
+// Backward with g = dL/dout:
+//   gk[b,c,t] = sum_{s=t..T-1} g[b,c,s] * w[c, T-1-(s-t)]
+//   gw[c,j]   = sum_b sum_{u=0..j} g[b,c,T-1-j+u] * k[b,c,u]
+// Plain C++ launchers (no torch headers). All tensors float32, contiguous.
+#pragma once
+#include <cstddef>
+#include <cuda_runtime.h>
+
+constexpr int TIMEX_TMAX = 1024;  // v2..v4 keep one row per thread block (T/4 threads in v3, v4)
+constexpr int TIMEX_BF = 8;       // v4 forward: batch rows per block sharing one staged w row
+constexpr int TIMEX_BB = 2;       // v4 backward: batch rows per block
+
+// Why (version, B, C, T) cannot run, or nullptr when it can.
+const char* timex_unsupported(int version, int B, int C, int T, bool backward);
+
+cudaError_t timex_forward(int version, const float* w, const float* k, float* out, float eps,
+                          int B, int C, int T, cudaStream_t stream);
+
+// Floats of scratch the backward needs (partial per-batch gw sums); 0 when none.
+size_t timex_backward_scratch(int version, int B, int C, int T);
+
+cudaError_t timex_backward(int version, const float* w, const float* k, const float* g, float* gw,
+                           float* gk, float* scratch, int B, int C, int T, cudaStream_t stream);

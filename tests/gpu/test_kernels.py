@@ -1,0 +1,89 @@
+"""Every shipped variant, forward and backward, against the fp64 reference on several shapes."""
+
+import os
+import subprocess
+import sys
+import zlib
+
+import pytest
+import torch
+
+from cudabench.build import build
+from cudabench.check import check_workload, reference_results
+from cudabench.registry import discover
+from cudabench.shapes import complete_shape, violation
+from cudabench.workload import make_workload
+
+pytestmark = pytest.mark.gpu
+
+SHAPES = {
+    "add2": [dict(n=1), dict(n=1000003), dict(n=2**20)],
+    "matmul": [dict(M=1, N=1, K=1), dict(M=65, N=33, K=17), dict(M=256, N=256, K=256), dict(M=100, N=300, K=129)],
+    "timex": [dict(B=8, C=4, T=32), dict(B=16, C=3, T=100), dict(B=8, C=2, T=1024), dict(B=24, C=7, T=252),
+              dict(B=8, C=5, T=4), dict(B=3, C=5, T=37), dict(B=2, C=3, T=1500)],
+}
+
+
+def cases(registry):
+    for family in registry.families:
+        for variant in family.variants:
+            for given in SHAPES.get(family.name, []):
+                shape = complete_shape(family, given)
+                if violation(family, variant, shape) is None:
+                    yield family, variant, shape
+
+
+CASES = list(cases(discover()))
+IDS = [f"{v.name}-{'-'.join(f'{k}{x}' for k, x in s.items())}" for _, v, s in CASES]
+
+
+@pytest.fixture(scope="module")
+def extensions(registry):
+    return {f.name: build(f).module for f in registry.families}
+
+
+@pytest.mark.parametrize("family,variant,shape", CASES, ids=IDS)
+def test_variant_matches_reference(extensions, family, variant, shape):
+    gen = torch.Generator(device="cuda").manual_seed(zlib.crc32(str(shape).encode()))
+    inputs = family.make_inputs(shape, gen, "cuda")
+    op = variant.bind(extensions[family.name])
+    directions = ["fwd", "fwdbwd", "bwd"] if family.grad_inputs else ["fwd"]
+    for direction in directions:
+        grad_out = None
+        if direction != "fwd":
+            out = reference_results(family, inputs, "fwd")["out"]
+            grad_out = torch.empty(out.shape, device="cuda").uniform_(-1, 1, generator=gen)
+        ref = reference_results(family, inputs, direction, grad_out)
+        wl = make_workload(op, inputs, direction, family.grad_inputs, grad_out)
+        check = check_workload(wl, ref, family.tolerance)
+        assert check.passed, f"{variant.name} {direction} at {shape}: {dict(check.errors)}"
+        assert set(dict(check.errors)) == set(ref), "every output and gradient was compared"
+
+
+def test_every_variant_has_cases(registry):
+    assert {v.name for _, v, _ in CASES} == {v.name for _, v in registry.variants()}
+
+
+def test_binding_rejects_broken_constraint(registry, extensions):
+    ext = extensions["timex"]
+    w = torch.rand(4, 766, device="cuda")
+    k = torch.rand(8, 4, 766, device="cuda")
+    out = torch.empty_like(k)
+    with pytest.raises(RuntimeError, match="multiple of 4"):
+        ext.forward(w, k, out, 0.1, 3)
+
+
+def test_binding_rejects_cpu_tensor(registry, extensions):
+    a = torch.rand(10)
+    with pytest.raises(RuntimeError, match="CUDA tensor"):
+        extensions["add2"].add2(a, a, a)
+
+
+def test_second_build_is_a_cache_hit(tmp_path):
+    """As a user sees it: the second `cudabench build` of the same sources is a cache hit."""
+    env = {**os.environ, "CUDABENCH_CACHE": str(tmp_path)}
+    command = [sys.executable, "-m", "cudabench", "build", "--kernel", "add2"]
+    first = subprocess.run(command, capture_output=True, text=True, env=env)
+    second = subprocess.run(command, capture_output=True, text=True, env=env)
+    assert first.returncode == 0 and "(compiled)" in first.stdout, first.stdout + first.stderr
+    assert second.returncode == 0 and "(cache hit)" in second.stdout, second.stdout + second.stderr

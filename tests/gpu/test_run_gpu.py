@@ -1,0 +1,52 @@
+"""End to end on the GPU: the runner and the CLI produce checked, timed results."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from cudabench.cli import app
+from cudabench.measure import FixedCount, Warmup
+from cudabench.runner import RunOptions, Runner, plan
+
+pytestmark = pytest.mark.gpu
+
+
+def test_runner_times_variant_and_baseline(registry):
+    options = RunOptions(rule=FixedCount(7), warmup=Warmup(calls=2, seconds=0))
+    tasks = plan(registry, ["timex-v4"], {"B": 8, "C": 16, "T": 128}, options)
+    results = Runner(options).run(tasks)
+    assert {(r.subject, r.case.direction) for r in results} == {
+        ("timex-v4", "fwd"), ("conv1d", "fwd"), ("timex-v4", "fwdbwd"), ("conv1d", "fwdbwd")}
+    for r in results:
+        assert r.status == "ok", r.skipped
+        assert r.check.passed and r.stats.n == 7 and r.stats.median > 0
+
+
+def test_family_name_skips_variants_that_cannot_run(registry):
+    options = RunOptions(rule=FixedCount(3), warmup=Warmup(calls=1, seconds=0), directions=("fwd",),
+                         baselines=())
+    tasks = plan(registry, ["timex"], {"B": 4, "C": 4, "T": 66}, options)
+    results = Runner(options).run(tasks)
+    status = {r.subject: r.status for r in results}
+    assert status == {"timex-v1": "ok", "timex-v2": "ok", "timex-v3": "SKIP", "timex-v4": "SKIP"}
+
+
+def test_cli_run_writes_json_with_samples(tmp_path):
+    path = tmp_path / "r.json"
+    res = CliRunner().invoke(app, ["run", "--kernel", "add2", "--shape", "n=2^16", "--repeat", "9",
+                                   "--json", str(path)])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(path.read_text())
+    assert doc["schema_version"] == 1 and doc["environment"]["gpu"]
+    subjects = {r["subject"]: r for r in doc["results"]}
+    assert set(subjects) == {"add2", "torch-add"}
+    assert len(subjects["add2"]["measurement"]["samples"]) == 9
+    assert subjects["add2"]["check"]["passed"]
+
+
+def test_cli_events_timing(tmp_path):
+    res = CliRunner().invoke(app, ["run", "--kernel", "matmul-tiled", "--shape", "M=128,N=128,K=128",
+                                   "--timing", "events", "--repeat", "5"])
+    assert res.exit_code == 0, res.output
+    assert "matmul-tiled" in res.output and "torch-matmul" in res.output

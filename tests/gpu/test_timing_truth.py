@@ -1,0 +1,95 @@
+"""The timers against each other and against an independent CUPTI reading (issue: timing truth).
+These compare two measurements of the same work, never a wall-clock threshold."""
+
+import statistics
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from cudabench.cli import app
+from cudabench.measure import FixedCount, Warmup, measure
+from cudabench.runner import RunOptions, Runner, checked_call, plan
+from cudabench.timers import CuptiTimer, EventTimer, GraphTimer, SyncTimer
+
+pytestmark = pytest.mark.gpu
+
+
+def _call(registry, name, shape, direction="fwd"):
+    task = plan(registry, [name], shape, RunOptions(directions=(direction,), baselines=()))[0]
+    call, check = checked_call(task, seed=7)
+    assert check.passed
+    return call
+
+
+def _median(call, timer, n=200):
+    return statistics.median(measure(call, timer, FixedCount(n), Warmup(10, 0.05), torch.cuda.synchronize).samples)
+
+
+def independent_kernel_time(call, calls=200):
+    """A separate torch.profiler session: total CUDA kernel time / number of calls."""
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    for _ in range(10):
+        call()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            call()
+        torch.cuda.synchronize()
+    kernels = [e for e in prof.events() if e.device_type == DeviceType.CUDA]
+    return sum(e.time_range.elapsed_us() for e in kernels) / 1e6 / calls
+
+
+def test_add2_cupti_mode_matches_independent_profile_and_graph_is_close(registry):
+    call = _call(registry, "add2", {"n": 2**20})
+    cupti = _median(call, CuptiTimer())
+    independent = independent_kernel_time(call)
+    graph = _median(call, GraphTimer(), n=50)
+    assert abs(cupti / independent - 1) < 0.05, (cupti, independent)
+    assert abs(graph / independent - 1) < 0.40, (graph, independent)
+
+
+def test_timex_v4_sync_and_events_agree_with_cupti(registry):
+    call = _call(registry, "timex-v4", {})
+    cupti = _median(call, CuptiTimer(), n=100)
+    events = _median(call, EventTimer(), n=100)
+    sync = _median(call, SyncTimer(), n=100)
+    assert abs(events / cupti - 1) < 0.02, (events, cupti)
+    assert abs(sync / cupti - 1) < 0.05, (sync, cupti)  # sync adds launch + synchronize latency
+
+
+def test_short_kernel_reports_kernel_time_apart_from_launch(registry):
+    options = RunOptions(rule=FixedCount(50), warmup=Warmup(5, 0), baselines=())
+    results = Runner(options).run(plan(registry, ["add2"], {"n": 2**16}, options))
+    extra = dict(results[0].measurement.extra)
+    assert extra["kernel_time_cupti"] < results[0].stats.median
+    assert extra["launch_and_sync_overhead"] > 0
+
+
+@pytest.mark.parametrize("timing", ["sync", "events", "graph", "cupti"])
+def test_every_timing_mode_runs_hot_and_cold(registry, timing):
+    for cold in (False, True):
+        options = RunOptions(rule=FixedCount(20), warmup=Warmup(3, 0), timing=timing, cold=cold,
+                             directions=("fwdbwd",))
+        results = Runner(options).run(plan(registry, ["timex-v4"], {"B": 8, "C": 64, "T": 256}, options))
+        for r in results:
+            assert r.status == "ok", r.skipped
+            assert r.measurement.timing == timing and r.measurement.cache == ("cold" if cold else "hot")
+            assert r.stats.n == 20 and r.stats.median > 0
+
+
+def test_clock_readings_recorded(registry):
+    options = RunOptions(rule=FixedCount(30), warmup=Warmup(3, 0.2), baselines=(), directions=("fwd",))
+    results = Runner(options).run(plan(registry, ["timex-v4"], {}, options))
+    clocks = dict(results[0].measurement.clocks)
+    assert clocks["before_sm_max_mhz"] > 0 and clocks["after_sm_mhz"] > 0
+
+
+def test_compare_sync_modes_prints_table_view_and_explanation():
+    res = CliRunner().invoke(app, ["compare-sync-modes", "--iters", "30"])
+    assert res.exit_code == 0, res.output
+    for text in ["sync both", "sync before", "sync after", "sync none", "events", "graph", "cupti",
+                 "first 10 iterations", "How to read this"]:
+        assert text in res.output
