@@ -13,6 +13,7 @@ import sys
 import sysconfig
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Optional
@@ -170,7 +171,7 @@ def compiler_errors(log: str, limit: int = 8) -> str:
     for ln in picked[:limit]:
         m = _LOCATION.match(ln.strip())
         if m and m.group(2):  # nvcc writes file(line): error ... -> file:line: error ...
-            ln = f"{m.group(1)}:{m.group(2)}:{ln.strip()[m.end():]}"
+            ln = f"{m.group(1)}:{m.group(2)}{ln.strip()[m.end():]}"
         out.append("  " + ln.strip())
     return "\n".join(out)
 
@@ -235,14 +236,15 @@ def check_compile(family: Family, arch: str, bindings: bool = True) -> list[Comp
     """Compile each .cu with nvcc only (object file, thrown away); syntax-check each .cpp binding."""
     arch = normalize_arch(arch)
     nvcc = find_nvcc()
-    results = []
+    cxx = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++")
     with tempfile.TemporaryDirectory(prefix="cudabench-check-") as tmp:
+        jobs = []
         for source in family.source_paths():
             if source.suffix == ".cu":
-                results.append(_run(nvcc_command(nvcc, source, arch, Path(tmp) / f"{source.stem}.o"), source))
-            elif source.suffix == ".cpp" and bindings:
-                cxx = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++")
-                command = binding_command(cxx, source, Path(tmp)) if cxx else None
+                jobs.append((nvcc_command(nvcc, source, arch, Path(tmp) / f"{source.stem}.o"), source))
+            elif source.suffix == ".cpp" and bindings and cxx:
+                command = binding_command(cxx, source, Path(tmp))
                 if command:
-                    results.append(_run(command, source))
-    return results
+                    jobs.append((command, source))
+        with ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as pool:
+            return list(pool.map(lambda job: _run(*job), jobs))

@@ -63,11 +63,11 @@ def list_kernels(kernels_dir: Optional[List[Path]] = KernelsDir) -> None:
     reg = _registry(kernels_dir)
     table = Table(header_style="bold")
     for col in ("kernel", "family", "directions", "constraints", "default shape", "summary"):
-        table.add_column(col, no_wrap=col in ("kernel", "default shape"))
+        table.add_column(col, no_wrap=col in ("kernel", "default shape", "constraints"))
     for family, variant in reg.variants():
         rules = [c.rule for c in (*family.constraints, *variant.constraints)]
         dirs = "fwd, bwd, fwdbwd" if family.grad_inputs and variant.has_backward else "fwd"
-        table.add_row(variant.name, family.name, dirs, ", ".join(rules) or "-",
+        table.add_row(variant.name, family.name, dirs, "\n".join(rules) or "-",
                       format_shape(family.default_shape()), variant.summary)
     out.print(table)
     bl = Table(header_style="bold", title="baselines (timed beside the variants)", title_justify="left")
@@ -205,7 +205,9 @@ def run(
                                              "here (rewritten after each result)."),
     seed: Optional[int] = typer.Option(None, "--seed", help="Seed of the random inputs (default: fresh)."),
     arch: Optional[str] = typer.Option(None, "--arch", help="Build target (default: this GPU)."),
-    nvtx_on: bool = typer.Option(False, "--nvtx/--no-nvtx", help="Emit NVTX ranges (for Nsight)."),
+    nvtx_on: bool = typer.Option(False, "--nvtx/--no-nvtx", help="Emit NVTX ranges (for Nsight): build, "
+                                 "check, warm-up, each case, the timed region, baselines."),
+    nvtx_iterations: bool = typer.Option(False, "--nvtx-iterations", help="Also one NVTX range per timed call."),
     kernels_dir: Optional[List[Path]] = KernelsDir,
 ) -> None:
     """Check kernels against the fp64 reference, then time them (and the baseline) correctly."""
@@ -235,7 +237,7 @@ def run(
     )
     tasks = plan(_registry(kernels_dir), kernel, parse_shape(shape), options)
     require_gpu()
-    nvtx.configure(nvtx_on)
+    nvtx.configure(nvtx_on or nvtx_iterations, iterations=nvtx_iterations)
     env = environment({"timing": timing, "cache": "cold" if cold else "hot", "tf32": "off"})
     command = "cudabench " + shlex.join(sys.argv[1:])
     out.print(f"[dim]{report.environment_line(env)}[/]")
@@ -291,19 +293,12 @@ def compare_sync_modes(
 
     from cudabench import report, sync_modes
     from cudabench.device import environment, require_gpu
-    from cudabench.runner import RunOptions, plan
+    from cudabench.runner import plan_single
     from cudabench.shapes import parse_shape
 
     if iters < 2:
         raise ShapeError("--iters must be at least 2 (the first iteration is shown apart).")
-    if direction not in ("fwd", "bwd", "fwdbwd"):
-        raise ShapeError(f"Unknown --direction '{direction}'.", "Choose fwd, bwd or fwdbwd.")
-    registry = _registry(kernels_dir)
-    if kernel not in {v.name for _, v in registry.variants()} and kernel in {f.name for f in registry.families}:
-        raise ShapeError(f"Name one kernel variant, not the family '{kernel}'.",
-                         "`cudabench list` shows the variants, e.g. add2 or timex-v4.")
-    options = RunOptions(directions=(direction,), baselines=())
-    task = plan(registry, [kernel], parse_shape(shape), options)[0]
+    task = plan_single(_registry(kernels_dir), kernel, parse_shape(shape), direction)
     require_gpu()
     seed = seed if seed is not None else random.SystemRandom().randrange(2**31)
     out.print(f"[dim]{report.environment_line(environment())}[/]")
@@ -316,6 +311,64 @@ def compare_sync_modes(
     out.print(report.sync_modes_table(results))
     out.print(report.iteration_view(results[:len(sync_modes.PLACEMENTS)], show))
     out.print(sync_modes.EXPLANATION)
+
+
+# ---- profile -----------------------------------------------------------------------------------------
+
+@app.command()
+@report_errors
+def profile(
+    kernel: str = typer.Option(..., "--kernel", "-k", help="One kernel variant, e.g. timex-v4."),
+    tool: str = typer.Option("nsys", "--tool", "-t", help="nsys (Nsight Systems), ncu (Nsight Compute) or "
+                             "torch (torch.profiler, Chrome trace)."),
+    shape: str = typer.Option("", "--shape", "-s", help="Shape, e.g. B=32,C=768,T=768."),
+    direction: str = typer.Option("fwd", "--direction", "-d", help="fwd, bwd or fwdbwd."),
+    out_dir: Path = typer.Option(Path("cudabench-profiles"), "--output-dir", "-o", help="Where reports go."),
+    name: str = typer.Option("", "--name", help="Report name (default KERNEL-DIRECTION-TOOL)."),
+    iters: int = typer.Option(0, "--iters", "-n", help="Calls in the profiled region (default nsys/torch "
+                              "20, ncu 1)."),
+    nsys: Optional[str] = typer.Option(None, "--nsys", help="The nsys to use (else $CUDABENCH_NSYS, PATH, "
+                                       "usual install folders)."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Seed of the random inputs."),
+    kernels_dir: Optional[List[Path]] = KernelsDir,
+) -> None:
+    """Run the kernel under Nsight Systems, Nsight Compute or torch.profiler; print its kernels and
+    NVTX ranges."""
+    import random
+
+    from cudabench.profile import TOOLS, ProfileRequest
+    from cudabench.profile_view import profile_and_report
+    from cudabench.runner import plan_single
+    from cudabench.shapes import parse_shape
+
+    if tool not in TOOLS:
+        raise ShapeError(f"Unknown --tool '{tool}'.", f"Choose one of: {', '.join(TOOLS)}.")
+    plan_single(_registry(kernels_dir), kernel, parse_shape(shape), direction)  # user errors first
+    if tool == "nsys":
+        from cudabench.nsys import find_nsys
+
+        find_nsys(nsys)
+    from cudabench.device import require_gpu
+
+    require_gpu()
+    req = ProfileRequest(kernel=kernel, tool=tool, shape=shape, direction=direction, out_dir=out_dir,
+                         name=name, iterations=iters, kernels_dirs=tuple(kernels_dir or ()),
+                         seed=seed if seed is not None else random.SystemRandom().randrange(2**31))
+    profile_and_report(req, nsys, out, err)
+
+
+@app.command(hidden=True)
+@report_errors
+def worker(
+    kernel: str = typer.Option(...), tool: str = typer.Option("nsys"), shape: str = typer.Option(""),
+    direction: str = typer.Option("fwd"), iters: int = typer.Option(20), seed: int = typer.Option(0),
+    summary: Path = typer.Option(...), trace: Optional[Path] = typer.Option(None),
+    kernels_dir: Optional[List[Path]] = KernelsDir,
+) -> None:
+    """Internal: the process `cudabench profile` runs under the profiler."""
+    from cudabench.worker import run_worker
+
+    run_worker(_registry(kernels_dir), kernel, shape, direction, tool, iters, summary, seed, trace)
 
 
 def _timing_text(name: str) -> str:

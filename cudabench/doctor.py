@@ -31,13 +31,14 @@ def find_tool(name: str) -> Optional[str]:
     return None
 
 
-def tool_version(path: str, args: tuple[str, ...] = ("--version",)) -> str:
+def tool_version(path: str, line: int = -1) -> str:
+    """One line of what a tool prints for --version: the last (nvcc, ncu) or the first (compilers)."""
     try:
-        out = subprocess.run([path, *args], capture_output=True, text=True, timeout=30)
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"(could not run: {exc})"
     lines = [ln.strip() for ln in (out.stdout + out.stderr).splitlines() if ln.strip()]
-    return lines[-1] if lines else ""
+    return lines[line] if lines else ""
 
 
 def gpu_findings() -> list[Finding]:
@@ -76,5 +77,31 @@ def software_findings() -> list[Finding]:
     return found
 
 
+def host_compiler_finding() -> Finding:
+    """The C++ compiler torch's JIT uses ($CXX, else c++), and whether the extensions it links use
+    the shared libstdc++ of this process. A static copy breaks iostream number formatting inside
+    the extension (a TORCH_CHECK message that streams an int then crashes)."""
+    import os
+    import tempfile
+
+    cxx = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++")
+    if not cxx:
+        return Finding("C++ compiler", False, "none found ($CXX, c++, g++): JIT builds need one")
+    source = "#include <sstream>\nint cudabench_probe(long v) { std::ostringstream s; s << v; return (int)s.str().size(); }\n"
+    with tempfile.TemporaryDirectory() as tmp:
+        src, lib = Path(tmp) / "probe.cpp", Path(tmp) / "probe.so"
+        src.write_text(source)
+        built = subprocess.run([cxx, "-shared", "-fPIC", str(src), "-o", str(lib)], capture_output=True, text=True)
+        if built.returncode != 0:
+            return Finding("C++ compiler", False, f"{cxx} cannot build a shared library: {built.stderr.strip()[:200]}")
+        ldd = subprocess.run(["ldd", str(lib)], capture_output=True, text=True).stdout
+    version = tool_version(cxx, line=0)
+    if "libstdc++" not in ldd:
+        return Finding("C++ compiler", False, f"{cxx} ({version}) links libstdc++ statically into extensions: "
+                       "streaming numbers into an iostream (e.g. in TORCH_CHECK messages) inside them can "
+                       "crash; cudabench's bindings format with std::to_string. Set CXX=g++ to use the system one.")
+    return Finding("C++ compiler", True, f"{cxx} ({version})")
+
+
 def findings() -> list[Finding]:
-    return gpu_findings() + software_findings()
+    return gpu_findings() + software_findings() + [host_compiler_finding()]

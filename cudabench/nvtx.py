@@ -38,6 +38,22 @@ def enabled() -> bool:
     return _state["enabled"]
 
 
+def backend() -> str:
+    return _state["backend"]
+
+
+def around(call, message: str):
+    """`call` wrapped in a per-call range (only when per-iteration ranges are on)."""
+    if not iterations_enabled():
+        return call
+
+    def ranged():
+        with range(message, "iteration"):
+            return call()
+
+    return ranged
+
+
 def iterations_enabled() -> bool:
     return _state["enabled"] and _state["iterations"]
 

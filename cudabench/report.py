@@ -186,3 +186,43 @@ def iteration_view(results: Sequence[Any], show: int) -> Table:
         cells = [f"{bar(s[i], top)} {fmt_time(s[i])}" if i < len(s) else "" for s in shown]
         table.add_row(str(i + 1), *cells)
     return table
+
+
+# ---- profile -----------------------------------------------------------------------------------------
+
+def time_stat_table(title: str, stats: Sequence[Any], first: str = "kernel") -> Table:
+    table = Table(title=title, title_justify="left", header_style="bold")
+    for col in (first, "instances", "total", "median", "min", "max"):
+        table.add_column(col, justify="left" if col == first else "right")
+    for s in stats:
+        table.add_row(s.name, str(s.count), fmt_time(s.total), fmt_time(s.median), fmt_time(s.min), fmt_time(s.max))
+    return table
+
+
+def range_stat_table(stats: Sequence[Any]) -> Table:
+    table = Table(title="NVTX ranges (GPU time = kernels launched inside the range)", title_justify="left",
+                  header_style="bold")
+    for col in ("range", "domain", "instances", "wall total", "wall median", "GPU total", "GPU median"):
+        table.add_column(col, justify="left" if col in ("range", "domain") else "right")
+    for s in stats:
+        table.add_row(s.name, s.domain or "-", str(s.count), fmt_time(s.wall_total), fmt_time(s.wall_median),
+                      fmt_time(s.gpu_total), fmt_time(s.gpu_median))
+    return table
+
+
+def ncu_table(rows: Sequence[Any], titles: dict) -> Table:
+    table = Table(title="Nsight Compute (clocks not locked: --clock-control none)", title_justify="left",
+                  header_style="bold")
+    table.add_column("kernel")
+    for title in titles.values():
+        table.add_column(title, justify="right")
+    for r in rows:
+        cells = []
+        for metric in titles:
+            value, unit = r.values.get(metric, ("-", ""))
+            if metric == "gpu__time_duration.sum":
+                cells.append(fmt_time(r.seconds()))
+            else:
+                cells.append(f"{value} {unit}".strip() if unit not in ("%", "") else value)
+        table.add_row(r.kernel[:60], *cells)
+    return table

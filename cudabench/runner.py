@@ -35,7 +35,7 @@ class RunOptions:
     seed: Optional[int] = None
     device: str = "cuda"                           # "cpu" only for tests of the run logic
     cold: bool = False                              # flush L2 before every timed call
-    kernel_time_below: float = 20e-6                # also read CUPTI kernel time for calls this short
+    kernel_time_below: float = 100e-6               # also read CUPTI kernel time for calls this short
 
 
 @dataclass(frozen=True)
@@ -76,6 +76,16 @@ def plan(registry: Registry, names: Sequence[str], shape: dict[str, int],
         tasks.append(Task(family, cases, tuple(variants), _baselines(family, options.baselines),
                           tuple(skipped)))
     return tasks
+
+
+def plan_single(registry: Registry, kernel: str, shape: dict[str, int], direction: str) -> Task:
+    """A task for exactly one kernel variant (commands that time or profile one thing)."""
+    if kernel not in {v.name for _, v in registry.variants()} and kernel in {f.name for f in registry.families}:
+        raise ShapeError(f"Name one kernel variant, not the family '{kernel}'.",
+                         "`cudabench list` shows the variants, e.g. add2 or timex-v4.")
+    if direction not in ("fwd", "bwd", "fwdbwd"):
+        raise ShapeError(f"Unknown --direction '{direction}'.", "Choose fwd, bwd or fwdbwd.")
+    return plan(registry, [kernel], shape, RunOptions(directions=(direction,), baselines=()))[0]
 
 
 def _directions(family: Family, asked: Optional[tuple[str, ...]]) -> tuple[str, ...]:
@@ -225,6 +235,7 @@ class Runner:
         sync = torch.cuda.synchronize if on_gpu else (lambda: None)
         flush = self._flusher() if self.options.cold else None
         timer = self.timer_factory(self.options.timing)
+        call = nvtx.around(call, f"{name} call")
         with ClockMonitor() if on_gpu else contextlib.nullcontext() as clocks:
             with nvtx.range(f"timed {name}", "timed"):
                 m = measure(call, timer, self.options.rule, self.options.warmup, sync, flush,

@@ -16,6 +16,7 @@ from __future__ import annotations
 import bisect
 import math
 import time
+import warnings
 from typing import Any, Callable, Optional
 
 import torch
@@ -143,16 +144,25 @@ def kernel_time_per_call(events: list[Any], range_name: str = CALL_RANGE) -> lis
     and nothing queued before (an L2 flush) does. Timestamps are profiler µs on one clock."""
     from torch.autograd import DeviceType
 
-    calls = sorted((e.time_range.start, e.time_range.end) for e in events if e.name == range_name)
+    calls = sorted((e.time_range.start, e.time_range.end) for e in events
+                   if e.name == range_name and e.device_type == DeviceType.CPU)
     starts = [s for s, _ in calls]
     totals = [0.0] * len(calls)
-    for e in events:
-        if e.device_type != DeviceType.CUDA:
-            continue
+    for e in gpu_activity(events, {range_name}):
         i = bisect.bisect_right(starts, e.time_range.start) - 1
         if i >= 0 and e.time_range.start <= calls[i][1]:
             totals[i] += e.time_range.elapsed_us()
     return [t / 1e6 for t in totals]
+
+
+def gpu_activity(events: list[Any], ranges: set[str]) -> list[Any]:
+    """Kernels, copies and sets on the GPU — not the GPU-side shadows of record_function ranges
+    (user annotations, named like the `ranges`), which span the same kernels and would count
+    them twice."""
+    from torch.autograd import DeviceType
+
+    return [e for e in events if e.device_type == DeviceType.CUDA
+            and not getattr(e, "is_user_annotation", False) and e.name not in ranges]
 
 
 class CuptiTimer:
@@ -168,15 +178,19 @@ class CuptiTimer:
     def samples(self, call: Call, count: int, before_each: Hook = None) -> list[float]:
         from torch.profiler import ProfilerActivity, profile, record_function
 
-        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-            for _ in range(count):
-                if before_each:
-                    before_each()
-                torch.cuda.synchronize()
-                with record_function(CALL_RANGE):
-                    call()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # torch.profiler's notes about its own cycles
+            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+                call()  # primer: CUPTI may miss activity at the very start of a session
+                for _ in range(count):
+                    if before_each:
+                        before_each()
                     torch.cuda.synchronize()
-        return kernel_time_per_call(list(prof.events()))
+                    with record_function(CALL_RANGE):
+                        call()
+                        torch.cuda.synchronize()
+            events = list(prof.events())
+        return kernel_time_per_call(events)
 
 
 TIMERS = {"sync": SyncTimer, "events": EventTimer, "graph": GraphTimer, "cupti": CuptiTimer}

@@ -7,8 +7,8 @@ void add2(const at::Tensor& a, const at::Tensor& b, at::Tensor& c) {
   cudabench::check_tensor(b, "b");
   cudabench::check_tensor(c, "c");
   TORCH_CHECK(a.numel() == b.numel() && a.numel() == c.numel(),
-              "a, b and c must have the same number of elements (got ", a.numel(), ", ", b.numel(),
-              ", ", c.numel(), ")");
+              cudabench::message("a, b and c must have the same number of elements (got ", a.numel(), ", ",
+                             b.numel(), ", ", c.numel(), ")"));
   cudabench::check_same_device(a, b, "a", "b");
   cudabench::check_same_device(a, c, "a", "c");
   const c10::cuda::CUDAGuard guard(a.device());

@@ -8,8 +8,9 @@ void matmul(const at::Tensor& A, const at::Tensor& B, at::Tensor& C, int64_t var
   cudabench::check_tensor(C, "C");
   TORCH_CHECK(A.dim() == 2 && B.dim() == 2 && C.dim() == 2, "A, B and C must be matrices");
   const int64_t M = A.size(0), K = A.size(1), N = B.size(1);
-  TORCH_CHECK(B.size(0) == K, "A is ", M, "x", K, " but B is ", B.size(0), "x", N, ": inner sizes differ");
-  TORCH_CHECK(C.size(0) == M && C.size(1) == N, "C must be ", M, "x", N);
+  TORCH_CHECK(B.size(0) == K,
+              cudabench::message("A is ", M, "x", K, " but B is ", B.size(0), "x", N, ": inner sizes differ"));
+  TORCH_CHECK(C.size(0) == M && C.size(1) == N, cudabench::message("C must be ", M, "x", N));
   TORCH_CHECK(M * K < (1LL << 31) && K * N < (1LL << 31) && M * N < (1LL << 31),
               "each matrix must have fewer than 2^31 elements");
   cudabench::check_same_device(A, B, "A", "B");

@@ -11,20 +11,22 @@ Dims check_inputs(const at::Tensor& w, const at::Tensor& k, int64_t version, boo
   cudabench::check_tensor(w, "w");
   cudabench::check_tensor(k, "k");
   cudabench::check_same_device(w, k, "w", "k");
-  TORCH_CHECK(k.dim() == 3, "k must be (B, C, T), got ", k.sizes());
-  TORCH_CHECK(w.dim() == 2, "w must be (C, T), got ", w.sizes());
+  TORCH_CHECK(k.dim() == 3, cudabench::message("k must be (B, C, T), got ", k.sizes()));
+  TORCH_CHECK(w.dim() == 2, cudabench::message("w must be (C, T), got ", w.sizes()));
   const Dims d{(int)k.size(0), (int)k.size(1), (int)k.size(2)};
-  TORCH_CHECK(w.size(0) == d.C && w.size(1) == d.T, "w must be (C, T) = (", d.C, ", ", d.T, "), got ",
-              w.sizes());
+  TORCH_CHECK(w.size(0) == d.C && w.size(1) == d.T,
+              cudabench::message("w must be (C, T) = (", d.C, ", ", d.T, "), got ", w.sizes()));
   const char* why = timex_unsupported((int)version, d.B, d.C, d.T, backward);
-  TORCH_CHECK(why == nullptr, "timex-v", version, " at B=", d.B, ", C=", d.C, ", T=", d.T, ": ", why);
+  TORCH_CHECK(why == nullptr, cudabench::message("timex-v", version, " at B=", d.B, ", C=", d.C, ", T=", d.T, ": ",
+                                  why ? why : ""));
   return d;
 }
 
 void check_output(const at::Tensor& o, const at::Tensor& like, const char* name) {
   cudabench::check_tensor(o, name);
   cudabench::check_same_device(o, like, name, "k");
-  TORCH_CHECK(o.sizes() == like.sizes(), name, " must have shape ", like.sizes(), ", got ", o.sizes());
+  TORCH_CHECK(o.sizes() == like.sizes(),
+              cudabench::message(name, " must have shape ", like.sizes(), ", got ", o.sizes()));
 }
 
 }  // namespace

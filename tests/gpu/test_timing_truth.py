@@ -57,7 +57,8 @@ def test_timex_v4_sync_and_events_agree_with_cupti(registry):
     events = _median(call, EventTimer(), n=100)
     sync = _median(call, SyncTimer(), n=100)
     assert abs(events / cupti - 1) < 0.02, (events, cupti)
-    assert abs(sync / cupti - 1) < 0.05, (sync, cupti)  # sync adds launch + synchronize latency
+    # wall time per call = GPU time + launch and synchronize round trip, never less than the kernels
+    assert sync > cupti * 0.99 and sync - events < 60e-6, (sync, events, cupti)
 
 
 def test_short_kernel_reports_kernel_time_apart_from_launch(registry):

@@ -7,17 +7,44 @@
 #include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime.h>
 
+#include <string>
+#include <type_traits>
+
 namespace cudabench {
+
+// Error messages are built with std::to_string, never by streaming numbers into an ostream:
+// an extension linked against its own static libstdc++ (a compiler configured that way, as on
+// some GPU images) crashes formatting integers through the process's iostream locale.
+inline std::string piece(const char* s) { return s; }
+inline std::string piece(const std::string& s) { return s; }
+inline std::string piece(c10::ScalarType t) { return c10::toString(t); }
+inline std::string piece(const c10::Device& d) { return d.str(); }
+inline std::string piece(at::IntArrayRef sizes) {
+  std::string out = "(";
+  for (size_t i = 0; i < sizes.size(); ++i) out += (i ? ", " : "") + std::to_string(sizes[i]);
+  return out + ")";
+}
+template <typename T, typename = std::enable_if_t<std::is_arithmetic_v<T>>>
+inline std::string piece(T v) { return std::to_string(v); }
+
+template <typename... Parts>
+std::string message(const Parts&... parts) {
+  std::string out;
+  ((out += piece(parts)), ...);
+  return out;
+}
 
 // A CUDA tensor of the given dtype, contiguous: the layout every shipped kernel assumes.
 inline void check_tensor(const at::Tensor& t, const char* name, at::ScalarType dtype = at::kFloat) {
-  TORCH_CHECK(t.is_cuda(), name, " must be a CUDA tensor (got ", t.device(), ")");
-  TORCH_CHECK(t.scalar_type() == dtype, name, " must be ", dtype, " (got ", t.scalar_type(), ")");
-  TORCH_CHECK(t.is_contiguous(), name, " must be contiguous");
+  TORCH_CHECK(t.is_cuda(), cudabench::message(name, " must be a CUDA tensor (got ", t.device(), ")"));
+  TORCH_CHECK(t.scalar_type() == dtype,
+              cudabench::message(name, " must be ", dtype, " (got ", t.scalar_type(), ")"));
+  TORCH_CHECK(t.is_contiguous(), cudabench::message(name, " must be contiguous"));
 }
 
 inline void check_same_device(const at::Tensor& a, const at::Tensor& b, const char* a_name, const char* b_name) {
-  TORCH_CHECK(a.device() == b.device(), a_name, " and ", b_name, " must be on the same device");
+  TORCH_CHECK(a.device() == b.device(),
+              cudabench::message(a_name, " and ", b_name, " must be on the same device"));
 }
 
 // PyTorch's current stream on the tensor's device, so kernels order with the user's other work.
@@ -27,7 +54,7 @@ inline cudaStream_t stream_of(const at::Tensor& t) {
 
 // Turn a launcher's error code into a Python RuntimeError that names the kernel.
 inline void check_launch(cudaError_t err, const char* what) {
-  TORCH_CHECK(err == cudaSuccess, what, " failed: ", cudaGetErrorString(err));
+  TORCH_CHECK(err == cudaSuccess, cudabench::message(what, " failed: ", cudaGetErrorString(err)));
 }
 
 }  // namespace cudabench

@@ -1,0 +1,73 @@
+"""Build helpers, the cache key, compiler-error extraction, and a compile-only check of every
+kernel source with nvcc (and the bindings against torch's headers) where nvcc is installed."""
+
+import shutil
+from dataclasses import replace
+
+import pytest
+
+from cudabench.build import (build_key, check_compile, compiler_errors, gencode, normalize_arch,
+                             torch_arch_list)
+from cudabench.errors import BuildError
+
+
+@pytest.mark.parametrize("given, arch, listed", [
+    ("sm_90", "sm_90", "9.0"), ("90", "sm_90", "9.0"), ("9.0", "sm_90", "9.0"), ("sm_90a", "sm_90a", "9.0a"),
+    ("sm_120", "sm_120", "12.0"),
+])
+def test_arch_spellings(given, arch, listed):
+    assert normalize_arch(given) == arch and torch_arch_list(arch) == listed
+
+
+def test_bad_arch():
+    with pytest.raises(BuildError):
+        normalize_arch("hopper")
+
+
+def test_gencode():
+    assert gencode("sm_90a") == "-gencode=arch=compute_90a,code=sm_90a"
+
+
+def test_cache_key_follows_sources_flags_and_arch(registry, tmp_path):
+    family = registry.family("add2")
+    copy = tmp_path / "add2"
+    shutil.copytree(family.folder, copy)
+    moved = replace(family, folder=copy)
+    key = build_key(moved, "sm_90", ("-O3",))
+    assert key == build_key(moved, "sm_90", ("-O3",))
+    assert key != build_key(moved, "sm_80", ("-O3",)) and key != build_key(moved, "sm_90", ("-O2",))
+    (copy / "add2.cu").write_text((copy / "add2.cu").read_text() + "\n// edit\n")
+    assert key != build_key(moved, "sm_90", ("-O3",))
+
+
+def test_compiler_errors_keep_file_and_line():
+    log = """ninja: build stopped
+[1/3] nvcc -c timex.cu
+/src/kernels/timex/timex.cu(42): error: identifier "foo" is undefined
+/src/kernels/timex/timex.cu(43): warning: something
+/src/kernels/timex/timex.cpp:7:3: error: 'bar' was not declared in this scope
+FAILED: timex.cuda.o
+"""
+    text = compiler_errors(log)
+    assert "/src/kernels/timex/timex.cu:42: error: identifier \"foo\" is undefined" in text
+    assert "timex.cpp:7:3: error: 'bar'" in text
+    assert "warning" not in text
+
+
+def test_compile_check_reports_a_broken_source(registry, tmp_path):
+    if not shutil.which("nvcc"):
+        pytest.skip("needs nvcc")
+    family = registry.family("add2")
+    copy = tmp_path / "add2"
+    shutil.copytree(family.folder, copy)
+    (copy / "add2.cu").write_text((copy / "add2.cu").read_text().replace("c[i] = a[i] + b[i];", "c[i] = a[i] + q;"))
+    checks = check_compile(replace(family, folder=copy), "sm_90", bindings=False)
+    assert [c.ok for c in checks] == [False]
+    assert 'add2.cu:' in compiler_errors(checks[0].output) and '"q"' in checks[0].output
+
+
+@pytest.mark.skipif(not shutil.which("nvcc"), reason="needs nvcc")
+def test_every_kernel_compiles_for_sm_90(registry):
+    for family in registry.families:
+        for c in check_compile(family, "sm_90"):
+            assert c.ok, f"{c.source}:\n{compiler_errors(c.output)}"

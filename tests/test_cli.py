@@ -1,0 +1,85 @@
+"""The command line on a machine without a GPU: help, list, and every user mistake gives one clear
+message and a non-zero exit, never a traceback."""
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from cudabench.cli import app
+
+runner = CliRunner()
+
+
+def invoke(*args):
+    res = runner.invoke(app, list(args))
+    assert "Traceback" not in res.output
+    return res
+
+
+@pytest.fixture
+def no_gpu(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+
+
+@pytest.mark.parametrize("command", ["list", "doctor", "build", "run", "compare-sync-modes", "profile"])
+def test_every_command_has_help(command):
+    res = invoke(command, "--help")
+    assert res.exit_code == 0 and "Usage" in res.output
+
+
+def test_list_shows_variants_constraints_and_baselines():
+    res = invoke("list")
+    assert res.exit_code == 0
+    for text in ["add2", "matmul-naive", "matmul-tiled", "timex-v1", "timex-v4", "T % 4 == 0", "B % 8 == 0",
+                 "conv1d", "torch-matmul"]:
+        assert text in res.output
+
+
+def test_run_without_gpu_says_what_still_works(no_gpu):
+    res = invoke("run", "--kernel", "timex-v4")
+    assert res.exit_code == 2
+    assert "No CUDA device" in res.output and "build --check" in res.output
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["run", "--kernel", "timx-v4"], "Did you mean: timex-v4"),
+    (["run", "--kernel", "timex-v3", "--shape", "T=766"], "T must be a multiple of 4"),
+    (["run", "--kernel", "timex-v4", "--shape", "B=12"], "B must be a multiple of 8"),
+    (["run", "--kernel", "timex-v4", "--shape", "T=oops"], "not a whole number"),
+    (["run", "--kernel", "add2", "--direction", "bwd"], "has no backward"),
+    (["run", "--kernel", "add2", "--direction", "sideways"], "Unknown --direction"),
+    (["run", "--kernel", "add2", "--timing", "sundial"], "Unknown --timing"),
+    (["run", "--kernel", "add2", "--repeat", "5", "--min-time", "1"], "alternatives"),
+    (["run", "--kernel", "add2", "--warmup", "lots"], "--warmup"),
+    (["run", "--kernel", "add2", "--baseline", "numpy"], "no baseline 'numpy'"),
+    (["compare-sync-modes", "--kernel", "timex"], "not the family"),
+    (["profile", "--kernel", "timex-v4", "--tool", "vtune"], "Unknown --tool"),
+    (["build"], "--kernel NAME"),
+    (["build", "--all", "--check"], "--arch"),
+])
+def test_user_mistakes_get_one_message_and_exit_2(no_gpu, args, fragment):
+    res = invoke(*args)
+    assert res.exit_code == 2, res.output
+    assert "error:" in res.output and fragment in res.output
+
+
+def test_profile_without_nsys_says_where_it_looked(no_gpu, monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("CUDABENCH_NSYS", raising=False)
+    monkeypatch.setattr("cudabench.nsys.INSTALL_GLOBS", ())
+    res = invoke("profile", "--kernel", "timex-v4")
+    assert res.exit_code == 2 and "nsys) was not found" in res.output and "--tool torch" in res.output
+
+
+def test_build_without_cuda_torch_points_to_check(no_gpu, monkeypatch):
+    monkeypatch.setattr(torch.version, "cuda", None)
+    res = invoke("build", "--kernel", "add2", "--arch", "sm_90")
+    assert res.exit_code == 2 and "build --check" in res.output
+
+
+def test_python_dash_m_works():
+    import subprocess
+    import sys
+
+    res = subprocess.run([sys.executable, "-m", "cudabench", "--help"], capture_output=True, text=True)
+    assert res.returncode == 0 and "compare-sync-modes" in res.stdout

@@ -1,0 +1,86 @@
+"""The measurement loop and stop rules with a fake timer (no GPU, no wall-clock thresholds)."""
+
+import itertools
+
+import pytest
+
+from cudabench.measure import Adaptive, FixedCount, MinTime, Warmup, measure, noisy
+
+
+class FakeTimer:
+    """Returns samples from a list (cycled); counts the calls it was given."""
+
+    name = "fake"
+
+    def __init__(self, values, batch=1):
+        self.values = itertools.cycle(values)
+        self.batch = batch
+        self.calls = 0
+        self.prepared = None
+
+    def prepare(self, call, estimate):
+        self.prepared = estimate
+
+    def samples(self, call, count, before_each=None):
+        out = []
+        for _ in range(count):
+            if before_each:
+                before_each()
+            call()
+            self.calls += 1
+            out.append(next(self.values))
+        return out
+
+
+def run(timer, rule, before_each=None):
+    return measure(lambda: None, timer, rule, Warmup(calls=2, seconds=0), lambda: None, before_each)
+
+
+def test_fixed_count():
+    m = run(FakeTimer([1e-3]), FixedCount(7))
+    assert len(m.samples) == 7 and m.stop_reason == "reached --repeat 7" and m.warmup_calls == 2
+
+
+def test_batched_timer_stops_exactly_at_the_count():
+    m = run(FakeTimer([1e-3], batch=20), FixedCount(7))
+    assert len(m.samples) == 7
+
+
+def test_adaptive_stops_once_quiet():
+    m = run(FakeTimer([1.00, 1.001, 0.999]), Adaptive(target=0.005, min_samples=10, min_time=0))
+    assert len(m.samples) == 10 and "<= target" in m.stop_reason and not noisy(m.stop_reason)
+
+
+def test_adaptive_keeps_going_while_noisy_then_gives_up_at_the_time_limit():
+    m = run(FakeTimer([1.0, 2.0, 3.0, 4.0]), Adaptive(target=0.005, min_samples=10, min_time=0, max_time=0.05))
+    assert len(m.samples) > 10 and "time limit" in m.stop_reason and noisy(m.stop_reason)
+
+
+def test_adaptive_sample_cap():
+    m = run(FakeTimer([1.0, 2.0]), Adaptive(target=0.0, min_samples=2, min_time=0, max_time=60, max_samples=50))
+    assert len(m.samples) == 50 and "cap" in m.stop_reason
+
+
+def test_min_time_needs_both_time_and_samples():
+    rule = MinTime(seconds=1.0, min_samples=10)
+    assert rule.decide([1.0] * 10, 0.5) is None and rule.decide([1.0] * 9, 2.0) is None
+    assert rule.decide([1.0] * 10, 1.0)
+
+
+def test_before_each_runs_once_per_sample_outside_the_timer():
+    flushes = []
+    m = run(FakeTimer([1e-3]), FixedCount(5), before_each=lambda: flushes.append(1))
+    assert len(flushes) == len(m.samples) == 5
+
+
+def test_warmup_counts_and_estimates():
+    calls = []
+    done, seconds, estimate = Warmup(calls=4, seconds=0).run(lambda: calls.append(1), lambda: None)
+    assert done == len(calls) == 4 and seconds >= 0 and estimate >= 0
+
+
+@pytest.mark.parametrize("rule", [FixedCount(3), Adaptive(min_time=0, min_samples=3, target=1.0)])
+def test_timer_is_prepared_with_the_warmup_estimate(rule):
+    timer = FakeTimer([1.0])
+    run(timer, rule)
+    assert timer.prepared is not None

@@ -1,0 +1,48 @@
+import pytest
+
+from cudabench.errors import ConfigError, UnknownKernelError
+from cudabench.registry import discover
+
+
+def test_shipped_families_and_variants(registry):
+    assert [f.name for f in registry.families] == ["add2", "matmul", "timex"]
+    assert [v.name for _, v in registry.variants()] == [
+        "add2", "matmul-naive", "matmul-tiled", "timex-v1", "timex-v2", "timex-v3", "timex-v4"]
+    for family in registry.families:
+        assert family.baselines, f"{family.name} has a baseline to compare with"
+        for source in family.source_paths():
+            assert source.is_file()
+
+
+def test_family_name_means_all_its_variants(registry):
+    picked = [v.name for _, v in registry.resolve(["timex", "timex-v2"])]
+    assert picked == ["timex-v1", "timex-v2", "timex-v3", "timex-v4"]
+
+
+def test_unknown_kernel_suggests_close_names(registry):
+    with pytest.raises(UnknownKernelError) as info:
+        registry.resolve(["timx-v4"])
+    assert "timex-v4" in info.value.hint
+
+
+def test_extra_kernel_dir_must_exist(tmp_path):
+    with pytest.raises(ConfigError, match="does not exist"):
+        discover([tmp_path / "nope"])
+
+
+def test_broken_spec_names_its_file(tmp_path):
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "spec.py").write_text("raise RuntimeError('boom')\n")
+    with pytest.raises(ConfigError) as info:
+        discover([tmp_path])
+    assert "bad/spec.py" in info.value.message and "boom" in info.value.message
+
+
+def test_duplicate_names_are_refused(tmp_path):
+    import shutil
+
+    from cudabench.registry import builtin_kernels_dir
+
+    shutil.copytree(builtin_kernels_dir() / "add2", tmp_path / "add2")
+    with pytest.raises(ConfigError, match="already registered"):
+        discover([tmp_path])

@@ -1,0 +1,106 @@
+"""The run logic end to end on the CPU, with baselines only and a fake timer: planning, the
+check, results, the JSON written after every result, and an interrupted run keeping its results."""
+
+import itertools
+import json
+from dataclasses import replace
+
+import pytest
+from rich.console import Console
+
+from cudabench import report
+from cudabench.device import environment
+from cudabench.errors import ShapeError
+from cudabench.export import SCHEMA_VERSION, document, write_json_atomic
+from cudabench.measure import FixedCount, Warmup
+from cudabench.runner import RunOptions, Runner, plan
+
+
+class FakeTimer:
+    name = "sync"
+    batch = 1
+
+    def __init__(self):
+        self.values = itertools.count(1)
+
+    def prepare(self, call, estimate):
+        pass
+
+    def samples(self, call, count, before_each=None):
+        out = []
+        for _ in range(count):
+            call()
+            out.append(next(self.values) * 1e-6)
+        return out
+
+
+def cpu_run(registry, names, shape, on_result=lambda r: None, **kw):
+    options = RunOptions(rule=FixedCount(5), warmup=Warmup(1, 0), device="cpu", **kw)
+    tasks = [replace(t, variants=()) for t in plan(registry, names, shape, options)]  # no CUDA builds
+    runner = Runner(options, on_result=on_result, timer_factory=lambda name: FakeTimer())
+    return runner, runner.run(tasks)
+
+
+def test_baseline_is_checked_then_timed_in_every_direction(registry):
+    _, results = cpu_run(registry, ["timex"], {"B": 8, "C": 3, "T": 8}, directions=("fwd", "bwd", "fwdbwd"))
+    assert [(r.subject, r.case.direction) for r in results] == [
+        ("conv1d", "fwd"), ("conv1d", "bwd"), ("conv1d", "fwdbwd")]
+    for r in results:
+        assert r.status == "ok" and r.check.passed and r.stats.n == 5 and r.flops > 0
+    assert set(dict(results[2].check.errors)) == {"out", "gw", "gk"}
+
+
+def test_implied_variants_that_cannot_run_are_skipped_with_the_reason(registry):
+    options = RunOptions(device="cpu")
+    task = plan(registry, ["timex"], {"T": 66}, options)[0]
+    assert [v.name for v in task.variants] == ["timex-v1", "timex-v2"]
+    assert {v.name: why for v, why in task.skipped}["timex-v3"].startswith("T must be a multiple of 4")
+    with pytest.raises(ShapeError):
+        plan(registry, ["timex-v3"], {"T": 66}, options)  # named explicitly: an error
+
+
+def test_results_are_written_after_each_one_and_survive_an_interrupt(registry, tmp_path):
+    path = tmp_path / "r.json"
+    env = environment()
+    seen = []
+
+    def save(result):
+        seen.append(result)
+        write_json_atomic(path, document(seen, env, "cudabench run ..."))
+        if len(seen) == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        cpu_run(registry, ["timex"], {"B": 8, "C": 3, "T": 8}, on_result=save, directions=("fwd", "bwd", "fwdbwd"))
+    doc = json.loads(path.read_text())
+    assert doc["schema_version"] == SCHEMA_VERSION and len(doc["results"]) == 2
+    first = doc["results"][0]
+    assert first["measurement"]["samples"] == pytest.approx([1e-6, 2e-6, 3e-6, 4e-6, 5e-6])
+    assert first["check"]["passed"] and first["stats"]["median"] == pytest.approx(3e-6)
+    assert not list(tmp_path.glob(".r.json.*"))  # no temporary files left behind
+
+
+def test_nan_is_written_as_valid_json(tmp_path):
+    write_json_atomic(tmp_path / "x.json", {"e": float("nan"), "l": [float("inf")]})
+    assert json.loads((tmp_path / "x.json").read_text()) == {"e": "nan", "l": ["inf"]}
+
+
+def test_tables_render_with_speedup_and_skips(registry):
+    _, results = cpu_run(registry, ["add2"], {"n": 64})
+    console = Console(record=True, width=150)
+    for table in report.tables(results):
+        console.print(table)
+    text = console.export_text()
+    assert "torch-add" in text and "1.00×" in text and "add2  n=64" in text
+
+
+@pytest.mark.parametrize("seconds, text", [(2.5e-6, "2.50 µs"), (4.5e-4, "450.0 µs"), (4.47e-3, "4.470 ms"),
+                                           (37.5e-3, "37.50 ms"), (1.5, "1.500 s"), (None, "-")])
+def test_time_format(seconds, text):
+    assert report.fmt_time(seconds) == text
+
+
+def test_bars():
+    assert report.bar(1.0, 1.0, width=4) == "████"
+    assert report.bar(0.5, 1.0, width=4) == "██"
+    assert report.bar(0.0, 1.0) == "▏"

@@ -1,0 +1,44 @@
+import pytest
+
+from cudabench.errors import ShapeError
+from cudabench.shapes import check_shape, complete_shape, parse_shape, parse_value
+
+
+def test_values_plain_underscored_and_powers():
+    assert [parse_value(v) for v in ["768", "1_048_576", "2^20", "2**10"]] == [768, 2**20, 2**20, 1024]
+
+
+def test_parse_shape():
+    assert parse_shape("B=32, C=768,T=768") == {"B": 32, "C": 768, "T": 768}
+    assert parse_shape("") == {}
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("B32", "NAME=VALUE"), ("B=3x", "not a whole number"), ("B=0", "positive"), ("B=1,B=2", "twice"),
+])
+def test_bad_shapes_name_the_problem(text, fragment):
+    with pytest.raises(ShapeError) as info:
+        parse_shape(text)
+    assert fragment in info.value.message + info.value.hint
+
+
+def test_defaults_fill_in_and_unknown_names_are_rejected(registry):
+    timex = registry.family("timex")
+    assert complete_shape(timex, {"T": 256}) == {"B": 32, "C": 768, "T": 256}
+    with pytest.raises(ShapeError, match="no shape parameter Q"):
+        complete_shape(timex, {"Q": 3})
+
+
+def test_constraint_breach_names_the_rule(registry):
+    timex = registry.family("timex")
+    v3 = timex.variant("timex-v3")
+    with pytest.raises(ShapeError) as info:
+        check_shape(timex, v3, complete_shape(timex, {"T": 766}))
+    assert "T must be a multiple of 4" in info.value.message and "T=766" in info.value.message
+    check_shape(timex, timex.variant("timex-v1"), complete_shape(timex, {"T": 766}))  # v1 takes any T
+
+
+def test_v4_needs_batch_multiple_of_8(registry):
+    timex = registry.family("timex")
+    with pytest.raises(ShapeError, match="B must be a multiple of 8"):
+        check_shape(timex, timex.variant("timex-v4"), complete_shape(timex, {"B": 12}))
