@@ -1,0 +1,74 @@
+"""Nsight Compute: a fixed metric set for the benchmark's own kernels (only what runs between the
+worker's cudaProfilerStart/Stop), with clocks left alone, read back from ncu's raw CSV."""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional, Sequence
+
+from cudabench.doctor import find_tool
+from cudabench.errors import ToolNotFoundError
+
+METRICS = {  # metric -> column title
+    "gpu__time_duration.sum": "duration",
+    "dram__throughput.avg.pct_of_peak_sustained_elapsed": "DRAM %",
+    "sm__throughput.avg.pct_of_peak_sustained_elapsed": "SM %",
+    "sm__warps_active.avg.pct_of_peak_sustained_active": "occupancy %",
+    "launch__registers_per_thread": "regs",
+    "launch__shared_mem_per_block_static": "smem static",
+    "launch__shared_mem_per_block_dynamic": "smem dynamic",
+}
+TIME_UNITS = {"nsecond": 1e-9, "ns": 1e-9, "usecond": 1e-6, "us": 1e-6, "msecond": 1e-3, "ms": 1e-3,
+              "second": 1.0, "s": 1.0}
+
+
+def find_ncu(explicit: Optional[str] = None) -> str:
+    path = explicit or find_tool("ncu")
+    if not path:
+        raise ToolNotFoundError("Nsight Compute (ncu) was not found on PATH or in /usr/local/cuda/bin.",
+                                "Install Nsight Compute (it comes with the CUDA toolkit) or pass --ncu PATH.")
+    return path
+
+
+def ncu_command(ncu: str, report: Path, child: Sequence[str]) -> list[str]:
+    """Profile only inside cudaProfilerStart/Stop, never touching the GPU's clocks."""
+    return [ncu, "--clock-control", "none", "--profile-from-start", "no", "--metrics", ",".join(METRICS),
+            "--export", str(report), "--force-overwrite", *child]
+
+
+def import_command(ncu: str, report: Path) -> list[str]:
+    return [ncu, "--import", str(report), "--csv", "--page", "raw", "--metrics", ",".join(METRICS)]
+
+
+@dataclass(frozen=True)
+class NcuRow:
+    kernel: str
+    values: dict  # metric -> (value as text, unit)
+
+    def seconds(self) -> Optional[float]:
+        value, unit = self.values.get("gpu__time_duration.sum", ("", ""))
+        try:
+            return float(value.replace(",", "")) * TIME_UNITS.get(unit, float("nan"))
+        except ValueError:
+            return None
+
+
+def parse_raw_csv(text: str) -> list[NcuRow]:
+    """ncu --csv --page raw: a header row (with "Kernel Name"), a units row, then one row per launch."""
+    rows = list(csv.reader(io.StringIO(text)))
+    start = next((i for i, r in enumerate(rows) if "Kernel Name" in r), None)
+    if start is None:
+        return []
+    header, units = rows[start], rows[start + 1] if start + 1 < len(rows) else []
+    name_at = header.index("Kernel Name")
+    out = []
+    for r in rows[start + 2:]:
+        if len(r) != len(header):
+            continue
+        values = {m: (r[header.index(m)], units[header.index(m)] if units else "")
+                  for m in METRICS if m in header}
+        out.append(NcuRow(r[name_at], values))
+    return out

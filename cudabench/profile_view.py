@@ -1,0 +1,109 @@
+"""Running a profile request end to end and printing what the tool found (nsys: kernels, NVTX
+ranges, launch overhead; ncu: metrics per kernel; torch: kernels and the Chrome trace)."""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+from typing import Optional
+
+from rich.console import Console
+
+from cudabench import ncu as ncu_tool
+from cudabench import nsys as nsys_tool
+from cudabench import nsys_report, report
+from cudabench.errors import CudabenchError
+from cudabench.profile import ProfileRequest, child_command, child_env, read_summary, run_child
+
+
+def profile_and_report(req: ProfileRequest, nsys_path: Optional[str], out: Console, err: Console) -> None:
+    tool_path = None
+    if req.tool == "nsys":
+        found = nsys_tool.find_nsys(nsys_path)
+        tool_path = found.path
+        out.print(f"[dim]nsys: {found.path} (found via {found.how})[/]")
+        if not nsys_tool.importer_present(found.path):
+            err.print(f"[yellow]note:[/] no QdstrmImporter beside {found.path}: this nsys may only be able to "
+                      "write a .qdstrm.")
+    elif req.tool == "ncu":
+        tool_path = ncu_tool.find_ncu()
+    req.out_dir.mkdir(parents=True, exist_ok=True)
+    for stale in (req.base.with_suffix(".worker.json"),):
+        stale.unlink(missing_ok=True)
+    command = child_command(req, tool_path)
+    env, backend = child_env(req, tool_path)
+    out.print(f"[dim]$ {' '.join(command)}[/]")
+    if req.tool == "nsys" and backend == "torch":
+        out.print("[dim]NVTX through torch.cuda.nvtx: this nsys predates 2024 and does not record ranges of "
+                  "the installed nvtx package (>= 0.2.13).[/]")
+    rc, log = run_child(command, env, lambda line: print(f"│ {line}", file=sys.stderr, flush=True))
+    if req.tool == "nsys":
+        report_nsys(req, tool_path, rc, log, out)
+    elif req.tool == "ncu":
+        report_ncu(req, tool_path, rc, log, out)
+    else:
+        report_torch(req, rc, log, out)
+
+
+def agreement_line(what: str, per_call: float, summary: dict) -> str:
+    ref = summary["events_median"]
+    return (f"{what} per call {report.fmt_time(per_call)} vs cudabench events (GPU time) "
+            f"{report.fmt_time(ref)}: {abs(per_call / ref - 1):.1%} apart")
+
+
+def report_nsys(req: ProfileRequest, nsys: str, rc: int, log: str, out: Console) -> None:
+    rep = nsys_tool.check_report(req.base, nsys, log)
+    summary = read_summary(req, rc, log)
+    _, _, sqlite = nsys_tool.report_paths(req.base)
+    exported = subprocess.run(nsys_tool.export_command(nsys, rep, sqlite), capture_output=True, text=True)
+    if not sqlite.is_file():
+        raise CudabenchError(f"nsys export to SQLite failed: {nsys_tool.last_line(exported.stdout + exported.stderr)}")
+    data = nsys_report.read_report(sqlite)
+    out.print(report.time_stat_table(f"kernels ({req.kernel}, {req.iters} calls)", nsys_report.kernel_table(data)))
+    ranges = nsys_report.range_table(data)
+    if ranges:
+        out.print(report.range_stat_table(ranges))
+    else:
+        out.print("[yellow]no NVTX ranges in the report[/] (the nvtx package's ranges are not recorded by "
+                  "this nsys; set CUDABENCH_NVTX_BACKEND=torch)")
+    launch = nsys_report.launch_overhead(data)
+    if launch.launches:
+        latency = report.fmt_time(launch.latency_median) if launch.latency_median is not None else "-"
+        out.print(f"launch overhead: {launch.launches} launches, {report.fmt_time(launch.api_total)} in launch "
+                  f"API calls ({report.fmt_time(launch.api_total / launch.launches)} each) for "
+                  f"{report.fmt_time(launch.kernel_total)} of kernels; median launch→start latency {latency}")
+    calls = [r for r in ranges if r.name.endswith(" call")]
+    per_call = calls[0].gpu_median if calls else launch.kernel_total / req.iters
+    out.print(agreement_line("nsys kernel time", per_call, summary))
+    out.print(f"report: {rep}\nsqlite: {sqlite}")
+
+
+def report_ncu(req: ProfileRequest, ncu: str, rc: int, log: str, out: Console) -> None:
+    summary = read_summary(req, rc, log)
+    rep = req.base.with_suffix(".ncu-rep")
+    if not rep.is_file():
+        raise CudabenchError(f"ncu wrote no report ({nsys_tool.last_line(log)}).",
+                             "Nsight Compute needs access to the GPU's performance counters.")
+    imported = subprocess.run(ncu_tool.import_command(ncu, rep), capture_output=True, text=True)
+    rows = ncu_tool.parse_raw_csv(imported.stdout)
+    (req.base.with_suffix(".ncu.csv")).write_text(imported.stdout)
+    out.print(report.ncu_table(rows, ncu_tool.METRICS))
+    durations = [r.seconds() for r in rows if r.seconds()]
+    if durations:
+        out.print(agreement_line("ncu kernel time", sum(durations) / req.iters, summary)
+                  + " (ncu replays each kernel; caches are flushed between passes)")
+    out.print(f"report: {rep}\ncsv: {req.base.with_suffix('.ncu.csv')}")
+
+
+def report_torch(req: ProfileRequest, rc: int, log: str, out: Console) -> None:
+    summary = read_summary(req, rc, log)
+    pairs = summary["kernels"]
+    by_name: dict[str, list[float]] = {}
+    for name, seconds in pairs:
+        by_name.setdefault(nsys_report.short_kernel_name(name), []).append(seconds)
+    stats = sorted((nsys_report.TimeStat(n, len(d), sum(d), statistics.median(d), min(d), max(d))
+                    for n, d in by_name.items()), key=lambda s: -s.total)
+    out.print(report.time_stat_table(f"kernels ({req.kernel}, {req.iters} calls, torch.profiler)", stats))
+    out.print(agreement_line("torch.profiler kernel time", sum(s.total for s in stats) / req.iters, summary))
+    out.print(f"Chrome trace (open in https://ui.perfetto.dev): {summary['trace']}")

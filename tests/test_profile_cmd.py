@@ -1,0 +1,120 @@
+"""The profile command lines (pure functions), tool discovery and the no-importer explanation."""
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from cudabench import nsys
+from cudabench.errors import ToolNotFoundError
+from cudabench.ncu import METRICS, import_command, ncu_command, parse_raw_csv
+from cudabench.profile import ProfileRequest, child_command, worker_command
+
+
+def request(**kw):
+    return ProfileRequest(kernel="timex-v4", out_dir=Path("/out"), seed=5, python="py", **kw)
+
+
+def test_worker_command_carries_the_case():
+    cmd = worker_command(request(shape="B=8,C=64,T=256", direction="fwdbwd", iterations=7))
+    assert cmd[:4] == ["py", "-m", "cudabench", "worker"]
+    joined = " ".join(cmd)
+    assert "--kernel timex-v4" in joined and "--direction fwdbwd" in joined and "--iters 7" in joined
+    assert "--shape B=8,C=64,T=256" in joined and "--summary /out/timex-v4-fwdbwd-nsys.worker.json" in joined
+
+
+def test_nsys_child_traces_cuda_and_nvtx_in_the_capture_range_only():
+    cmd = child_command(request(name="mine"), "/opt/nsys")
+    assert cmd[:2] == ["/opt/nsys", "profile"]
+    for flag in ["--trace=cuda,nvtx", "--sample=none", "--cpuctxsw=none", "--capture-range=cudaProfilerApi",
+                 "--capture-range-end=stop", "--output=/out/mine"]:
+        assert flag in cmd
+    assert cmd.index("--output=/out/mine") < cmd.index("py")  # tool options before the program
+    assert "--iters" in cmd and "20" in cmd  # nsys default iterations
+
+
+def test_ncu_child_leaves_clocks_alone_and_waits_for_profiler_start():
+    cmd = child_command(request(tool="ncu"), "/cuda/ncu")
+    assert cmd[:5] == ["/cuda/ncu", "--clock-control", "none", "--profile-from-start", "no"]
+    assert ",".join(METRICS) in cmd and "/out/timex-v4-fwd-ncu.ncu-rep" in cmd
+    assert "--iters" in cmd and cmd[cmd.index("--iters") + 1] == "1"
+    assert import_command("/cuda/ncu", Path("r.ncu-rep"))[:3] == ["/cuda/ncu", "--import", "r.ncu-rep"]
+
+
+def test_torch_child_is_the_worker_with_a_trace_path():
+    cmd = child_command(request(tool="torch"), None)
+    assert cmd[0] == "py" and "--trace" in cmd and cmd[cmd.index("--trace") + 1].endswith(".trace.json")
+
+
+def executable(path: Path) -> str:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("#!/bin/sh\necho 'NVIDIA Nsight Systems version 2023.4.4.54-32845696v0'\n")
+    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+    return str(path)
+
+
+def test_discovery_order(tmp_path, monkeypatch):
+    explicit = executable(tmp_path / "a" / "nsys")
+    from_env = executable(tmp_path / "b" / "nsys")
+    on_path = executable(tmp_path / "c" / "nsys")
+    env = {"CUDABENCH_NSYS": from_env, "PATH": str(tmp_path / "c")}
+    assert nsys.find_nsys(explicit, env) == nsys.Found(explicit, "--nsys")
+    assert nsys.find_nsys(None, env) == nsys.Found(from_env, "$CUDABENCH_NSYS")
+    assert nsys.find_nsys(None, {"PATH": str(tmp_path / "c")}) == nsys.Found(on_path, "PATH")
+    installed = executable(tmp_path / "opt" / "2025.1" / "bin" / "nsys")
+    monkeypatch.setattr(nsys, "INSTALL_GLOBS", (str(tmp_path / "opt" / "*" / "bin" / "nsys"),))
+    assert nsys.find_nsys(None, {"PATH": str(tmp_path / "none")}) == nsys.Found(installed, "install folder")
+    assert nsys.nsys_version(on_path) == (2023, 4, 4)
+
+
+def test_a_bad_explicit_path_and_no_nsys_are_clear(tmp_path, monkeypatch):
+    with pytest.raises(ToolNotFoundError, match="not an executable"):
+        nsys.find_nsys(str(tmp_path / "missing"), {})
+    monkeypatch.setattr(nsys, "INSTALL_GLOBS", ())
+    with pytest.raises(ToolNotFoundError) as info:
+        nsys.find_nsys(None, {"PATH": str(tmp_path)})
+    assert "--tool torch" in info.value.hint
+
+
+def test_importer_detection(tmp_path):
+    good = executable(tmp_path / "nsys" / "target-linux-x64" / "nsys")
+    (tmp_path / "nsys" / "host-linux-x64").mkdir()
+    (tmp_path / "nsys" / "host-linux-x64" / "QdstrmImporter").write_text("")
+    bad = executable(tmp_path / "ncu" / "host" / "target-linux-x64" / "nsys")
+    assert nsys.importer_present(good) and not nsys.importer_present(bad)
+
+
+def test_only_a_qdstrm_is_explained_and_kept(tmp_path):
+    base = tmp_path / "run"
+    base.with_suffix(".qdstrm").write_bytes(b"x" * 2048)
+    with pytest.raises(nsys.NsysImporterMissing) as info:
+        nsys.check_report(base, "/opt/ncu/nsys", "Unable to retrieve the importer version\n")
+    assert info.value.exit_code == 2
+    assert "could not turn it into a report" in info.value.message and "importer version" in info.value.message
+    assert "--tool torch" in info.value.hint and base.with_suffix(".qdstrm").exists()
+    base.with_suffix(".nsys-rep").write_bytes(b"rep")
+    assert nsys.check_report(base, "nsys", "") == base.with_suffix(".nsys-rep")
+
+
+@pytest.mark.parametrize("version, package, backend", [
+    ((2023, 4, 4), "0.2.11", "nvtx"), ((2023, 4, 4), "0.2.13", "torch"), ((2025, 1, 0), "0.2.16", "nvtx"),
+    ((2023, 4, 4), None, "torch"), (None, "0.2.16", "nvtx"),
+])
+def test_nvtx_backend_follows_what_nsys_can_record(version, package, backend):
+    assert nsys.nvtx_backend_for(version, package) == backend
+
+
+def test_ncu_raw_csv():
+    text = (
+        '"ID","Process ID","Kernel Name","gpu__time_duration.sum","launch__registers_per_thread",'
+        '"sm__throughput.avg.pct_of_peak_sustained_elapsed"\n'
+        '"","","","us","register/thread","%"\n'
+        '"0","12","fwd_vec<8>","436.58","84","71.20"\n'
+        '"1","12","sum_partials","1,204.00","32","5.00"\n'
+    )
+    rows = parse_raw_csv(text)
+    assert [r.kernel for r in rows] == ["fwd_vec<8>", "sum_partials"]
+    assert rows[0].seconds() == pytest.approx(436.58e-6) and rows[1].seconds() == pytest.approx(1204e-6)
+    assert rows[0].values["launch__registers_per_thread"] == ("84", "register/thread")
+    assert parse_raw_csv("==PROF== nothing profiled\n") == []
