@@ -21,6 +21,7 @@ METRICS = {  # metric -> column title
     "launch__shared_mem_per_block_static": "smem static",
     "launch__shared_mem_per_block_dynamic": "smem dynamic",
 }
+BYTE_UNITS = {"byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "KB": 1e3, "MB": 1e6, "KiB": 1024, "MiB": 2**20}
 TIME_UNITS = {"nsecond": 1e-9, "ns": 1e-9, "usecond": 1e-6, "us": 1e-6, "msecond": 1e-3, "ms": 1e-3,
               "second": 1.0, "s": 1.0}
 
@@ -48,12 +49,30 @@ class NcuRow:
     kernel: str
     values: dict  # metric -> (value as text, unit)
 
-    def seconds(self) -> Optional[float]:
-        value, unit = self.values.get("gpu__time_duration.sum", ("", ""))
+    def number(self, metric: str) -> Optional[float]:
+        value, _ = self.values.get(metric, ("", ""))
         try:
-            return float(value.replace(",", "")) * TIME_UNITS.get(unit, float("nan"))
+            return float(value.replace(",", ""))
         except ValueError:
             return None
+
+    def seconds(self) -> Optional[float]:
+        value = self.number("gpu__time_duration.sum")
+        unit = self.values.get("gpu__time_duration.sum", ("", ""))[1]
+        return None if value is None else value * TIME_UNITS.get(unit, float("nan"))
+
+    def cell(self, metric: str) -> str:
+        """A readable value: percentages to one decimal, counts as integers, memory in bytes/KB."""
+        value, unit = self.values.get(metric, ("", ""))
+        number = self.number(metric)
+        if number is None:
+            return value or "-"
+        if unit == "%":
+            return f"{number:.1f}"
+        if unit.split("/")[0] in BYTE_UNITS:
+            size = number * BYTE_UNITS[unit.split("/")[0]]
+            return f"{size / 1e3:.1f} KB" if size >= 1e3 else f"{size:.0f} B"
+        return f"{number:g}"
 
 
 def parse_raw_csv(text: str) -> list[NcuRow]:

@@ -125,11 +125,16 @@ def check_report(output: Path, nsys: str, log: str) -> Path:
             f"{nsys} recorded the run but could not turn it into a report: it wrote only {qdstrm} "
             f"({qdstrm.stat().st_size / 2**20:.1f} MiB). This nsys has no working QdstrmImporter "
             "(for example the copy bundled inside Nsight Compute), so it cannot write .nsys-rep files."
-            + (f" Its message: {last_line(log)}" if log.strip() else ""),
+            + (f" nsys said: {importer_message(log)}" if importer_message(log) else ""),
             "Use a full Nsight Systems install (--nsys PATH or $CUDABENCH_NSYS), or profile with "
             "`--tool torch` (torch.profiler, Chrome trace) or `--tool ncu` (Nsight Compute). The .qdstrm is kept.")
     raise CudabenchError(f"nsys wrote no report at {rep}. Its output ended with: {last_line(log)}",
                          "Run the printed command by hand to see nsys's full output.")
+
+
+def importer_message(log: str) -> str:
+    lines = [ln.strip() for ln in log.splitlines() if "importer" in ln.lower()]
+    return " ".join(lines[-2:])
 
 
 def last_line(text: str) -> str:

@@ -12,6 +12,7 @@ from rich.text import Text
 from cudabench.clocks import throttle_warning
 from cudabench.measure import noisy
 from cudabench.model import Environment, Result
+from cudabench.nsys_report import short_kernel_name
 from cudabench.stats import speedup, throughput
 
 
@@ -137,8 +138,9 @@ def notes(results: Sequence[Result]) -> list[str]:
             lines.append(f"{who}: {fmt_time(r.stats.median)} per call is mostly launch and synchronisation; "
                          f"the GPU kernels run {fmt_time(k)} (CUPTI). Throughput and speedup use the kernel time.")
         if noisy(r.measurement.stop_reason):
-            lines.append(f"warning: {who}: {r.measurement.stop_reason}; its median is less certain "
-                         "(another process on the GPU? try --max-time or --timing events)")
+            lines.append(f"warning: {who}: {r.measurement.stop_reason}: single calls vary that much; the median "
+                         f"of {r.stats.n} samples is reported (GPU-side timers, --timing events or graph, "
+                         "vary less than wall time per call)")
         warning = throttle_warning(dict(r.measurement.clocks))
         if warning:
             lines.append(f"warning: {who}: {warning}")
@@ -217,12 +219,6 @@ def ncu_table(rows: Sequence[Any], titles: dict) -> Table:
     for title in titles.values():
         table.add_column(title, justify="right")
     for r in rows:
-        cells = []
-        for metric in titles:
-            value, unit = r.values.get(metric, ("-", ""))
-            if metric == "gpu__time_duration.sum":
-                cells.append(fmt_time(r.seconds()))
-            else:
-                cells.append(f"{value} {unit}".strip() if unit not in ("%", "") else value)
-        table.add_row(r.kernel[:60], *cells)
+        cells = [fmt_time(r.seconds()) if m == "gpu__time_duration.sum" else r.cell(m) for m in titles]
+        table.add_row(short_kernel_name(r.kernel), *cells)
     return table

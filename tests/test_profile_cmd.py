@@ -118,3 +118,15 @@ def test_ncu_raw_csv():
     assert rows[0].seconds() == pytest.approx(436.58e-6) and rows[1].seconds() == pytest.approx(1204e-6)
     assert rows[0].values["launch__registers_per_thread"] == ("84", "register/thread")
     assert parse_raw_csv("==PROF== nothing profiled\n") == []
+
+
+def test_real_ncu_csv_fixture():
+    """Exported by `cudabench profile -k timex-v4 -d fwdbwd --tool ncu` on the H100 (tests/fixtures/README.md)."""
+    text = (Path(__file__).parent / "fixtures" / "ncu-timex-v4-fwdbwd.csv").read_text()
+    rows = parse_raw_csv(text)
+    assert [r.kernel.split("(")[0] for r in rows] == ["void <unnamed>::fwd_vec<8>", "void <unnamed>::bwd_vec<2>",
+                                                     "<unnamed>::sum_partials"]
+    assert rows[0].seconds() == pytest.approx(433.088e-6)
+    assert rows[0].cell("launch__registers_per_thread") == "84"
+    assert rows[0].cell("launch__shared_mem_per_block_dynamic") == "27.7 KB"
+    assert rows[0].cell("sm__throughput.avg.pct_of_peak_sustained_elapsed") == "68.2"
