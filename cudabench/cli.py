@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import shlex
+from dataclasses import replace
 import sys
 from pathlib import Path
 from typing import Callable, List, Optional
@@ -73,19 +74,32 @@ def list_kernels(kernels_dir: Optional[List[Path]] = KernelsDir) -> None:
     bl = Table(header_style="bold", title="baselines (timed beside the variants)", title_justify="left")
     for col in ("baseline", "family", "default", "what"):
         bl.add_column(col)
+    kinds = [f"{f.name}: {', '.join(f.input_kinds)}" for f in reg.families if len(f.input_kinds) > 1]
     for family in reg.families:
         for b in family.baselines:
             bl.add_row(b.name, family.name, "yes" if b.default else "no", b.summary)
     out.print(bl)
+    if kinds:
+        out.print("input kinds (--inputs): " + "; ".join(kinds))
 
 
 # ---- doctor -----------------------------------------------------------------------------------------
 
 @app.command()
 @report_errors
-def doctor() -> None:
+def doctor(
+    ceilings: bool = typer.Option(False, "--ceilings", help="(Re)measure this GPU's copy bandwidth and SGEMM "
+                                  "throughput, the ceilings runs compare against (cached)."),
+) -> None:
     """GPU, driver, clocks, torch, nvcc, ninja, nsys, ncu: what works here and what is missing."""
     from cudabench.doctor import findings
+
+    if ceilings:
+        from cudabench import ceilings as device_ceilings
+        from cudabench.device import require_gpu
+
+        require_gpu()
+        out.print(device_ceilings.get(remeasure=True).describe())
 
     table = Table(header_style="bold", show_header=False)
     table.add_column("item")
@@ -205,6 +219,8 @@ def run(
                                              "here (rewritten after each result)."),
     seed: Optional[int] = typer.Option(None, "--seed", help="Seed of the random inputs (default: fresh)."),
     arch: Optional[str] = typer.Option(None, "--arch", help="Build target (default: this GPU)."),
+    inputs: str = typer.Option("uniform", "--inputs", help="Input distribution, e.g. rwkv for timex "
+                               "(`cudabench list` shows each family's)."),
     nvtx_on: bool = typer.Option(False, "--nvtx/--no-nvtx", help="Emit NVTX ranges (for Nsight): build, "
                                  "check, warm-up, each case, the timed region, baselines."),
     nvtx_iterations: bool = typer.Option(False, "--nvtx-iterations", help="Also one NVTX range per timed call."),
@@ -234,9 +250,14 @@ def run(
         arch=arch,
         seed=seed,
         cold=cold,
+        inputs=inputs,
     )
     tasks = plan(_registry(kernels_dir), kernel, parse_shape(shape), options)
     require_gpu()
+    if any(t.family.bound for t in tasks):
+        from cudabench import ceilings
+
+        options = replace(options, ceilings=ceilings.get())
     nvtx.configure(nvtx_on or nvtx_iterations, iterations=nvtx_iterations)
     env = environment({"timing": timing, "cache": "cold" if cold else "hot", "tf32": "off"})
     command = "cudabench " + shlex.join(sys.argv[1:])
@@ -259,6 +280,8 @@ def run(
     summary = report.stop_summary(runner.results)
     if summary:
         out.print(f"[dim]{summary}[/]")
+    if options.ceilings is not None:
+        out.print(f"[dim]{options.ceilings.describe()}[/]")
     for line in report.notes(runner.results):
         out.print(f"[yellow]{line}[/]" if line.startswith("warning") else f"[dim]{line}[/]")
     if json_path:
@@ -369,6 +392,37 @@ def worker(
     from cudabench.worker import run_worker
 
     run_worker(_registry(kernels_dir), kernel, shape, direction, tool, iters, summary, seed, trace)
+
+
+# ---- check -------------------------------------------------------------------------------------------
+
+@app.command()
+@report_errors
+def check(
+    kernel: List[str] = typer.Option(..., "--kernel", "-k", help="Kernel or family (repeatable)."),
+    shape: str = typer.Option("", "--shape", "-s", help="Shape parameters (each family takes its own)."),
+    direction: Optional[List[str]] = typer.Option(None, "--direction", "-d", help="fwd, bwd or fwdbwd."),
+    baselines: bool = typer.Option(False, "--baselines", help="Check the baselines too."),
+    inputs: str = typer.Option("uniform", "--inputs", help="Input distribution, e.g. rwkv for timex."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Seed of the random inputs (default: fresh)."),
+    kernels_dir: Optional[List[Path]] = KernelsDir,
+) -> None:
+    """Check kernels against the fp64 reference on fresh random inputs, without timing them."""
+    from cudabench import report
+    from cudabench.device import require_gpu
+    from cudabench.runner import RunOptions, Runner, plan
+    from cudabench.shapes import parse_shape
+
+    options = RunOptions(directions=_split(direction), baselines=None if baselines else (), seed=seed, time=False,
+                         inputs=inputs)
+    tasks = plan(_registry(kernels_dir), kernel, parse_shape(shape), options)
+    require_gpu()
+    results = Runner(options).run(tasks)
+    out.print(report.check_table(results))
+    for line in report.notes(results):
+        out.print(f"[dim]{line}[/]")
+    if any(r.status != "ok" and not r.skipped.startswith("constraint") for r in results):
+        raise typer.Exit(1)
 
 
 def _timing_text(name: str) -> str:

@@ -16,6 +16,7 @@ class Case:
     shape: tuple[tuple[str, int], ...]
     direction: str = "fwd"
     dtype: str = "float32"
+    inputs: str = "uniform"     # the family's input distribution (see Family.input_kinds)
 
     @property
     def params(self) -> dict[str, int]:
@@ -26,7 +27,8 @@ class Case:
         return ",".join(f"{k}={v}" for k, v in self.shape)
 
     def key(self) -> str:
-        return f"{self.family}[{self.shape_text}]/{self.direction}"
+        kind = "" if self.inputs == "uniform" else f",{self.inputs}"
+        return f"{self.family}[{self.shape_text}{kind}]/{self.direction}"
 
 
 @dataclass(frozen=True)

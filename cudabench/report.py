@@ -50,6 +50,10 @@ def primary_baseline(results: Sequence[Result]) -> Optional[Result]:
     return None
 
 
+def extra(r: Result, key: str) -> Optional[float]:
+    return dict(r.measurement.extra).get(key) if r.measurement is not None else None
+
+
 def check_cell(r: Result) -> Text:
     if r.check is None:
         return Text("-", style="dim")
@@ -64,9 +68,7 @@ MEDIAN_LABEL = {"sync": "median/call", "events": "median GPU", "graph": "median 
 
 
 def kernel_time(r: Result) -> Optional[float]:
-    if r.measurement is None:
-        return None
-    return dict(r.measurement.extra).get("kernel_time_cupti")
+    return extra(r, "kernel_time_cupti")
 
 
 def comparable(base: Result, r: Result) -> tuple[float, float]:
@@ -75,20 +77,22 @@ def comparable(base: Result, r: Result) -> tuple[float, float]:
 
 
 def results_table(results: Sequence[Result], title: str) -> Table:
-    """One table for one family at one shape: a row per subject and direction."""
+    """One table for one family at one shape: a row per subject and direction, a speedup column
+    per baseline, and kernel time, kernels per call and % of the device ceiling where known."""
     table = Table(title=title, title_justify="left", header_style="bold")
     timings = {r.measurement.timing for r in results if r.measurement}
     median_label = MEDIAN_LABEL.get(next(iter(timings)), "median") if len(timings) == 1 else "median"
-    with_kernel = any(kernel_time(r) is not None for r in results)
-    columns = [("dir", "left"), ("kernel", "left"), ("rel err", "right"), (median_label, "right"),
-               ("IQR", "right"), ("min", "right"), ("n", "right")]
-    columns += [("kernel (CUPTI)", "right")] if with_kernel else []
-    columns += [("TFLOP/s", "right"), ("GB/s", "right"), ("speedup", "right")]
-    for col, justify in columns:
-        table.add_column(col, justify=justify)
+    optional = [(key, label) for key, label in (("kernel_time_cupti", "kernel (CUPTI)"),
+                                                ("kernels_per_call", "kernels/call"),
+                                                ("ceiling_fraction", "% ceiling"))
+                if any(extra(r, key) is not None for r in results)]
+    baselines = list(dict.fromkeys(r.subject for r in results if r.role == "baseline" and r.stats))
+    columns = ["dir", "kernel", "rel err", median_label, "IQR", "min", "n", *(label for _, label in optional),
+               "TFLOP/s", "GB/s", *(f"vs {b}" for b in baselines)]
+    for col in columns:
+        table.add_column(col, justify="left" if col in ("dir", "kernel") else "right")
     for direction, group in groupby(results, key=lambda r: r.case.direction):
         rows = list(group)
-        base = primary_baseline(rows)
         for r in rows:
             name = Text(r.subject, style="cyan" if r.role == "baseline" else "")
             if r.stats is None:
@@ -96,18 +100,28 @@ def results_table(results: Sequence[Result], title: str) -> Table:
                 table.add_row(direction, name, check_cell(r), Text(r.status, style="yellow"), *blanks)
                 continue
             s = r.stats
-            # throughput from the kernel time when the per-call figure is mostly launch; speedup
-            # from kernel times only when both sides have one
+            # throughput from the kernel time when the per-call figure is mostly launch
             t = kernel_time(r) or s.median
-            vs = f"{speedup(*comparable(base, r)):.2f}×" if base else "-"
-            tflops = throughput(r.flops, t) / 1e12
-            gbs = throughput(r.bytes, t) / 1e9
             cells = [direction, name, check_cell(r), fmt_time(s.median), f"{s.noise:.1%}", fmt_time(s.min),
-                     str(s.n)]
-            cells += [fmt_time(kernel_time(r))] if with_kernel else []
-            cells += [f"{tflops:.2f}" if tflops else "-", f"{gbs:.0f}" if gbs else "-", vs]
+                     str(s.n), *(optional_cell(r, key) for key, _ in optional)]
+            tflops, gbs = throughput(r.flops, t) / 1e12, throughput(r.bytes, t) / 1e9
+            cells += [f"{tflops:.2f}" if tflops else "-", f"{gbs:.0f}" if gbs else "-"]
+            for b in baselines:
+                base = next((x for x in rows if x.subject == b and x.stats), None)
+                cells.append(f"{speedup(*comparable(base, r)):.2f}×" if base else "-")
             table.add_row(*cells)
     return table
+
+
+def optional_cell(r: Result, key: str) -> str:
+    value = extra(r, key)
+    if value is None:
+        return "-"
+    if key == "kernel_time_cupti":
+        return fmt_time(value)
+    if key == "ceiling_fraction":
+        return f"{value:.0%}"
+    return f"{value:.0f}"
 
 
 def tables(results: Iterable[Result]) -> list[Table]:
@@ -118,8 +132,7 @@ def tables(results: Iterable[Result]) -> list[Table]:
     for family, shape in keys:
         rows = [r for r in ordered if (r.case.family, r.case.shape_text) == (family, shape)]
         rows.sort(key=lambda r: (r.case.direction != "fwd", r.case.direction))
-        base = primary_baseline(rows)
-        title = f"{family}  {shape}  float32" + (f"  ·  speedup vs {base.subject}" if base else "")
+        title = f"{family}  {shape}  float32"
         out.append(results_table(rows, title))
     return out
 
@@ -221,4 +234,23 @@ def ncu_table(rows: Sequence[Any], titles: dict) -> Table:
     for r in rows:
         cells = [fmt_time(r.seconds()) if m == "gpu__time_duration.sum" else r.cell(m) for m in titles]
         table.add_row(short_kernel_name(r.kernel), *cells)
+    return table
+
+
+# ---- check -------------------------------------------------------------------------------------------
+
+def check_table(results: Sequence[Result]) -> Table:
+    """`cudabench check`: each subject's error per output against the fp64 reference."""
+    outputs = list(dict.fromkeys(name for r in results if r.check for name, _ in r.check.errors))
+    table = Table(title="‖out − ref‖ / ‖ref‖ against the fp64 reference", title_justify="left",
+                  header_style="bold")
+    for col in ("case", "kernel", *outputs, "tolerance", "result"):
+        table.add_column(col, justify="left" if col in ("case", "kernel", "result") else "right")
+    for r in results:
+        errors = dict(r.check.errors) if r.check else {}
+        cells = [fmt_error(errors[o]) if o in errors else "-" for o in outputs]
+        verdict = Text("pass", style="green") if r.check and r.check.passed else Text(
+            "FAIL" if r.check else r.status, style="bold red" if r.check else "yellow")
+        table.add_row(f"{r.case.shape_text} {r.case.direction}", r.subject, *cells,
+                      f"{r.check.tolerance:g}" if r.check else "-", verdict)
     return table

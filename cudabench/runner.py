@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import random
+import statistics
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator, Optional, Sequence
 
@@ -34,8 +35,11 @@ class RunOptions:
     arch: Optional[str] = None
     seed: Optional[int] = None
     device: str = "cuda"                           # "cpu" only for tests of the run logic
+    time: bool = True                               # False: check against the reference only
+    inputs: str = "uniform"                         # input distribution (a family's input_kinds)
     cold: bool = False                              # flush L2 before every timed call
     kernel_time_below: float = 100e-6               # also read CUPTI kernel time for calls this short
+    ceilings: Any = None                            # cudabench.ceilings.Ceilings of this GPU, if known
 
 
 @dataclass(frozen=True)
@@ -56,9 +60,15 @@ def plan(registry: Registry, names: Sequence[str], shape: dict[str, int],
     """Resolve names, complete the shape, check constraints and directions. A variant named
     explicitly that cannot run at the shape is an error; one implied by a family name is skipped."""
     picked = registry.resolve(names)
+    families = list(dict.fromkeys(f for f, _ in picked))
+    if len(families) > 1:  # each family takes the parameters it has; a name none has is an error
+        known = {p.name for f in families for p in f.params}
+        complete_shape(families[0], {k: v for k, v in shape.items() if k not in known})
     tasks = []
-    for family in dict.fromkeys(f for f, _ in picked):
-        full = complete_shape(family, {k: v for k, v in shape.items()})
+    for family in families:
+        own = {p.name for p in family.params}
+        given = {k: v for k, v in shape.items() if k in own or len(families) == 1}
+        full = complete_shape(family, given)
         check_shape(family, None, full)
         variants, skipped = [], []
         for fam, variant in picked:
@@ -72,20 +82,24 @@ def plan(registry: Registry, names: Sequence[str], shape: dict[str, int],
             else:
                 skipped.append((variant, reason))
         directions = _directions(family, options.directions)
-        cases = tuple(Case(family.name, tuple(full.items()), d) for d in directions)
+        if options.inputs not in family.input_kinds:
+            raise ShapeError(f"{family.name} has no '{options.inputs}' inputs.",
+                             f"Its input kinds: {', '.join(family.input_kinds)}.")
+        cases = tuple(Case(family.name, tuple(full.items()), d, inputs=options.inputs) for d in directions)
         tasks.append(Task(family, cases, tuple(variants), _baselines(family, options.baselines),
                           tuple(skipped)))
     return tasks
 
 
-def plan_single(registry: Registry, kernel: str, shape: dict[str, int], direction: str) -> Task:
+def plan_single(registry: Registry, kernel: str, shape: dict[str, int], direction: str,
+                inputs: str = "uniform") -> Task:
     """A task for exactly one kernel variant (commands that time or profile one thing)."""
     if kernel not in {v.name for _, v in registry.variants()} and kernel in {f.name for f in registry.families}:
         raise ShapeError(f"Name one kernel variant, not the family '{kernel}'.",
                          "`cudabench list` shows the variants, e.g. add2 or timex-v4.")
     if direction not in ("fwd", "bwd", "fwdbwd"):
         raise ShapeError(f"Unknown --direction '{direction}'.", "Choose fwd, bwd or fwdbwd.")
-    return plan(registry, [kernel], shape, RunOptions(directions=(direction,), baselines=()))[0]
+    return plan(registry, [kernel], shape, RunOptions(directions=(direction,), baselines=(), inputs=inputs))[0]
 
 
 def _directions(family: Family, asked: Optional[tuple[str, ...]]) -> tuple[str, ...]:
@@ -122,7 +136,7 @@ def case_data(family: Family, case: Case, seed: int, device: str = "cuda") -> tu
     import torch
 
     gen = torch.Generator(device=device).manual_seed(seed)
-    inputs = family.make_inputs(case.params, gen, device)
+    inputs = family.inputs(case.params, gen, device, case.inputs)
     grad_out = None
     if case.direction != "fwd":
         out64 = reference_results(family, inputs, "fwd")["out"]
@@ -222,13 +236,13 @@ class Runner:
             self.on_status(f"{case.key()}: {name}")
             with nvtx.range(name, "baseline" if role == "baseline" else "case"):
                 result = self._run_subject(family, case, name, role, make_op, inputs, grad_out, reference)
-            self._record(replace(result, flops=flops, bytes=nbytes))
+            self._record(self._with_ceiling(family, replace(result, flops=flops, bytes=nbytes)))
         del reference, inputs
 
-    def _measure(self, call: Callable[[], Any], name: str) -> Measurement:
+    def _measure(self, call: Callable[[], Any], name: str, count_launches: bool = False) -> Measurement:
         """Time `call` with the chosen timer (hot or cold), watching the clocks; for a call shorter
         than `kernel_time_below` also read its CUPTI kernel time, so launch cost is never
-        mistaken for kernel time."""
+        mistaken for kernel time (and with `count_launches`, the kernels per call)."""
         import torch
 
         on_gpu = self.options.device == "cuda"
@@ -242,11 +256,29 @@ class Runner:
                             "cold" if flush else "hot")
         extra = []
         median = summarize(m.samples).median
-        if on_gpu and m.timing in ("sync", "events") and median < self.options.kernel_time_below:
+        short = m.timing in ("sync", "events") and median < self.options.kernel_time_below
+        if on_gpu and (short or count_launches):
             cupti = self.timer_factory("cupti")
-            kernel = summarize(measure(call, cupti, FixedCount(100), Warmup(3, 0.0), sync, flush).samples)
-            extra = [("kernel_time_cupti", kernel.median), ("launch_and_sync_overhead", median - kernel.median)]
+            kernel = summarize(measure(call, cupti, FixedCount(30 if short else 10), Warmup(3, 0.0), sync,
+                                       flush).samples)
+            if short:
+                extra += [("kernel_time_cupti", kernel.median), ("launch_and_sync_overhead", median - kernel.median)]
+            if count_launches and cupti.counts:
+                extra.append(("kernels_per_call", float(statistics.median(cupti.counts))))
         return replace(m, clocks=clocks.pairs() if clocks else (), extra=tuple(extra))
+
+    def _with_ceiling(self, family: Family, result: Result) -> Result:
+        """Add the share of the device ceiling that bounds the family (from the kernel time when
+        the per-call figure is mostly launch)."""
+        if self.options.ceilings is None or not family.bound or result.stats is None:
+            return result
+        extra = dict(result.measurement.extra)
+        seconds = extra.get("kernel_time_cupti", result.stats.median)
+        share = self.options.ceilings.of(family.bound, result.flops, result.bytes, seconds)
+        if share is None:
+            return result
+        extra["ceiling_fraction"] = share
+        return replace(result, measurement=replace(result.measurement, extra=tuple(extra.items())))
 
     def _flusher(self) -> Any:
         if self._l2_flusher is None:
@@ -269,7 +301,9 @@ class Runner:
             if not check.passed and not self.options.force:
                 return Result(case, name, role, check=check, skipped=(
                     f"failed the check: error {check.worst:.3g} > tolerance {family.tolerance:g}"))
-            m = self._measure(workload.call, name)
+            if not self.options.time:
+                return Result(case, name, role, check=check)
+            m = self._measure(workload.call, name, family.report_launches)
             return Result(case, name, role, check=check, measurement=m, stats=summarize(m.samples))
         except CudabenchError as exc:
             return Result(case, name, role, check=check, skipped=exc.message)

@@ -79,12 +79,21 @@ class Family:
     constraints: tuple[Constraint, ...] = ()  # apply to every variant
     work: Optional[Callable[[Shape, str], tuple[float, float]]] = None  # (flops, bytes) per call
     tolerance: float = 1e-5
+    bound: str = ""                           # the ceiling that bounds it: "memory", "sgemm", "fma" or ""
+    report_launches: bool = False             # count kernels per call (CUPTI) for every subject
+    input_kinds: tuple[str, ...] = ("uniform",)  # make_inputs(shape, gen, device, kind=...) for the others
     extra_cuda_cflags: tuple[str, ...] = ()
     folder: Path = field(default=Path("."), compare=False)
 
     @property
     def directions(self) -> tuple[str, ...]:
         return ("fwd", "bwd", "fwdbwd") if self.grad_inputs else ("fwd",)
+
+    def inputs(self, shape: Shape, gen: Any, device: Any, kind: str = "uniform") -> dict[str, Any]:
+        """Fresh random inputs of the given kind (the first kind is the default)."""
+        if kind == self.input_kinds[0]:
+            return self.make_inputs(shape, gen, device)
+        return self.make_inputs(shape, gen, device, kind=kind)
 
     def default_shape(self) -> dict[str, int]:
         return {p.name: p.default for p in self.params}

@@ -138,21 +138,22 @@ class GraphTimer:
 CALL_RANGE = "cudabench::call"
 
 
-def kernel_time_per_call(events: list[Any], range_name: str = CALL_RANGE) -> list[float]:
-    """Sum of GPU activity (kernels, memcpy, memset) inside each `range_name` host range, in
-    seconds. The range encloses the call and a synchronize, so all its GPU work lies inside it
-    and nothing queued before (an L2 flush) does. Timestamps are profiler µs on one clock."""
+def activity_per_call(events: list[Any], range_name: str = CALL_RANGE) -> list[tuple[float, int]]:
+    """(seconds, count) of GPU activity (kernels, memcpy, memset) inside each `range_name` host
+    range. The range encloses the call and a synchronize, so all its GPU work lies inside it and
+    nothing queued before (an L2 flush) does. Timestamps are profiler µs on one clock."""
     from torch.autograd import DeviceType
 
     calls = sorted((e.time_range.start, e.time_range.end) for e in events
                    if e.name == range_name and e.device_type == DeviceType.CPU)
     starts = [s for s, _ in calls]
-    totals = [0.0] * len(calls)
+    totals, counts = [0.0] * len(calls), [0] * len(calls)
     for e in gpu_activity(events, {range_name}):
         i = bisect.bisect_right(starts, e.time_range.start) - 1
         if i >= 0 and e.time_range.start <= calls[i][1]:
             totals[i] += e.time_range.elapsed_us()
-    return [t / 1e6 for t in totals]
+            counts[i] += 1
+    return [(t / 1e6, c) for t, c in zip(totals, counts)]
 
 
 def gpu_activity(events: list[Any], ranges: set[str]) -> list[Any]:
@@ -171,6 +172,7 @@ class CuptiTimer:
 
     def __init__(self) -> None:
         self.batch = 20
+        self.counts: list[int] = []  # GPU activities (kernels, copies) seen per call
 
     def prepare(self, call: Call, estimate: float) -> None:
         self.batch = max(5, min(200, int(0.2 / max(estimate, 1e-6))))
@@ -190,7 +192,9 @@ class CuptiTimer:
                         call()
                         torch.cuda.synchronize()
             events = list(prof.events())
-        return kernel_time_per_call(events)
+        per_call = activity_per_call(events)
+        self.counts += [c for _, c in per_call]
+        return [t for t, _ in per_call]
 
 
 TIMERS = {"sync": SyncTimer, "events": EventTimer, "graph": GraphTimer, "cupti": CuptiTimer}

@@ -64,3 +64,26 @@ def test_work_counts(registry):
     assert flops == pytest.approx(14.5e9, rel=0.01)  # the 14.5 GFLOP per pass
     assert timex.work({"B": 32, "C": 768, "T": 768}, "fwdbwd")[0] == pytest.approx(3 * flops)
     assert registry.family("matmul").work({"M": 2, "N": 3, "K": 4}, "fwd")[0] == 48
+
+
+def test_rwkv_like_timex_inputs(registry):
+    family = registry.family("timex")
+    inputs = family.inputs({"B": 2, "C": 3, "T": 16}, torch.Generator().manual_seed(3), "cpu", "rwkv")
+    w, k = inputs["w"], inputs["k"]
+    assert (k > 0).all() and (w > 0).all() and (w <= 1).all()
+    assert (w[:, 1:] >= w[:, :-1]).all()  # w[c, T-1-j] decays with the distance j
+    assert torch.equal(w[:, -1], torch.ones(3))
+
+
+def test_fft_baseline_matches_the_reference(registry):
+    family = registry.family("timex")
+    inputs = family.make_inputs({"B": 2, "C": 3, "T": 20}, torch.Generator().manual_seed(4), "cpu")
+    ref = reference_results(family, inputs, "fwd")["out"]
+    got = family.baseline("fft").make()(**inputs)
+    assert torch.linalg.vector_norm(got.double() - ref) / torch.linalg.vector_norm(ref) < 1e-6
+
+
+def test_sincos_reference_is_one(registry):
+    family = registry.family("sincos")
+    inputs = family.make_inputs({"n": 100}, torch.Generator().manual_seed(0), "cpu")
+    torch.testing.assert_close(reference_results(family, inputs, "fwd")["out"], torch.ones(100, dtype=torch.float64))

@@ -5,9 +5,10 @@ from cudabench.registry import discover
 
 
 def test_shipped_families_and_variants(registry):
-    assert [f.name for f in registry.families] == ["add2", "matmul", "timex"]
+    assert [f.name for f in registry.families] == ["add2", "matmul", "sincos", "timex"]
     assert [v.name for _, v in registry.variants()] == [
-        "add2", "matmul-naive", "matmul-tiled", "timex-v1", "timex-v2", "timex-v3", "timex-v4"]
+        "add2", "add2-vec4", "matmul-naive", "matmul-tiled", "matmul-regtile", "sincos-fused",
+        "timex-v1", "timex-v2", "timex-v3", "timex-v4", "timex-v5", "timex-fft"]
     for family in registry.families:
         assert family.baselines, f"{family.name} has a baseline to compare with"
         for source in family.source_paths():
@@ -16,7 +17,7 @@ def test_shipped_families_and_variants(registry):
 
 def test_family_name_means_all_its_variants(registry):
     picked = [v.name for _, v in registry.resolve(["timex", "timex-v2"])]
-    assert picked == ["timex-v1", "timex-v2", "timex-v3", "timex-v4"]
+    assert picked == ["timex-v1", "timex-v2", "timex-v3", "timex-v4", "timex-v5", "timex-fft"]
 
 
 def test_unknown_kernel_suggests_close_names(registry):

@@ -2,7 +2,8 @@
 #include "add2.h"
 
 // c = a + b, written into the caller's c (so the check can hand in a NaN-poisoned output).
-void add2(const at::Tensor& a, const at::Tensor& b, at::Tensor& c) {
+// variant: 0 grid-stride scalar, 1 float4 (scalar when a pointer is not 16-byte aligned).
+void add2(const at::Tensor& a, const at::Tensor& b, at::Tensor& c, int64_t variant) {
   cudabench::check_tensor(a, "a");
   cudabench::check_tensor(b, "b");
   cudabench::check_tensor(c, "c");
@@ -13,11 +14,12 @@ void add2(const at::Tensor& a, const at::Tensor& b, at::Tensor& c) {
   cudabench::check_same_device(a, c, "a", "c");
   const c10::cuda::CUDAGuard guard(a.device());
   cudabench::check_launch(
-      add2_launch(a.data_ptr<float>(), b.data_ptr<float>(), c.data_ptr<float>(), a.numel(),
+      add2_launch((int)variant, a.data_ptr<float>(), b.data_ptr<float>(), c.data_ptr<float>(), a.numel(),
                   cudabench::stream_of(a)),
       "add2 kernel");
 }
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
-  m.def("add2", &add2, "c = a + b for float32 CUDA tensors", py::arg("a"), py::arg("b"), py::arg("c"));
+  m.def("add2", &add2, "c = a + b for float32 CUDA tensors", py::arg("a"), py::arg("b"), py::arg("c"),
+        py::arg("variant") = 0);
 }

@@ -1,4 +1,5 @@
-"""add2: c = a + b in float32. Memory-bound: its roofline is the device's copy bandwidth."""
+"""add2: c = a + b in float32. Memory-bound: its roofline is the device's copy bandwidth
+(12 bytes moved per element: two reads, one write)."""
 
 import torch
 
@@ -21,13 +22,19 @@ def work(shape, direction):
     return float(n), 12.0 * n  # one add per element; read a and b, write c
 
 
-def bind_add2(ext):
-    def add2(a, b):
-        c = empty_like(a)
-        ext.add2(a, b, c)
-        return c
+SCALAR, VEC4 = 0, 1
 
-    return add2
+
+def bind(variant):
+    def make(ext):
+        def add2(a, b):
+            c = empty_like(a)
+            ext.add2(a, b, c, variant)
+            return c
+
+        return add2
+
+    return make
 
 
 FAMILY = Family(
@@ -37,8 +44,13 @@ FAMILY = Family(
     params=(Param("n", 1 << 20, "number of elements"),),
     make_inputs=make_inputs,
     reference=reference,
-    variants=(Variant("add2", "one element per thread per grid stride", bind_add2, has_backward=False),),
+    variants=(
+        Variant("add2", "one element per thread per grid stride", bind(SCALAR), has_backward=False),
+        Variant("add2-vec4", "float4 loads/stores, 4 independent float4 per thread in flight", bind(VEC4),
+                has_backward=False),
+    ),
     baselines=(Baseline("torch-add", "PyTorch a + b", lambda: reference, has_backward=False),),
     work=work,
+    bound="memory",
     tolerance=1e-6,
 )

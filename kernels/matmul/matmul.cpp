@@ -1,7 +1,7 @@
 #include "cudabench/binding.h"
 #include "matmul.h"
 
-// C = A · B into the caller's C. variant: 0 naive, 1 shared-memory tiled.
+// C = A · B into the caller's C. variant: 0 naive, 1 shared-memory tiled, 2 register-tiled.
 void matmul(const at::Tensor& A, const at::Tensor& B, at::Tensor& C, int64_t variant) {
   cudabench::check_tensor(A, "A");
   cudabench::check_tensor(B, "B");
@@ -13,6 +13,8 @@ void matmul(const at::Tensor& A, const at::Tensor& B, at::Tensor& C, int64_t var
   TORCH_CHECK(C.size(0) == M && C.size(1) == N, cudabench::message("C must be ", M, "x", N));
   TORCH_CHECK(M * K < (1LL << 31) && K * N < (1LL << 31) && M * N < (1LL << 31),
               "each matrix must have fewer than 2^31 elements");
+  const char* why = matmul_unsupported((int)variant, (int)M, (int)N, (int)K);
+  TORCH_CHECK(why == nullptr, why ? why : "");
   cudabench::check_same_device(A, B, "A", "B");
   cudabench::check_same_device(A, C, "A", "C");
   const c10::cuda::CUDAGuard guard(A.device());

@@ -4,7 +4,7 @@ import torch
 
 from cudabench.spec import Baseline, Constraint, Family, Param, Variant, empty
 
-NAIVE, TILED = 0, 1
+NAIVE, TILED, REGTILE = 0, 1, 2
 
 
 def make_inputs(shape, gen, device):
@@ -49,6 +49,10 @@ FITS_INT32 = Constraint(
     "each matrix must have fewer than 2^31 elements (32-bit indices)",
 )
 
+TILE_128 = Constraint("M % 128 == 0, N % 128 == 0, K % 8 == 0",
+                      lambda s: s["M"] % 128 == 0 and s["N"] % 128 == 0 and s["K"] % 8 == 0,
+                      "M and N must be multiples of 128 and K of 8: whole 128×128×8 tiles, no edge code")
+
 FAMILY = Family(
     name="matmul",
     summary="C = A·B, float32, row-major",
@@ -61,10 +65,13 @@ FAMILY = Family(
         Variant("matmul-naive", "one thread per output, 16×16 blocks, global loads", bind(NAIVE),
                 has_backward=False),
         Variant("matmul-tiled", "32×32 shared-memory tiles", bind(TILED), has_backward=False),
+        Variant("matmul-regtile", "128×128 block tiles, 8×8 outputs per thread in registers, float4, "
+                "double-buffered", bind(REGTILE), (TILE_128,), has_backward=False),
     ),
     baselines=(Baseline("torch-matmul", "torch.matmul (cuBLAS SGEMM, TF32 off)", torch_matmul,
                         has_backward=False),),
     constraints=(FITS_INT32,),
     work=work,
+    bound="sgemm",
     tolerance=1e-5,
 )

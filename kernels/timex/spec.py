@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from cudabench.spec import Baseline, Constraint, Family, Param, Variant, empty_like
 
 TMAX = 1024
-BF, BB = 8, 2  # v4: batch rows per block, forward and backward
+BF, BB, BB5 = 8, 2, 4  # batch rows per block: v4 forward, v4 backward, v5 backward
 
 
 class TimeX(torch.autograd.Function):
@@ -48,10 +48,18 @@ def bind(version):
     return make
 
 
-def make_inputs(shape, gen, device):
+def make_inputs(shape, gen, device, kind="uniform"):
+    """uniform: w, k ~ U(-1, 1). rwkv: as in RWKV, w a per-channel exponential decay over the
+    distance t-u, w[c, T-1-j] = exp(-d_c j) with log d_c ~ U(-3, 0.5), and k = exp(N(0, 1))."""
     B, C, T = shape["B"], shape["C"], shape["T"]
-    w = torch.empty(C, T, device=device).uniform_(-1, 1, generator=gen)
-    k = torch.empty(B, C, T, device=device).uniform_(-1, 1, generator=gen)
+    if kind == "rwkv":
+        decay = torch.empty(C, 1, device=device).uniform_(-3, 0.5, generator=gen).exp()
+        distance = torch.arange(T - 1, -1, -1, device=device, dtype=torch.float32)
+        w = torch.exp(-decay * distance)
+        k = torch.empty(B, C, T, device=device).normal_(0, 1, generator=gen).exp()
+    else:
+        w = torch.empty(C, T, device=device).uniform_(-1, 1, generator=gen)
+        k = torch.empty(B, C, T, device=device).uniform_(-1, 1, generator=gen)
     eps = torch.empty((), device=device).uniform_(0.1, 1.0, generator=gen).item()
     return {"w": w, "k": k, "eps": eps}
 
@@ -64,6 +72,18 @@ def reference(w, k, eps):
 
 def conv1d_baseline():
     return reference  # the same expression, run in float32 by PyTorch (cuDNN)
+
+
+def compiled_conv1d_baseline():
+    return torch.compile(reference, dynamic=False)  # Inductor, compiled at the first call (warm-up)
+
+
+def fft_conv(w, k, eps):
+    """Causal convolution as a product of spectra: zero-padding to 2T keeps the circular
+    wrap-around out of the first T outputs."""
+    T = k.shape[-1]
+    spectrum = torch.fft.rfft(k, n=2 * T) * torch.fft.rfft(w.flip(-1), n=2 * T)
+    return eps + torch.fft.irfft(spectrum, n=2 * T)[..., :T]
 
 
 def work(shape, direction):
@@ -82,6 +102,8 @@ T_MAX = Constraint(f"T <= {TMAX}", lambda s: s["T"] <= TMAX,
                    f"T must be at most {TMAX}: one thread block holds a whole row")
 T_VEC = Constraint("T % 4 == 0", lambda s: s["T"] % 4 == 0,
                    "T must be a multiple of 4: each thread handles four outputs with float4 loads")
+T_PAIRS = Constraint("T % 8 == 0", lambda s: s["T"] % 8 == 0,
+                     "T must be a multiple of 8: a v5 thread pairs output quads q and T/4-1-q")
 B_GROUP = Constraint(f"B % {BF} == 0", lambda s: s["B"] % BF == 0,
                      f"B must be a multiple of {BF}: one v4 block serves {BF} batch rows "
                      f"forward ({BB} backward)")
@@ -89,7 +111,7 @@ B_GROUP = Constraint(f"B % {BF} == 0", lambda s: s["B"] % BF == 0,
 FAMILY = Family(
     name="timex",
     summary="RWKV TimeX causal depthwise convolution, forward and backward",
-    sources=("timex.cu", "timex.cpp"),
+    sources=("timex.cu", "timex_fft.cu", "timex.cpp"),
     params=(Param("B", 32, "batch"), Param("C", 768, "channels"), Param("T", 768, "time steps")),
     make_inputs=make_inputs,
     reference=reference,
@@ -100,10 +122,20 @@ FAMILY = Family(
         Variant("timex-v3", "four outputs per thread, float4 loads/stores", bind(3), (T_MAX, T_VEC)),
         Variant("timex-v4", f"v3 + {BF} batch rows per block share one staged w row "
                             f"(backward: {BB})", bind(4), (T_MAX, T_VEC, B_GROUP)),
+        Variant("timex-v5", f"v4 with equal work per thread (output quads q and T/4-1-q); backward "
+                            f"{BB5} rows per block", bind(5), (T_MAX, T_PAIRS, B_GROUP)),
+        Variant("timex-fft", "products of spectra, FFTs on chip (Stockham radix-8, two rows per FFT), "
+                             "gw summed over the batch in frequency space", bind(6), (T_MAX,)),
     ),
     baselines=(
         Baseline("conv1d", "eps + conv1d(pad(k, (T-1, 0)), w.unsqueeze(1), groups=C)", conv1d_baseline),
+        Baseline("torch-compile", "torch.compile of the conv1d expression (Inductor)", compiled_conv1d_baseline,
+                 default=False),
+        Baseline("fft", "eps + irfft(rfft(k, 2T) · rfft(flip(w), 2T))[:T] (cuFFT)", lambda: fft_conv,
+                 default=False),
     ),
     work=work,
+    bound="fma",
+    input_kinds=("uniform", "rwkv"),
     tolerance=1e-5,
 )

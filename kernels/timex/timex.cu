@@ -137,8 +137,35 @@ __device__ __forceinline__ void stage_row(float4* dst, const float* src, int Q) 
   for (int i = threadIdx.x; i < Q; i += blockDim.x) dst[i] = src4[i];
 }
 
-// Forward for R batch rows per block (v3: R = 1; v4: R = TIMEX_BF). Block = (channel, row group).
+// Outputs t = 4q .. 4q+3 of R rows: q+1 steps over k[4m .. 4m+3] (the causal triangle).
 template <int R>
+__device__ __forceinline__ void causal_outputs(const float4* sww4, const float4* sk4, int Q, int q, float acc[R][4]) {
+#pragma unroll
+  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = acc[r][2] = acc[r][3] = 0.0f;
+  float4 hi = sww4[q + 1];
+#pragma unroll 4  // fewer loop and register-move instructions per FMA (measured: ~6% at v4)
+  for (int m = 0; m <= q; ++m) {
+    const float4 lo = sww4[q - m];
+#pragma unroll
+    for (int r = 0; r < R; ++r) causal_block(acc[r], lo, hi, sk4[r * Q + m]);
+    hi = lo;
+  }
+}
+
+template <int R>
+__device__ __forceinline__ void store_outputs(float* out, int C, int c, int b0, int T, int q, float eps,
+                                              const float acc[R][4]) {
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    float4* o4 = reinterpret_cast<float4*>(out + ((size_t)(b0 + r) * C + c) * T);
+    o4[q] = make_float4(eps + acc[r][0], eps + acc[r][1], eps + acc[r][2], eps + acc[r][3]);
+  }
+}
+
+// Forward for R batch rows per block (v3: R = 1; v4, v5: R = TIMEX_BF). Block = (channel, row
+// group). BALANCED (v5): Q/2 threads, thread x computes q = x and q = Q-1-x, so every thread
+// runs Q+1 steps; otherwise (v3, v4) Q threads and thread q runs q+1 steps.
+template <int R, bool BALANCED>
 __global__ void __launch_bounds__(TIMEX_TMAX / 4)
 fwd_vec(const float* __restrict__ w, const float* __restrict__ k, float* __restrict__ out,
         float eps, int C, int T) {
@@ -153,24 +180,17 @@ fwd_vec(const float* __restrict__ w, const float* __restrict__ k, float* __restr
   for (int r = 0; r < R; ++r) stage_row(sk4 + r * Q, k + ((size_t)(b0 + r) * C + c) * T, Q);
   __syncthreads();
 
-  const int q = threadIdx.x;  // outputs t = 4q .. 4q+3; blockDim.x == Q
-  float acc[R][4] = {};
-  float4 hi = sww4[q + 1];
-#pragma unroll 4  // fewer loop and register-move instructions per FMA (measured: ~6% at v4)
-  for (int m = 0; m <= q; ++m) {  // k[4m .. 4m+3]
-    const float4 lo = sww4[q - m];
-#pragma unroll
-    for (int r = 0; r < R; ++r) causal_block(acc[r], lo, hi, sk4[r * Q + m]);
-    hi = lo;
-  }
-#pragma unroll
-  for (int r = 0; r < R; ++r) {
-    float4* o4 = reinterpret_cast<float4*>(out + ((size_t)(b0 + r) * C + c) * T);
-    o4[q] = make_float4(eps + acc[r][0], eps + acc[r][1], eps + acc[r][2], eps + acc[r][3]);
+  float acc[R][4];
+  const int x = threadIdx.x;
+  causal_outputs<R>(sww4, sk4, Q, x, acc);
+  store_outputs<R>(out, C, c, b0, T, x, eps, acc);
+  if (BALANCED) {
+    causal_outputs<R>(sww4, sk4, Q, Q - 1 - x, acc);
+    store_outputs<R>(out, C, c, b0, T, Q - 1 - x, eps, acc);
   }
 }
 
-// Backward for R batch rows per block (v3: R = 1; v4: R = TIMEX_BB). Thread q computes
+// Backward for R batch rows per block (v3: R = 1; v4: R = TIMEX_BB; v5: R = TIMEX_BB5). Thread q computes
 // gk at t = T-1-(4q..4q+3) (q+1 steps: the forward recurrence on g reversed) and the block's
 // gw terms at lags 4q..4q+3 (Q-q steps), summed over its R rows into gw_part[blockIdx / C].
 template <int R>
@@ -198,6 +218,7 @@ bwd_vec(const float* __restrict__ w, const float* __restrict__ k, const float* _
   const int q = threadIdx.x;
   float agk[R][4] = {};
   float4 hi = sww4[q + 1];
+#pragma unroll 4
   for (int m = 0; m <= q; ++m) {  // g reversed, 4m .. 4m+3, is g[T-1-4m .. T-4-4m]
     const float4 lo = sww4[q - m];
 #pragma unroll
@@ -215,6 +236,7 @@ bwd_vec(const float* __restrict__ w, const float* __restrict__ k, const float* _
   for (int r = 0; r < R; ++r) {
     const float4* sg = sg4 + r * (Q + 1);
     float4 g0 = sg[q];
+#pragma unroll 4
     for (int m = 0; m < Q - q; ++m) {  // k[4m .. 4m+3] against g[4(q+m) .. 4(q+m)+7]
       const float4 g1 = sg[q + m + 1];
       lag_block(agw, g0, g1, sk4[r * Q + m]);
@@ -238,6 +260,7 @@ int simple_threads(int T) { return T < 256 ? ((T + 31) / 32) * 32 : 256; }
 
 int rows_per_block(int version, bool backward) {
   if (version == 4) return backward ? TIMEX_BB : TIMEX_BF;
+  if (version == 5) return backward ? TIMEX_BB5 : TIMEX_BF;
   return 1;
 }
 
@@ -250,19 +273,22 @@ size_t vec_smem_bytes(int T, int R, bool backward) {
 }  // namespace
 
 const char* timex_unsupported(int version, int B, int C, int T, bool backward) {
-  if (version < 1 || version > 4) return "unknown TimeX version (1..4)";
+  if (version < 1 || version > 6) return "unknown TimeX version (1..6)";
   if (B <= 0 || C <= 0 || T <= 0) return "B, C and T must be positive";
   if (version >= 2 && T > TIMEX_TMAX) return "T must be at most 1024 (one row per thread block)";
+  if (version == 6) return nullptr;  // timex-fft: any B, C and T <= TIMEX_TMAX
   if (version >= 3 && T % 4 != 0) return "T must be a multiple of 4 (float4 loads and stores)";
+  if (version == 5 && T % 8 != 0) return "T must be a multiple of 8 (v5 pairs output quads q and T/4-1-q)";
   const int R = rows_per_block(version, backward);
-  if (B % R != 0) return backward ? "B must be a multiple of 2 (v4 backward: 2 batch rows per block)"
-                                  : "B must be a multiple of 8 (v4 forward: 8 batch rows per block)";
+  if (B % R != 0) return backward ? "B must be a multiple of the backward's batch rows per block (v4: 2, v5: 4)"
+                                  : "B must be a multiple of 8 (v4, v5 forward: 8 batch rows per block)";
   return nullptr;
 }
 
 cudaError_t timex_forward(int version, const float* w, const float* k, float* out, float eps,
                           int B, int C, int T, cudaStream_t stream) {
   if (timex_unsupported(version, B, C, T, false)) return cudaErrorInvalidValue;
+  if (version == 6) return timex_fft_forward(w, k, out, eps, B, C, T, stream);
   const unsigned rows = (unsigned)B * C;
   switch (version) {
     case 1:
@@ -272,10 +298,14 @@ cudaError_t timex_forward(int version, const float* w, const float* k, float* ou
       fwd_v2<<<rows, T, 2 * T * sizeof(float), stream>>>(w, k, out, eps, C, T);
       break;
     case 3:
-      fwd_vec<1><<<rows, T / 4, vec_smem_bytes(T, 1, false), stream>>>(w, k, out, eps, C, T);
+      fwd_vec<1, false><<<rows, T / 4, vec_smem_bytes(T, 1, false), stream>>>(w, k, out, eps, C, T);
       break;
     case 4:
-      fwd_vec<TIMEX_BF><<<rows / TIMEX_BF, T / 4, vec_smem_bytes(T, TIMEX_BF, false), stream>>>(
+      fwd_vec<TIMEX_BF, false><<<rows / TIMEX_BF, T / 4, vec_smem_bytes(T, TIMEX_BF, false), stream>>>(
+          w, k, out, eps, C, T);
+      break;
+    case 5:
+      fwd_vec<TIMEX_BF, true><<<rows / TIMEX_BF, T / 8, vec_smem_bytes(T, TIMEX_BF, false), stream>>>(
           w, k, out, eps, C, T);
       break;
   }
@@ -283,13 +313,14 @@ cudaError_t timex_forward(int version, const float* w, const float* k, float* ou
 }
 
 size_t timex_backward_scratch(int version, int B, int C, int T) {
-  if (version == 1) return 0;
+  if (version == 1 || version == 6) return 0;
   return (size_t)(B / rows_per_block(version, true)) * C * T;
 }
 
 cudaError_t timex_backward(int version, const float* w, const float* k, const float* g, float* gw,
                            float* gk, float* scratch, int B, int C, int T, cudaStream_t stream) {
   if (timex_unsupported(version, B, C, T, true)) return cudaErrorInvalidValue;
+  if (version == 6) return timex_fft_backward(w, k, g, gw, gk, B, C, T, stream);
   const unsigned rows = (unsigned)B * C;
   const int R = rows_per_block(version, true);
   switch (version) {
@@ -305,6 +336,10 @@ cudaError_t timex_backward(int version, const float* w, const float* k, const fl
       break;
     case 4:
       bwd_vec<TIMEX_BB><<<rows / TIMEX_BB, T / 4, vec_smem_bytes(T, TIMEX_BB, true), stream>>>(
+          w, k, g, gk, scratch, C, T);
+      break;
+    case 5:
+      bwd_vec<TIMEX_BB5><<<rows / TIMEX_BB5, T / 4, vec_smem_bytes(T, TIMEX_BB5, true), stream>>>(
           w, k, g, gk, scratch, C, T);
       break;
   }

@@ -8,9 +8,10 @@
 #include <cstddef>
 #include <cuda_runtime.h>
 
-constexpr int TIMEX_TMAX = 1024;  // v2..v4 keep one row per thread block (T/4 threads in v3, v4)
+constexpr int TIMEX_TMAX = 1024;  // v2..v5 keep one row per thread block (T/4 threads in v3, v4)
 constexpr int TIMEX_BF = 8;       // v4 forward: batch rows per block sharing one staged w row
 constexpr int TIMEX_BB = 2;       // v4 backward: batch rows per block
+constexpr int TIMEX_BB5 = 4;      // v5 backward: batch rows per block
 
 // Why (version, B, C, T) cannot run, or nullptr when it can.
 const char* timex_unsupported(int version, int B, int C, int T, bool backward);
@@ -23,3 +24,9 @@ size_t timex_backward_scratch(int version, int B, int C, int T);
 
 cudaError_t timex_backward(int version, const float* w, const float* k, const float* g, float* gw,
                            float* gk, float* scratch, int B, int C, int T, cudaStream_t stream);
+
+// timex-fft (version 6): spectra products with on-chip FFTs, one block per channel (timex_fft.cu).
+cudaError_t timex_fft_forward(const float* w, const float* k, float* out, float eps, int B, int C, int T,
+                              cudaStream_t stream);
+cudaError_t timex_fft_backward(const float* w, const float* k, const float* g, float* gw, float* gk, int B, int C,
+                               int T, cudaStream_t stream);

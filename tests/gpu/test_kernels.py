@@ -17,8 +17,10 @@ from cudabench.workload import make_workload
 pytestmark = pytest.mark.gpu
 
 SHAPES = {
-    "add2": [dict(n=1), dict(n=1000003), dict(n=2**20)],
-    "matmul": [dict(M=1, N=1, K=1), dict(M=65, N=33, K=17), dict(M=256, N=256, K=256), dict(M=100, N=300, K=129)],
+    "add2": [dict(n=1), dict(n=5), dict(n=1000003), dict(n=2**20)],
+    "matmul": [dict(M=1, N=1, K=1), dict(M=65, N=33, K=17), dict(M=256, N=256, K=256), dict(M=100, N=300, K=129),
+               dict(M=128, N=384, K=40)],
+    "sincos": [dict(n=1), dict(n=1000003)],
     "timex": [dict(B=8, C=4, T=32), dict(B=16, C=3, T=100), dict(B=8, C=2, T=1024), dict(B=24, C=7, T=252),
               dict(B=8, C=5, T=4), dict(B=3, C=5, T=37), dict(B=2, C=3, T=1500)],
 }
@@ -62,6 +64,22 @@ def test_variant_matches_reference(extensions, family, variant, shape):
 
 def test_every_variant_has_cases(registry):
     assert {v.name for _, v, _ in CASES} == {v.name for _, v in registry.variants()}
+
+
+@pytest.mark.parametrize("shape", [dict(B=8, C=16, T=256), dict(B=32, C=4, T=768)])
+def test_timex_variants_on_rwkv_like_inputs(registry, extensions, shape):
+    """w an exponential decay, k = exp(N(0,1)): the inputs RWKV feeds TimeX."""
+    family = registry.family("timex")
+    gen = torch.Generator(device="cuda").manual_seed(11)
+    inputs = family.inputs(complete_shape(family, shape), gen, "cuda", "rwkv")
+    out = reference_results(family, inputs, "fwd")["out"]
+    grad_out = torch.empty(out.shape, device="cuda").uniform_(-1, 1, generator=gen)
+    ref = reference_results(family, inputs, "fwdbwd", grad_out)
+    for variant in family.variants:
+        if violation(family, variant, complete_shape(family, shape)) is None:
+            op = variant.bind(extensions["timex"])
+            check = check_workload(make_workload(op, inputs, "fwdbwd", family.grad_inputs, grad_out), ref, 1e-5)
+            assert check.passed, f"{variant.name}: {dict(check.errors)}"
 
 
 def test_binding_rejects_broken_constraint(registry, extensions):

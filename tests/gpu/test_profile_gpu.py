@@ -31,12 +31,12 @@ def test_nsys_profile_writes_report_and_tables_agreeing_with_events(tmp_path):
     # the seed shape: at ~10 µs kernels the event timer's own overhead would dominate the comparison
     res = profile(tmp_path, "--tool", "nsys", "--iters", "10", shape=["--kernel", "timex-v4"])
     assert res.returncode == 0, res.stdout + res.stderr
-    assert "kernels (timex-v4" in res.stdout and "fwd_vec<8>" in res.stdout
+    assert "kernels (timex-v4" in res.stdout and "fwd_vec<8" in res.stdout
     assert "NVTX ranges" in res.stdout and "timed timex-v4" in res.stdout
     base = tmp_path / "timex-v4-fwd-nsys"
     assert base.with_suffix(".nsys-rep").is_file()
     data = nsys_report.read_report(base.with_suffix(".sqlite"))
-    assert len([k for k in data.kernels if k.name == "fwd_vec<8>"]) == 10
+    assert len([k for k in data.kernels if k.name.startswith("fwd_vec<8")]) == 10
     calls = [r for r in nsys_report.range_table(data) if r.name == "timex-v4 call"]
     assert calls and calls[0].count == 10
     events = json.loads(base.with_suffix(".worker.json").read_text())["events_median"]
@@ -68,6 +68,6 @@ def test_ncu_profile_prints_metrics(tmp_path):
 def test_torch_profile_prints_kernels_and_writes_trace(tmp_path):
     res = profile(tmp_path, "--tool", "torch", "--iters", "5")
     assert res.returncode == 0, res.stdout + res.stderr
-    assert "fwd_vec<8>" in res.stdout
+    assert "fwd_vec<8" in res.stdout
     trace = tmp_path / "timex-v4-fwd-torch.trace.json"
     assert trace.is_file() and "traceEvents" in trace.read_text()[:2000]

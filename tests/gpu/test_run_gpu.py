@@ -29,7 +29,8 @@ def test_family_name_skips_variants_that_cannot_run(registry):
     tasks = plan(registry, ["timex"], {"B": 4, "C": 4, "T": 66}, options)
     results = Runner(options).run(tasks)
     status = {r.subject: r.status for r in results}
-    assert status == {"timex-v1": "ok", "timex-v2": "ok", "timex-v3": "SKIP", "timex-v4": "SKIP"}
+    assert status == {"timex-v1": "ok", "timex-v2": "ok", "timex-v3": "SKIP", "timex-v4": "SKIP",
+                      "timex-v5": "SKIP", "timex-fft": "ok"}
 
 
 def test_cli_run_writes_json_with_samples(tmp_path):
@@ -40,7 +41,7 @@ def test_cli_run_writes_json_with_samples(tmp_path):
     doc = json.loads(path.read_text())
     assert doc["schema_version"] == 1 and doc["environment"]["gpu"]
     subjects = {r["subject"]: r for r in doc["results"]}
-    assert set(subjects) == {"add2", "torch-add"}
+    assert set(subjects) == {"add2", "add2-vec4", "torch-add"}
     assert len(subjects["add2"]["measurement"]["samples"]) == 9
     assert subjects["add2"]["check"]["passed"]
 

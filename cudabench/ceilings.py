@@ -1,0 +1,119 @@
+"""The device's own ceilings, measured once and cached per GPU: device-to-device copy bandwidth
+(bytes read + written per second), fp32 SGEMM throughput (cuBLAS, TF32 off), and the theoretical
+fp32 FMA peak at the maximum SM clock. Runs show each kernel's share of the ceiling that bounds it."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import statistics
+from dataclasses import asdict, dataclass
+from typing import Callable, Optional
+
+from cudabench.build import cache_root
+
+FP32_LANES_PER_SM = 128  # sm_80 .. sm_90: 128 FP32 FMA per SM per clock
+
+
+@dataclass(frozen=True)
+class Ceilings:
+    gpu: str
+    driver: str
+    copy_bytes_per_s: float
+    sgemm_flops: float
+    fma_flops: float
+    measured: str
+
+    def of(self, bound: str, flops: float, nbytes: float, seconds: float) -> Optional[float]:
+        """Fraction of the ceiling a kernel reached: memory → bytes/s vs copy; sgemm → flop/s vs
+        SGEMM; fma → flop/s vs the FMA peak."""
+        if seconds <= 0:
+            return None
+        if bound == "memory" and nbytes:
+            return nbytes / seconds / self.copy_bytes_per_s
+        if bound == "sgemm" and flops:
+            return flops / seconds / self.sgemm_flops
+        if bound == "fma" and flops:
+            return flops / seconds / self.fma_flops
+        return None
+
+    def describe(self) -> str:
+        return (f"ceilings ({self.measured}): copy {self.copy_bytes_per_s / 1e12:.2f} TB/s, SGEMM "
+                f"{self.sgemm_flops / 1e12:.1f} TFLOP/s (TF32 off), fp32 FMA peak {self.fma_flops / 1e12:.1f} TFLOP/s")
+
+
+def _median_seconds(fn: Callable[[], None], repeats: int) -> float:
+    import torch
+
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    for _ in range(3):
+        fn()
+    times = []
+    for _ in range(repeats):
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / 1e3)
+    return statistics.median(times)
+
+
+def measure() -> Ceilings:
+    import torch
+
+    from cudabench.device import environment, read_clocks
+
+    env = environment()
+    n = 1 << 28  # 1 GiB of float32: far beyond L2
+    src, dst = torch.rand(n, device="cuda"), torch.empty(n, device="cuda")
+    copy = 2 * 4 * n / _median_seconds(lambda: dst.copy_(src), 20)
+    del src, dst
+    m = 8192
+    a, b = torch.rand(m, m, device="cuda"), torch.rand(m, m, device="cuda")
+    saved = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        sgemm = 2 * m**3 / _median_seconds(lambda: torch.matmul(a, b), 10)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = saved
+    clocks = read_clocks()
+    max_hz = (clocks.sm_max_mhz if clocks else 0) * 1e6
+    fma = env.sm_count * FP32_LANES_PER_SM * 2 * max_hz
+    return Ceilings(env.gpu, env.driver, copy, sgemm, fma, datetime.date.today().isoformat())
+
+
+def _path():
+    return cache_root() / "ceilings.json"
+
+
+def load(gpu: str, driver: str) -> Optional[Ceilings]:
+    try:
+        data = json.loads(_path().read_text())
+    except (OSError, ValueError):
+        return None
+    entry = data.get(f"{gpu} / {driver}")
+    return Ceilings(**entry) if entry else None
+
+
+def save(c: Ceilings) -> None:
+    path = _path()
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        data = {}
+    data[f"{c.gpu} / {c.driver}"] = asdict(c)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=1))
+
+
+def get(remeasure: bool = False) -> Ceilings:
+    """This GPU's ceilings from the cache, measured (about a second) when missing or asked."""
+    from cudabench.device import environment
+
+    env = environment()
+    cached = None if remeasure else load(env.gpu, env.driver)
+    if cached is not None:
+        return cached
+    fresh = measure()
+    save(fresh)
+    return fresh

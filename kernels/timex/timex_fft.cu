@@ -1,0 +1,289 @@
+// timex-fft: TimeX as products of spectra, with every FFT done on chip.
+//
+// Per channel c (one thread block), with N the smallest power of two >= 2T (zero padding keeps
+// the circular wrap-around out of the outputs we keep):
+//   forward   out = eps + IFFT(WW · Z)          Z = FFT(k_b + i k_b'), two batch rows per FFT
+//   backward  gk  = IFFT(conj(WW) · G)          G = FFT(g_b + i g_b')
+//             gw[c, T-1-j] = IFFT(S)[j]         S = Σ_b conj(K_b) G_b, summed over the batch in the
+//                                               frequency domain, K_b and G_b split out of the packed
+//                                               spectra by their conjugate symmetry
+// WW is the spectrum of ww[j] = w[c, T-1-j]. The FFT is a Stockham radix-8 (then 4 or 2) in
+// shared memory: no bit reversal, each pass reads one buffer and writes the other. Twiddles come
+// from a per-block table of exp(-2πi m/N) and its powers by multiplication. Buffer indices are
+// padded by one element every 16 so the strided writes of the first passes avoid bank conflicts.
+#include "timex.h"
+
+namespace {
+
+constexpr int FFT_THREADS = 256;
+
+__device__ __forceinline__ int pad(int i) { return i + (i >> 4); }
+__device__ __forceinline__ float2 cmul(float2 a, float2 b) {
+  return make_float2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
+}
+__device__ __forceinline__ float2 cmul_conj(float2 a, float2 b) {  // conj(a) * b
+  return make_float2(a.x * b.x + a.y * b.y, a.x * b.y - a.y * b.x);
+}
+__device__ __forceinline__ float2 add(float2 a, float2 b) { return make_float2(a.x + b.x, a.y + b.y); }
+__device__ __forceinline__ float2 sub(float2 a, float2 b) { return make_float2(a.x - b.x, a.y - b.y); }
+// times SIGN·i
+template <int SIGN>
+__device__ __forceinline__ float2 rot(float2 a) {
+  return SIGN > 0 ? make_float2(-a.y, a.x) : make_float2(a.y, -a.x);
+}
+
+// In-register DFTs, X[q] = Σ_r v[r] exp(SIGN·2πi·r·q/R), natural order in and out.
+template <int SIGN>
+__device__ __forceinline__ void dft2(float2& a, float2& b) {
+  const float2 t = a;
+  a = add(t, b);
+  b = sub(t, b);
+}
+
+template <int SIGN>
+__device__ __forceinline__ void dft4(float2& v0, float2& v1, float2& v2, float2& v3) {
+  const float2 a = add(v0, v2), b = sub(v0, v2), c = add(v1, v3), d = rot<SIGN>(sub(v1, v3));
+  v0 = add(a, c);
+  v1 = add(b, d);
+  v2 = sub(a, c);
+  v3 = sub(b, d);
+}
+
+template <int R, int SIGN>
+__device__ __forceinline__ void dft(float2 (&v)[R]) {
+  if constexpr (R == 2) {
+    dft2<SIGN>(v[0], v[1]);
+  } else if constexpr (R == 4) {
+    dft4<SIGN>(v[0], v[1], v[2], v[3]);
+  } else {  // R == 8: two DFT4s of the even and odd samples, then one radix-2 step
+    dft4<SIGN>(v[0], v[2], v[4], v[6]);
+    dft4<SIGN>(v[1], v[3], v[5], v[7]);
+    const float h = 0.70710678118654752f;
+    const float2 t0 = v[1];
+    const float2 t1 = cmul(v[3], make_float2(h, SIGN * h));
+    const float2 t2 = rot<SIGN>(v[5]);
+    const float2 t3 = cmul(v[7], make_float2(-h, SIGN * h));
+    const float2 e0 = v[0], e1 = v[2], e2 = v[4], e3 = v[6];
+    v[0] = add(e0, t0);
+    v[1] = add(e1, t1);
+    v[2] = add(e2, t2);
+    v[3] = add(e3, t3);
+    v[4] = sub(e0, t0);
+    v[5] = sub(e1, t1);
+    v[6] = sub(e2, t2);
+    v[7] = sub(e3, t3);
+  }
+}
+
+// One Stockham pass: Ns points already transformed per sub-sequence, radix R.
+template <int R, int SIGN>
+__device__ __forceinline__ void fft_pass(const float2* src, float2* dst, const float2* table, int N, int Ns) {
+  const int stride = N / R, twiddle_step = N / (Ns * R);
+  for (int j = threadIdx.x; j < stride; j += blockDim.x) {
+    const int k = j & (Ns - 1);
+    float2 v[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) v[r] = src[pad(j + r * stride)];
+    if (Ns > 1) {
+      float2 w1 = table[pad(k * twiddle_step)];  // exp(-2πi k / (Ns R))
+      if (SIGN > 0) w1.y = -w1.y;
+      float2 w = w1;
+#pragma unroll
+      for (int r = 1; r < R; ++r) {
+        v[r] = cmul(v[r], w);
+        w = cmul(w, w1);
+      }
+    }
+    dft<R, SIGN>(v);
+    const int base = (j - k) * R + k;
+#pragma unroll
+    for (int q = 0; q < R; ++q) dst[pad(base + q * Ns)] = v[q];
+  }
+}
+
+// FFT of a (padded layout), using b as the other buffer; returns the buffer that holds the result.
+template <int SIGN>
+__device__ float2* fft(float2* a, float2* b, const float2* table, int N, int log2n) {
+  int Ns = 1;
+  for (int p = 0; p < log2n / 3; ++p, Ns *= 8) {
+    fft_pass<8, SIGN>(a, b, table, N, Ns);
+    __syncthreads();
+    float2* t = a; a = b; b = t;
+  }
+  if (log2n % 3 == 1) fft_pass<2, SIGN>(a, b, table, N, Ns);
+  if (log2n % 3 == 2) fft_pass<4, SIGN>(a, b, table, N, Ns);
+  if (log2n % 3 != 0) {
+    __syncthreads();
+    return b;
+  }
+  return a;
+}
+
+struct Plan {
+  int N, log2n;
+};
+
+__host__ __device__ inline Plan plan_for(int T) {
+  int log2n = 3;
+  while ((1 << log2n) < 2 * T) ++log2n;
+  return {1 << log2n, log2n};
+}
+
+__host__ __device__ inline int padded(int n) { return n + (n >> 4); }
+
+// Shared memory: twiddle table, two FFT buffers (padded), WW, and for the backward S and one
+// stored spectrum.
+struct Smem {
+  float2 *table, *a, *b, *ww, *s, *zk;
+};
+
+__device__ Smem carve(float2* base, int N, bool backward) {
+  Smem m;
+  m.table = base;
+  m.a = m.table + padded(N);
+  m.b = m.a + padded(N);
+  m.ww = m.b + padded(N);
+  m.s = backward ? m.ww + N : nullptr;
+  m.zk = backward ? m.s + N : nullptr;
+  return m;
+}
+
+__device__ void fill_table(float2* table, int N) {
+  for (int m = threadIdx.x; m < N; m += blockDim.x) {
+    float s, c;
+    sincospif(-2.0f * m / N, &s, &c);
+    table[pad(m)] = make_float2(c, s);
+  }
+}
+
+// x[n] = (re[n], im[n]) for n < T (im may be absent), zero up to N.
+__device__ void load_pair(float2* x, const float* re, const float* im, int T, int N) {
+  for (int n = threadIdx.x; n < N; n += blockDim.x)
+    x[pad(n)] = n < T ? make_float2(re[n], im ? im[n] : 0.0f) : make_float2(0.0f, 0.0f);
+}
+
+// WW = FFT(ww), ww[j] = w[c, T-1-j], into m.ww (natural, unpadded).
+__device__ void weight_spectrum(const Smem& m, const float* wr, int T, Plan p) {
+  for (int n = threadIdx.x; n < p.N; n += blockDim.x)
+    m.a[pad(n)] = make_float2(n < T ? wr[T - 1 - n] : 0.0f, 0.0f);
+  __syncthreads();
+  const float2* spec = fft<-1>(m.a, m.b, m.table, p.N, p.log2n);
+  for (int f = threadIdx.x; f < p.N; f += blockDim.x) m.ww[f] = spec[pad(f)];
+  __syncthreads();
+}
+
+__global__ void __launch_bounds__(FFT_THREADS)
+fft_forward(const float* __restrict__ w, const float* __restrict__ k, float* __restrict__ out, float eps,
+            int B, int C, int T) {
+  extern __shared__ float2 smem2[];
+  const Plan p = plan_for(T);
+  const Smem m = carve(smem2, p.N, false);
+  const int c = blockIdx.x;
+  fill_table(m.table, p.N);
+  __syncthreads();
+  weight_spectrum(m, w + (size_t)c * T, T, p);
+  const float scale = 1.0f / p.N;
+  for (int b = 0; b < B; b += 2) {
+    const bool two = b + 1 < B;
+    const float* k0 = k + ((size_t)b * C + c) * T;
+    load_pair(m.a, k0, two ? k0 + (size_t)C * T : nullptr, T, p.N);
+    __syncthreads();
+    float2* z = fft<-1>(m.a, m.b, m.table, p.N, p.log2n);
+    float2* other = z == m.a ? m.b : m.a;
+    for (int f = threadIdx.x; f < p.N; f += blockDim.x) z[pad(f)] = cmul(m.ww[f], z[pad(f)]);
+    __syncthreads();
+    const float2* y = fft<1>(z, other, m.table, p.N, p.log2n);
+    float* o0 = out + ((size_t)b * C + c) * T;
+    for (int t = threadIdx.x; t < T; t += blockDim.x) {
+      const float2 v = y[pad(t)];
+      o0[t] = eps + v.x * scale;
+      if (two) o0[(size_t)C * T + t] = eps + v.y * scale;
+    }
+    __syncthreads();
+  }
+}
+
+// conj(X1)·Y1 + conj(X2)·Y2 for the two real signals packed in each of X and Y, at bin f (with
+// their values at bin -f): X1 = (X_f + conj(X_-f))/2, X2 = (X_f - conj(X_-f))/(2i).
+__device__ __forceinline__ float2 packed_cross(float2 xf, float2 xn, float2 yf, float2 yn) {
+  const float2 xn_c = make_float2(xn.x, -xn.y), yn_c = make_float2(yn.x, -yn.y);
+  const float2 x1 = add(xf, xn_c), y1 = add(yf, yn_c);         // 2·X1, 2·Y1
+  const float2 x2 = rot<-1>(sub(xf, xn_c)), y2 = rot<-1>(sub(yf, yn_c));  // 2·X2, 2·Y2
+  const float2 s = add(cmul_conj(x1, y1), cmul_conj(x2, y2));
+  return make_float2(0.25f * s.x, 0.25f * s.y);
+}
+
+__global__ void __launch_bounds__(FFT_THREADS)
+fft_backward(const float* __restrict__ w, const float* __restrict__ k, const float* __restrict__ g,
+             float* __restrict__ gw, float* __restrict__ gk, int B, int C, int T) {
+  extern __shared__ float2 smem2[];
+  const Plan p = plan_for(T);
+  const Smem m = carve(smem2, p.N, true);
+  const int c = blockIdx.x;
+  fill_table(m.table, p.N);
+  for (int f = threadIdx.x; f < p.N; f += blockDim.x) m.s[f] = make_float2(0.0f, 0.0f);
+  __syncthreads();
+  weight_spectrum(m, w + (size_t)c * T, T, p);
+  const float scale = 1.0f / p.N;
+  for (int b = 0; b < B; b += 2) {
+    const bool two = b + 1 < B;
+    const size_t row = ((size_t)b * C + c) * T, next = (size_t)C * T;
+    load_pair(m.a, k + row, two ? k + row + next : nullptr, T, p.N);
+    __syncthreads();
+    const float2* zk = fft<-1>(m.a, m.b, m.table, p.N, p.log2n);
+    for (int f = threadIdx.x; f < p.N; f += blockDim.x) m.zk[f] = zk[pad(f)];
+    __syncthreads();
+    load_pair(m.a, g + row, two ? g + row + next : nullptr, T, p.N);
+    __syncthreads();
+    float2* zg = fft<-1>(m.a, m.b, m.table, p.N, p.log2n);
+    float2* other = zg == m.a ? m.b : m.a;
+    for (int f = threadIdx.x; f < p.N; f += blockDim.x) {
+      const int n = (p.N - f) & (p.N - 1);
+      m.s[f] = add(m.s[f], packed_cross(m.zk[f], m.zk[n], zg[pad(f)], zg[pad(n)]));
+    }
+    __syncthreads();  // every bin -f was read before anyone overwrites it below
+    for (int f = threadIdx.x; f < p.N; f += blockDim.x) zg[pad(f)] = cmul_conj(m.ww[f], zg[pad(f)]);
+    __syncthreads();
+    const float2* y = fft<1>(zg, other, m.table, p.N, p.log2n);
+    for (int t = threadIdx.x; t < T; t += blockDim.x) {
+      const float2 v = y[pad(t)];
+      gk[row + t] = v.x * scale;
+      if (two) gk[row + next + t] = v.y * scale;
+    }
+    __syncthreads();
+  }
+  for (int f = threadIdx.x; f < p.N; f += blockDim.x) m.a[pad(f)] = m.s[f];
+  __syncthreads();
+  const float2* r = fft<1>(m.a, m.b, m.table, p.N, p.log2n);
+  for (int j = threadIdx.x; j < T; j += blockDim.x) gw[(size_t)c * T + T - 1 - j] = r[pad(j)].x * scale;
+}
+
+size_t smem_bytes(int T, bool backward) {
+  const Plan p = plan_for(T);
+  return (3 * (size_t)padded(p.N) + (backward ? 3 : 1) * (size_t)p.N) * sizeof(float2);
+}
+
+template <typename Kernel>
+cudaError_t allow_smem(Kernel kernel, size_t bytes) {
+  return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
+}
+
+}  // namespace
+
+cudaError_t timex_fft_forward(const float* w, const float* k, float* out, float eps, int B, int C, int T,
+                              cudaStream_t stream) {
+  const size_t bytes = smem_bytes(T, false);
+  cudaError_t err = allow_smem(fft_forward, bytes);
+  if (err != cudaSuccess) return err;
+  fft_forward<<<C, FFT_THREADS, bytes, stream>>>(w, k, out, eps, B, C, T);
+  return cudaGetLastError();
+}
+
+cudaError_t timex_fft_backward(const float* w, const float* k, const float* g, float* gw, float* gk, int B, int C,
+                               int T, cudaStream_t stream) {
+  const size_t bytes = smem_bytes(T, true);
+  cudaError_t err = allow_smem(fft_backward, bytes);
+  if (err != cudaSuccess) return err;
+  fft_backward<<<C, FFT_THREADS, bytes, stream>>>(w, k, g, gw, gk, B, C, T);
+  return cudaGetLastError();
+}
