@@ -313,14 +313,15 @@ cudaError_t timex_forward(int version, const float* w, const float* k, float* ou
 }
 
 size_t timex_backward_scratch(int version, int B, int C, int T) {
-  if (version == 1 || version == 6) return 0;
+  if (version == 6) return timex_fft_scratch(B, C, T);
+  if (version == 1) return 0;
   return (size_t)(B / rows_per_block(version, true)) * C * T;
 }
 
 cudaError_t timex_backward(int version, const float* w, const float* k, const float* g, float* gw,
                            float* gk, float* scratch, int B, int C, int T, cudaStream_t stream) {
   if (timex_unsupported(version, B, C, T, true)) return cudaErrorInvalidValue;
-  if (version == 6) return timex_fft_backward(w, k, g, gw, gk, B, C, T, stream);
+  if (version == 6) return timex_fft_backward(w, k, g, gw, gk, scratch, B, C, T, stream);
   const unsigned rows = (unsigned)B * C;
   const int R = rows_per_block(version, true);
   switch (version) {
@@ -345,8 +346,11 @@ cudaError_t timex_backward(int version, const float* w, const float* k, const fl
   }
   cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess) return err;
-  const size_t n = (size_t)C * T;
+  return timex_sum_partials(scratch, gw, B / R, (size_t)C * T, stream);
+}
+
+cudaError_t timex_sum_partials(const float* part, float* gw, int P, size_t n, cudaStream_t stream) {
   const int blocks = (int)((n + 255) / 256 < 4096 ? (n + 255) / 256 : 4096);
-  sum_partials<<<blocks, 256, 0, stream>>>(scratch, gw, B / R, n);
+  sum_partials<<<blocks, 256, 0, stream>>>(part, gw, P, n);
   return cudaGetLastError();
 }

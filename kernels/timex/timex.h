@@ -25,8 +25,12 @@ size_t timex_backward_scratch(int version, int B, int C, int T);
 cudaError_t timex_backward(int version, const float* w, const float* k, const float* g, float* gw,
                            float* gk, float* scratch, int B, int C, int T, cudaStream_t stream);
 
-// timex-fft (version 6): spectra products with on-chip FFTs, one block per channel (timex_fft.cu).
+// gw[i] = sum_p part[p, i] over P partial sums of n values (timex.cu).
+cudaError_t timex_sum_partials(const float* part, float* gw, int P, size_t n, cudaStream_t stream);
+
+// timex-fft (version 6): spectra products with on-chip FFTs, blocks per channel (timex_fft.cu).
+size_t timex_fft_scratch(int B, int C, int T);  // floats of partial gw sums the backward needs
 cudaError_t timex_fft_forward(const float* w, const float* k, float* out, float eps, int B, int C, int T,
                               cudaStream_t stream);
-cudaError_t timex_fft_backward(const float* w, const float* k, const float* g, float* gw, float* gk, int B, int C,
-                               int T, cudaStream_t stream);
+cudaError_t timex_fft_backward(const float* w, const float* k, const float* g, float* gw, float* gk, float* scratch,
+                               int B, int C, int T, cudaStream_t stream);

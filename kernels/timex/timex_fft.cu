@@ -1,16 +1,16 @@
 // timex-fft: TimeX as products of spectra, with every FFT done on chip.
 //
-// Per channel c (one thread block), with N the smallest power of two >= 2T (zero padding keeps
-// the circular wrap-around out of the outputs we keep):
+// Per channel c (split over a few thread blocks along the batch), with N the smallest size 2^p or
+// 3·2^p that is at least 2T-1 (zero padding keeps the circular wrap-around out of the outputs):
 //   forward   out = eps + IFFT(WW · Z)          Z = FFT(k_b + i k_b'), two batch rows per FFT
 //   backward  gk  = IFFT(conj(WW) · G)          G = FFT(g_b + i g_b')
 //             gw[c, T-1-j] = IFFT(S)[j]         S = Σ_b conj(K_b) G_b, summed over the batch in the
 //                                               frequency domain, K_b and G_b split out of the packed
 //                                               spectra by their conjugate symmetry
-// WW is the spectrum of ww[j] = w[c, T-1-j]. The FFT is a Stockham radix-8 (then 4 or 2) in
-// shared memory: no bit reversal, each pass reads one buffer and writes the other. Twiddles come
-// from a per-block table of exp(-2πi m/N) and its powers by multiplication. Buffer indices are
-// padded by one element every 16 so the strided writes of the first passes avoid bank conflicts.
+// WW is the spectrum of ww[j] = w[c, T-1-j]. The FFT is a Stockham radix-8 (then 4 or 2, then 3)
+// in shared memory: no bit reversal, each pass reads one buffer and writes the other. A pass's
+// first twiddle comes from sincospif, the others are its powers. Buffer indices are padded by one
+// element every 16 so the strided writes of the first passes avoid bank conflicts.
 #include "timex.h"
 
 namespace {
@@ -53,6 +53,14 @@ template <int R, int SIGN>
 __device__ __forceinline__ void dft(float2 (&v)[R]) {
   if constexpr (R == 2) {
     dft2<SIGN>(v[0], v[1]);
+  } else if constexpr (R == 3) {  // X1,2 = a - (b+c)/2 ± SIGN·i·(√3/2)(b - c)
+    const float2 s = add(v[1], v[2]);
+    const float2 m = make_float2(v[0].x - 0.5f * s.x, v[0].y - 0.5f * s.y);
+    const float2 d = rot<SIGN>(sub(v[1], v[2]));
+    const float r = 0.86602540378443865f;
+    v[0] = add(v[0], s);
+    v[1] = make_float2(m.x + r * d.x, m.y + r * d.y);
+    v[2] = make_float2(m.x - r * d.x, m.y - r * d.y);
   } else if constexpr (R == 4) {
     dft4<SIGN>(v[0], v[1], v[2], v[3]);
   } else {  // R == 8: two DFT4s of the even and odd samples, then one radix-2 step
@@ -75,18 +83,19 @@ __device__ __forceinline__ void dft(float2 (&v)[R]) {
   }
 }
 
-// One Stockham pass: Ns points already transformed per sub-sequence, radix R.
+// One Stockham pass: Ns (a power of two) points already transformed per sub-sequence, radix R.
 template <int R, int SIGN>
-__device__ __forceinline__ void fft_pass(const float2* src, float2* dst, const float2* table, int N, int Ns) {
-  const int stride = N / R, twiddle_step = N / (Ns * R);
+__device__ __forceinline__ void fft_pass(const float2* src, float2* dst, int N, int Ns) {
+  const int stride = N / R;
+  const float turn = 2.0f * SIGN / (Ns * R);
   for (int j = threadIdx.x; j < stride; j += blockDim.x) {
     const int k = j & (Ns - 1);
     float2 v[R];
 #pragma unroll
     for (int r = 0; r < R; ++r) v[r] = src[pad(j + r * stride)];
     if (Ns > 1) {
-      float2 w1 = table[pad(k * twiddle_step)];  // exp(-2πi k / (Ns R))
-      if (SIGN > 0) w1.y = -w1.y;
+      float2 w1;
+      sincospif(turn * k, &w1.y, &w1.x);  // exp(SIGN 2πi k / (Ns R))
       float2 w = w1;
 #pragma unroll
       for (int r = 1; r < R; ++r) {
@@ -101,59 +110,57 @@ __device__ __forceinline__ void fft_pass(const float2* src, float2* dst, const f
   }
 }
 
-// FFT of a (padded layout), using b as the other buffer; returns the buffer that holds the result.
-template <int SIGN>
-__device__ float2* fft(float2* a, float2* b, const float2* table, int N, int log2n) {
-  int Ns = 1;
-  for (int p = 0; p < log2n / 3; ++p, Ns *= 8) {
-    fft_pass<8, SIGN>(a, b, table, N, Ns);
-    __syncthreads();
-    float2* t = a; a = b; b = t;
-  }
-  if (log2n % 3 == 1) fft_pass<2, SIGN>(a, b, table, N, Ns);
-  if (log2n % 3 == 2) fft_pass<4, SIGN>(a, b, table, N, Ns);
-  if (log2n % 3 != 0) {
-    __syncthreads();
-    return b;
-  }
-  return a;
-}
-
 struct Plan {
-  int N, log2n;
+  int N;      // transform size: 2^log2m, or 3·2^log2m when three
+  int log2m;
+  bool three;
 };
 
 __host__ __device__ inline Plan plan_for(int T) {
-  int log2n = 3;
-  while ((1 << log2n) < 2 * T) ++log2n;
-  return {1 << log2n, log2n};
+  const int need = 2 * T - 1;
+  for (int log2m = 3;; ++log2m) {
+    if ((1 << log2m) >= need) return {1 << log2m, log2m, false};
+    if (3 << (log2m - 1) >= need) return {3 << (log2m - 1), log2m - 1, true};
+  }
+}
+
+template <int R, int SIGN>
+__device__ __forceinline__ void pass_and_swap(float2*& a, float2*& b, int N, int& Ns) {
+  fft_pass<R, SIGN>(a, b, N, Ns);
+  __syncthreads();
+  float2* t = a;
+  a = b;
+  b = t;
+  Ns *= R;
+}
+
+// FFT of a (padded layout), using b as the other buffer; returns the buffer that holds the
+// result. Radix 8 while it divides the power-of-two part, then 4 or 2, then 3.
+template <int SIGN>
+__device__ float2* fft(float2* a, float2* b, const Plan& p) {
+  int Ns = 1;
+  for (int i = 0; i < p.log2m / 3; ++i) pass_and_swap<8, SIGN>(a, b, p.N, Ns);
+  if (p.log2m % 3 == 1) pass_and_swap<2, SIGN>(a, b, p.N, Ns);
+  if (p.log2m % 3 == 2) pass_and_swap<4, SIGN>(a, b, p.N, Ns);
+  if (p.three) pass_and_swap<3, SIGN>(a, b, p.N, Ns);
+  return a;
 }
 
 __host__ __device__ inline int padded(int n) { return n + (n >> 4); }
 
-// Shared memory: twiddle table, two FFT buffers (padded), WW, and for the backward S and one
-// stored spectrum.
+// Shared memory: two FFT buffers (padded), WW, and for the backward S and one stored spectrum.
 struct Smem {
-  float2 *table, *a, *b, *ww, *s, *zk;
+  float2 *a, *b, *ww, *s, *zk;
 };
 
 __device__ Smem carve(float2* base, int N, bool backward) {
   Smem m;
-  m.table = base;
-  m.a = m.table + padded(N);
+  m.a = base;
   m.b = m.a + padded(N);
   m.ww = m.b + padded(N);
   m.s = backward ? m.ww + N : nullptr;
   m.zk = backward ? m.s + N : nullptr;
   return m;
-}
-
-__device__ void fill_table(float2* table, int N) {
-  for (int m = threadIdx.x; m < N; m += blockDim.x) {
-    float s, c;
-    sincospif(-2.0f * m / N, &s, &c);
-    table[pad(m)] = make_float2(c, s);
-  }
 }
 
 // x[n] = (re[n], im[n]) for n < T (im may be absent), zero up to N.
@@ -167,9 +174,20 @@ __device__ void weight_spectrum(const Smem& m, const float* wr, int T, Plan p) {
   for (int n = threadIdx.x; n < p.N; n += blockDim.x)
     m.a[pad(n)] = make_float2(n < T ? wr[T - 1 - n] : 0.0f, 0.0f);
   __syncthreads();
-  const float2* spec = fft<-1>(m.a, m.b, m.table, p.N, p.log2n);
+  const float2* spec = fft<-1>(m.a, m.b, p);
   for (int f = threadIdx.x; f < p.N; f += blockDim.x) m.ww[f] = spec[pad(f)];
   __syncthreads();
+}
+
+// The block's share of the batch: row pairs [first, last) of ceil(B/2), split gridDim.y ways.
+struct Pairs {
+  int first, last;
+};
+
+__device__ Pairs my_pairs(int B) {
+  const int pairs = (B + 1) / 2, per = (pairs + gridDim.y - 1) / gridDim.y;
+  const int first = blockIdx.y * per;
+  return {first, min(pairs, first + per)};
 }
 
 __global__ void __launch_bounds__(FFT_THREADS)
@@ -179,20 +197,20 @@ fft_forward(const float* __restrict__ w, const float* __restrict__ k, float* __r
   const Plan p = plan_for(T);
   const Smem m = carve(smem2, p.N, false);
   const int c = blockIdx.x;
-  fill_table(m.table, p.N);
-  __syncthreads();
   weight_spectrum(m, w + (size_t)c * T, T, p);
   const float scale = 1.0f / p.N;
-  for (int b = 0; b < B; b += 2) {
+  const Pairs mine = my_pairs(B);
+  for (int pair = mine.first; pair < mine.last; ++pair) {
+    const int b = 2 * pair;
     const bool two = b + 1 < B;
     const float* k0 = k + ((size_t)b * C + c) * T;
     load_pair(m.a, k0, two ? k0 + (size_t)C * T : nullptr, T, p.N);
     __syncthreads();
-    float2* z = fft<-1>(m.a, m.b, m.table, p.N, p.log2n);
+    float2* z = fft<-1>(m.a, m.b, p);
     float2* other = z == m.a ? m.b : m.a;
     for (int f = threadIdx.x; f < p.N; f += blockDim.x) z[pad(f)] = cmul(m.ww[f], z[pad(f)]);
     __syncthreads();
-    const float2* y = fft<1>(z, other, m.table, p.N, p.log2n);
+    const float2* y = fft<1>(z, other, p);
     float* o0 = out + ((size_t)b * C + c) * T;
     for (int t = threadIdx.x; t < T; t += blockDim.x) {
       const float2 v = y[pad(t)];
@@ -213,6 +231,8 @@ __device__ __forceinline__ float2 packed_cross(float2 xf, float2 xn, float2 yf, 
   return make_float2(0.25f * s.x, 0.25f * s.y);
 }
 
+// gk for the block's row pairs, and the block's share of gw: into gw_part[blockIdx.y] (summed by
+// the launcher) when the batch is split, else straight into gw.
 __global__ void __launch_bounds__(FFT_THREADS)
 fft_backward(const float* __restrict__ w, const float* __restrict__ k, const float* __restrict__ g,
              float* __restrict__ gw, float* __restrict__ gk, int B, int C, int T) {
@@ -220,31 +240,31 @@ fft_backward(const float* __restrict__ w, const float* __restrict__ k, const flo
   const Plan p = plan_for(T);
   const Smem m = carve(smem2, p.N, true);
   const int c = blockIdx.x;
-  fill_table(m.table, p.N);
   for (int f = threadIdx.x; f < p.N; f += blockDim.x) m.s[f] = make_float2(0.0f, 0.0f);
-  __syncthreads();
   weight_spectrum(m, w + (size_t)c * T, T, p);
   const float scale = 1.0f / p.N;
-  for (int b = 0; b < B; b += 2) {
+  const Pairs mine = my_pairs(B);
+  for (int pair = mine.first; pair < mine.last; ++pair) {
+    const int b = 2 * pair;
     const bool two = b + 1 < B;
     const size_t row = ((size_t)b * C + c) * T, next = (size_t)C * T;
     load_pair(m.a, k + row, two ? k + row + next : nullptr, T, p.N);
     __syncthreads();
-    const float2* zk = fft<-1>(m.a, m.b, m.table, p.N, p.log2n);
+    const float2* zk = fft<-1>(m.a, m.b, p);
     for (int f = threadIdx.x; f < p.N; f += blockDim.x) m.zk[f] = zk[pad(f)];
     __syncthreads();
     load_pair(m.a, g + row, two ? g + row + next : nullptr, T, p.N);
     __syncthreads();
-    float2* zg = fft<-1>(m.a, m.b, m.table, p.N, p.log2n);
+    float2* zg = fft<-1>(m.a, m.b, p);
     float2* other = zg == m.a ? m.b : m.a;
     for (int f = threadIdx.x; f < p.N; f += blockDim.x) {
-      const int n = (p.N - f) & (p.N - 1);
+      const int n = f == 0 ? 0 : p.N - f;
       m.s[f] = add(m.s[f], packed_cross(m.zk[f], m.zk[n], zg[pad(f)], zg[pad(n)]));
     }
     __syncthreads();  // every bin -f was read before anyone overwrites it below
     for (int f = threadIdx.x; f < p.N; f += blockDim.x) zg[pad(f)] = cmul_conj(m.ww[f], zg[pad(f)]);
     __syncthreads();
-    const float2* y = fft<1>(zg, other, m.table, p.N, p.log2n);
+    const float2* y = fft<1>(zg, other, p);
     for (int t = threadIdx.x; t < T; t += blockDim.x) {
       const float2 v = y[pad(t)];
       gk[row + t] = v.x * scale;
@@ -254,13 +274,14 @@ fft_backward(const float* __restrict__ w, const float* __restrict__ k, const flo
   }
   for (int f = threadIdx.x; f < p.N; f += blockDim.x) m.a[pad(f)] = m.s[f];
   __syncthreads();
-  const float2* r = fft<1>(m.a, m.b, m.table, p.N, p.log2n);
-  for (int j = threadIdx.x; j < T; j += blockDim.x) gw[(size_t)c * T + T - 1 - j] = r[pad(j)].x * scale;
+  const float2* r = fft<1>(m.a, m.b, p);
+  float* dst = gw + ((size_t)blockIdx.y * C + c) * T;
+  for (int j = threadIdx.x; j < T; j += blockDim.x) dst[T - 1 - j] = r[pad(j)].x * scale;
 }
 
 size_t smem_bytes(int T, bool backward) {
   const Plan p = plan_for(T);
-  return (3 * (size_t)padded(p.N) + (backward ? 3 : 1) * (size_t)p.N) * sizeof(float2);
+  return (2 * (size_t)padded(p.N) + (backward ? 3 : 1) * (size_t)p.N) * sizeof(float2);
 }
 
 template <typename Kernel>
@@ -268,22 +289,54 @@ cudaError_t allow_smem(Kernel kernel, size_t bytes) {
   return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
 }
 
+// Resident blocks of `kernel` on the whole device (0 when it cannot tell).
+template <typename Kernel>
+int resident_blocks(Kernel kernel, size_t bytes) {
+  int device = 0, sms = 0, per_sm = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+      allow_smem(kernel, bytes) != cudaSuccess ||
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, FFT_THREADS, bytes) != cudaSuccess) {
+    return 0;
+  }
+  return sms * per_sm;
+}
+
+// Blocks per channel: enough that the grid is about four waves of resident blocks (a single
+// partial wave of whole channels would leave most SMs idle at the end), at most one per row pair.
+int splits(int B, int C, int T, bool backward) {
+  const size_t bytes = smem_bytes(T, backward);
+  const int resident = backward ? resident_blocks(fft_backward, bytes) : resident_blocks(fft_forward, bytes);
+  if (resident <= 0) return 1;
+  const int pairs = (B + 1) / 2;
+  const int want = (4 * resident + C - 1) / C;
+  return want < 1 ? 1 : (want > pairs ? pairs : want);
+}
+
 }  // namespace
+
+size_t timex_fft_scratch(int B, int C, int T) {
+  const int s = splits(B, C, T, true);
+  return s > 1 ? (size_t)s * C * T : 0;
+}
 
 cudaError_t timex_fft_forward(const float* w, const float* k, float* out, float eps, int B, int C, int T,
                               cudaStream_t stream) {
   const size_t bytes = smem_bytes(T, false);
   cudaError_t err = allow_smem(fft_forward, bytes);
   if (err != cudaSuccess) return err;
-  fft_forward<<<C, FFT_THREADS, bytes, stream>>>(w, k, out, eps, B, C, T);
+  fft_forward<<<dim3(C, splits(B, C, T, false)), FFT_THREADS, bytes, stream>>>(w, k, out, eps, B, C, T);
   return cudaGetLastError();
 }
 
-cudaError_t timex_fft_backward(const float* w, const float* k, const float* g, float* gw, float* gk, int B, int C,
-                               int T, cudaStream_t stream) {
+cudaError_t timex_fft_backward(const float* w, const float* k, const float* g, float* gw, float* gk, float* scratch,
+                               int B, int C, int T, cudaStream_t stream) {
   const size_t bytes = smem_bytes(T, true);
   cudaError_t err = allow_smem(fft_backward, bytes);
   if (err != cudaSuccess) return err;
-  fft_backward<<<C, FFT_THREADS, bytes, stream>>>(w, k, g, gw, gk, B, C, T);
-  return cudaGetLastError();
+  const int s = splits(B, C, T, true);
+  fft_backward<<<dim3(C, s), FFT_THREADS, bytes, stream>>>(w, k, g, s > 1 ? scratch : gw, gk, B, C, T);
+  err = cudaGetLastError();
+  if (err != cudaSuccess || s == 1) return err;
+  return timex_sum_partials(scratch, gw, s, (size_t)C * T, stream);
 }
