@@ -193,11 +193,23 @@ def _split(values: Optional[List[str]]) -> Optional[tuple[str, ...]]:
     return tuple(v.strip() for item in values for v in item.split(",") if v.strip())
 
 
+def _renames(pairs: Optional[List[str]]) -> dict[str, str]:
+    renames = {}
+    for pair in pairs or ():
+        old, sep, new = pair.partition("=")
+        if not sep or not old.strip() or not new.strip():
+            raise ShapeError(f"Cannot read --record-as '{pair}'.", "Write VARIANT=NAME, e.g. timex-v3=timex-v4.")
+        renames[old.strip()] = new.strip()
+    return renames
+
+
 @app.command()
 @report_errors
 def run(
-    kernel: List[str] = typer.Option(..., "--kernel", "-k", help="Kernel or family (repeatable; a family "
-                                     "means all its variants), e.g. timex-v4."),
+    kernel: Optional[List[str]] = typer.Option(None, "--kernel", "-k", help="Kernel or family (repeatable; a "
+                                               "family means all its variants), e.g. timex-v4."),
+    config: Optional[Path] = typer.Option(None, "--config", "-c", help="A TOML suite (see configs/): kernels, "
+                                          "shapes and sweeps, directions, baselines, timing policy."),
     shape: str = typer.Option("", "--shape", "-s", help="Shape parameters, e.g. B=32,C=768,T=768 "
                               "(defaults from `cudabench list`)."),
     direction: Optional[List[str]] = typer.Option(None, "--direction", "-d", help="fwd, bwd or fwdbwd "
@@ -205,18 +217,26 @@ def run(
     baseline: Optional[List[str]] = typer.Option(None, "--baseline", "-b", help="Baseline(s) to time "
                                                  "beside, or 'all' (default: the family's default)."),
     no_baseline: bool = typer.Option(False, "--no-baseline", help="Time no baseline."),
-    timing: str = typer.Option("sync", "--timing", help="sync: wall time per call (two-sided synchronize); "
-                               "events: GPU time (CUDA events); graph: CUDA-graph replay; cupti: kernel "
-                               "durations (torch.profiler)."),
-    cold: bool = typer.Option(False, "--cold", help="Flush L2 (write 2× its size) before every timed call."),
+    timing: Optional[str] = typer.Option(None, "--timing", help="sync (default): wall time per call "
+                                         "(two-sided synchronize); events: GPU time (CUDA events); graph: "
+                                         "CUDA-graph replay; cupti: kernel durations (torch.profiler)."),
+    cold: Optional[bool] = typer.Option(None, "--cold/--hot", help="Flush L2 (write 2× its size) before "
+                                        "every timed call, or not (default hot)."),
     repeat: Optional[int] = typer.Option(None, "--repeat", "-r", help="Exactly N timed samples."),
     min_time: Optional[float] = typer.Option(None, "--min-time", help="Sample for at least S seconds."),
-    noise: float = typer.Option(0.005, "--noise", help="Adaptive stop: target IQR/median."),
-    max_time: float = typer.Option(2.0, "--max-time", help="Adaptive stop: time limit per subject (s)."),
-    warmup: str = typer.Option("100ms", "--warmup", help="Untimed warm-up: calls (25) or time (100ms)."),
+    noise: Optional[float] = typer.Option(None, "--noise", help="Adaptive stop: target IQR/median "
+                                          "(default 0.005)."),
+    max_time: Optional[float] = typer.Option(None, "--max-time", help="Adaptive stop: time limit per "
+                                             "subject in seconds (default 2)."),
+    warmup: Optional[str] = typer.Option(None, "--warmup", help="Untimed warm-up: calls (25) or time "
+                                         "(default 100ms)."),
     force: bool = typer.Option(False, "--force", help="Time subjects even when they fail the check."),
     json_path: Optional[Path] = typer.Option(None, "--json", help="Write every sample and the environment "
                                              "here (rewritten after each result)."),
+    csv_path: Optional[Path] = typer.Option(None, "--csv", help="Also write a CSV summary here."),
+    markdown_path: Optional[Path] = typer.Option(None, "--markdown", help="Also write a Markdown table here."),
+    record_as: Optional[List[str]] = typer.Option(None, "--record-as", help="VARIANT=NAME: record a "
+                                                  "variant's results under another name (A/B comparisons)."),
     seed: Optional[int] = typer.Option(None, "--seed", help="Seed of the random inputs (default: fresh)."),
     arch: Optional[str] = typer.Option(None, "--arch", help="Build target (default: this GPU)."),
     inputs: str = typer.Option("uniform", "--inputs", help="Input distribution, e.g. rwkv for timex "
@@ -229,13 +249,25 @@ def run(
     """Check kernels against the fp64 reference, then time them (and the baseline) correctly."""
     from cudabench import report
     from cudabench.device import environment, require_gpu
-    from cudabench.export import document, write_json_atomic
-    from cudabench.runner import RunOptions, Runner, plan
-    from cudabench.shapes import parse_shape
+    from cudabench.export import document, source_hash, to_csv, to_markdown, write_json_atomic, write_text_atomic
+    from cudabench.runner import RunOptions, Runner
+    from cudabench.config import TimingPolicy
+    from cudabench.suite import effective_timing, plan_command, plan_suite
     from cudabench.timers import TIMERS
 
-    if timing not in TIMERS:
-        raise ShapeError(f"Unknown --timing '{timing}'.", f"Choose one of: {', '.join(TIMERS)}.")
+    if bool(kernel) == bool(config):
+        raise ShapeError("Name what to run: --kernel NAME (repeatable) or --config FILE, one of the two.",
+                         "`cudabench list` shows the kernels; configs/ holds example suites.")
+    suite = None
+    if config:
+        from cudabench.config import load_suite
+
+        suite = load_suite(config)
+        kernels_dir = [*(kernels_dir or []), *suite.kernels_dirs]
+    policy = effective_timing(TimingPolicy(timing, cold, repeat, min_time, noise, max_time, warmup),
+                              suite.timing if suite else None)
+    if policy.timing not in TIMERS:
+        raise ShapeError(f"Unknown --timing '{policy.timing}'.", f"Choose one of: {', '.join(TIMERS)}.")
     directions = _split(direction)
     for d in directions or ():
         if d not in ("fwd", "bwd", "fwdbwd"):
@@ -243,40 +275,57 @@ def run(
     options = RunOptions(
         directions=directions,
         baselines=() if no_baseline else _split(baseline),
-        timing=timing,
-        rule=_stop_rule(repeat, min_time, noise, max_time),
-        warmup=_warmup(warmup),
+        timing=policy.timing,
+        rule=_stop_rule(policy.repeat, policy.min_time, policy.noise, policy.max_time),
+        warmup=_warmup(policy.warmup),
         force=force,
         arch=arch,
         seed=seed,
-        cold=cold,
+        cold=policy.cold,
         inputs=inputs,
+        renames=_renames(record_as),
     )
-    tasks = plan(_registry(kernels_dir), kernel, parse_shape(shape), options)
+    registry = _registry(kernels_dir)
+    if suite:
+        tasks = plan_suite(registry, suite, options)
+    else:
+        tasks = plan_command(registry, kernel, shape, options)
     require_gpu()
     if any(t.family.bound for t in tasks):
         from cudabench import ceilings
 
         options = replace(options, ceilings=ceilings.get())
     nvtx.configure(nvtx_on or nvtx_iterations, iterations=nvtx_iterations)
-    env = environment({"timing": timing, "cache": "cold" if cold else "hot", "tf32": "off"})
+    env = environment({"timing": policy.timing, "cache": "cold" if policy.cold else "hot", "tf32": "off",
+                       **({"config": str(config)} if config else {})})
     command = "cudabench " + shlex.join(sys.argv[1:])
+    hashes = {t.family.name: source_hash(t.family) for t in tasks}
     out.print(f"[dim]{report.environment_line(env)}[/]")
 
     def save(_result=None) -> None:
+        doc = document(runner.results, env, command, runner.seed, hashes)
         if json_path:
-            write_json_atomic(json_path, document(runner.results, env, command, runner.seed))
+            write_json_atomic(json_path, doc)
+        if csv_path:
+            write_text_atomic(csv_path, to_csv(doc))
+        if markdown_path:
+            write_text_atomic(markdown_path, to_markdown(doc))
 
-    runner = Runner(options, on_result=save, on_status=lambda s: err.print(f"[dim]… {s}[/]"))
-    interrupted = False
-    try:
-        runner.run(tasks)
-    except KeyboardInterrupt:
-        interrupted = True
+    with progress_for(tasks) as progress:
+        def on_result(result) -> None:
+            progress.advance()
+            save(result)
+
+        runner = Runner(options, on_result=on_result, on_status=progress.status)
+        interrupted = False
+        try:
+            runner.run(tasks)
+        except KeyboardInterrupt:
+            interrupted = True
     for table in report.tables(runner.results):
         out.print(table)
-    cache = "cold L2 (flushed before each call)" if cold else "hot L2"
-    out.print(f"[dim]timing: {timing} — {_timing_text(timing)}; {cache}; inputs seed {runner.seed}[/]")
+    cache = "cold L2 (flushed before each call)" if policy.cold else "hot L2"
+    out.print(f"[dim]timing: {policy.timing} — {_timing_text(policy.timing)}; {cache}; inputs seed {runner.seed}[/]")
     summary = report.stop_summary(runner.results)
     if summary:
         out.print(f"[dim]{summary}[/]")
@@ -284,14 +333,93 @@ def run(
         out.print(f"[dim]{options.ceilings.describe()}[/]")
     for line in report.notes(runner.results):
         out.print(f"[yellow]{line}[/]" if line.startswith("warning") else f"[dim]{line}[/]")
-    if json_path:
-        save()
-        out.print(f"[dim]results: {json_path}[/]")
+    save()
+    for label, path in (("results", json_path), ("csv", csv_path), ("markdown", markdown_path)):
+        if path:
+            out.print(f"[dim]{label}: {path}[/]")
     if interrupted:
         err.print(f"[yellow]interrupted:[/] kept {len(runner.results)} result(s) measured so far.")
         raise typer.Exit(130)
     if any(r.status != "ok" and not r.skipped.startswith("constraint") for r in runner.results):
         raise typer.Exit(1)
+
+
+class progress_for:
+    """A Rich progress bar over every subject of every case on a terminal; status lines otherwise."""
+
+    def __init__(self, tasks) -> None:
+        self.total = sum(len(t.cases) * (len(t.variants) + len(t.baselines) + len(t.skipped)) for t in tasks)
+        self.bar = None
+
+    def __enter__(self) -> "progress_for":
+        if err.is_terminal:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                TimeElapsedColumn(), console=err, transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task("starting", total=self.total)
+        return self
+
+    def status(self, text: str) -> None:
+        if self.bar is not None:
+            self.bar.update(self.task, description=text[:70])
+        else:
+            err.print(f"[dim]… {text}[/]")
+
+    def advance(self) -> None:
+        if self.bar is not None:
+            self.bar.advance(self.task)
+
+    def __exit__(self, *exc) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+# ---- compare and plot --------------------------------------------------------------------------------
+
+@app.command()
+@report_errors
+def compare(
+    old: Path = typer.Argument(..., help="Results JSON of the reference run."),
+    new: Path = typer.Argument(..., help="Results JSON of the run to judge."),
+    threshold: str = typer.Option("5%", "--threshold", "-t", help="Smallest change that counts (5% or 0.05)."),
+) -> None:
+    """Noise-aware verdicts per case (bootstrap interval of the ratio of medians); exit 1 when any
+    case is slower beyond the threshold — usable as a CI gate."""
+    from cudabench import report
+    from cudabench.compare import compare_documents, describe, parse_threshold
+    from cudabench.export import load_results
+
+    limit = parse_threshold(threshold)
+    old_doc, new_doc = load_results(old), load_results(new)
+    comparison = compare_documents(old_doc, new_doc, limit)
+    for line in report.environment_differences(old_doc, new_doc):
+        out.print(f"[yellow]note:[/] {line}")
+    out.print(report.compare_table(comparison))
+    for title, items in (("only in old", comparison.only_old), ("only in new", comparison.only_new),
+                         ("measured in neither", comparison.unmeasured)):
+        for line in describe(items):
+            out.print(f"[yellow]{title}:[/] {line}")
+    if comparison.regressions:
+        names = ", ".join(f"{r.subject} {r.key}" for r in comparison.regressions)
+        err.print(f"[bold red]regression[/] beyond {limit:.0%}: {names}")
+    raise typer.Exit(comparison.exit_code)
+
+
+@app.command()
+@report_errors
+def plot(
+    results: Path = typer.Argument(..., help="Results JSON of a sweep."),
+    output: Path = typer.Option(Path("cudabench-plot.png"), "--output", "-o", help="Image to write (.png, .svg)."),
+    param: Optional[str] = typer.Option(None, "--param", "-p", help="The swept shape parameter (default: found)."),
+) -> None:
+    """Time per call against the swept parameter for each kernel, and speedup over the baseline."""
+    from cudabench.export import load_results
+    from cudabench.plot import plot_sweep
+
+    path = plot_sweep(load_results(results), output, param)
+    out.print(f"wrote {path}")
 
 
 # ---- compare-sync-modes ------------------------------------------------------------------------------

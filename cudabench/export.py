@@ -1,24 +1,49 @@
-"""Results as plain data: a versioned JSON document with every sample, written atomically."""
+"""Results as plain data: a versioned JSON document with every sample, written atomically, and
+its CSV and Markdown renderings.
+
+Schema "cudabench.results", version 1 (a reader refuses other names and versions):
+
+    schema, schema_version, command, seed
+    environment     gpu, capability, sm_count, l2_bytes, memory_bytes, driver, cuda_runtime, torch,
+                    python, cudabench, hostname, date (UTC, ISO 8601), settings {name: value}
+    source_hashes   {family: sha256 of its sources and cudabench's shared headers}
+    results[]       case {family, shape {param: int}, direction, dtype, key}, subject, role
+                    (variant | baseline), status (ok | SKIP | FAIL), skipped (reason or null),
+                    flops, bytes, check {errors {output: rel error}, tolerance, passed} | null,
+                    stats {n, median, q1, q3, min, max, mean, stdev, iqr, noise} | null,
+                    measurement {timing, cache, unit, warmup_calls, warmup_seconds, stop_reason,
+                    calls_per_sample, clocks, extra, samples[]} | null
+
+Times are seconds per call. JSON has no NaN or infinity: they are written as "nan", "inf", "-inf".
+"""
 
 from __future__ import annotations
 
+import csv
 import dataclasses
+import hashlib
+import io
 import json
+import math
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable, Mapping, Optional
 
+from cudabench import __version__
+from cudabench.errors import ConfigError
 from cudabench.model import Environment, Result
+from cudabench.spec import Family
 
 SCHEMA = "cudabench.results"
 SCHEMA_VERSION = 1
+READABLE_VERSIONS = (1,)
 
 
 def result_to_dict(r: Result) -> dict[str, Any]:
     d: dict[str, Any] = {
         "case": {"family": r.case.family, "shape": r.case.params, "direction": r.case.direction,
-                 "dtype": r.case.dtype, "key": r.case.key()},
+                 "dtype": r.case.dtype, "inputs": r.case.inputs, "key": r.case.key()},
         "subject": r.subject,
         "role": r.role,
         "status": r.status,
@@ -46,15 +71,27 @@ def result_to_dict(r: Result) -> dict[str, Any]:
 
 
 def document(results: Iterable[Result], env: Environment, command: str = "",
-             seed: Optional[int] = None) -> dict[str, Any]:
+             seed: Optional[int] = None, source_hashes: Optional[Mapping[str, str]] = None) -> dict[str, Any]:
+    """The whole results document; `source_hashes` maps family names to `source_hash(family)`."""
     return {
         "schema": SCHEMA,
         "schema_version": SCHEMA_VERSION,
         "command": command,
         "seed": seed,
         "environment": {**dataclasses.asdict(env), "settings": dict(env.settings)},
+        "source_hashes": dict(source_hashes or {}),
         "results": [result_to_dict(r) for r in results],
     }
+
+
+def source_hash(family: Family) -> str:
+    """sha256 of the family's source files and cudabench's shared headers (what its build reads)."""
+    from cudabench.build import hashed_files
+
+    h = hashlib.sha256()
+    for path in hashed_files(family):
+        h.update(path.name.encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()
 
 
 def _clean(value: Any) -> Any:
@@ -69,15 +106,130 @@ def _clean(value: Any) -> Any:
 
 
 def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
+    write_text_atomic(path, json.dumps(_clean(data), indent=1) + "\n")
+
+
+def write_text_atomic(path: Path, text: str) -> None:
     """Write to a temporary file beside `path`, then rename over it: readers never see half a file."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w") as f:
-            json.dump(_clean(data), f, indent=1)
-            f.write("\n")
+            f.write(text)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+# ---- reading --------------------------------------------------------------------------------------
+
+def _not_results(path: Path, why: str) -> ConfigError:
+    return ConfigError(f"{path} is not a cudabench results file: {why}.",
+                       "Give a file written by `cudabench run --json PATH`.")
+
+
+def check_document(doc: Any, path: Path) -> None:
+    """Raise ConfigError naming `path` unless `doc` is a results document this version can read."""
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+        raise _not_results(path, f'no "schema": "{SCHEMA}"')
+    version = doc.get("schema_version")
+    if version not in READABLE_VERSIONS:
+        raise ConfigError(f"{path} has results schema version {version}; cudabench {__version__} reads "
+                          f"version {', '.join(map(str, READABLE_VERSIONS))}.",
+                          "Use the cudabench version that wrote it, or run the benchmark again.")
+    results = doc.get("results")
+    if not isinstance(results, list):
+        raise _not_results(path, '"results" is not a list')
+    for i, r in enumerate(results):
+        case = r.get("case") if isinstance(r, dict) else None
+        if not isinstance(case, dict) or not {"family", "shape", "direction", "key"} <= case.keys() \
+                or "subject" not in r:
+            raise _not_results(path, f"results[{i}] lacks its case (family, shape, direction, key) or subject")
+
+
+def load_results(path: Path | str) -> dict[str, Any]:
+    """Read a results document, checking its schema name and version."""
+    path = Path(path)
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"Results file {path} does not exist.") from None
+    except OSError as exc:
+        raise ConfigError(f"Cannot read results file {path}: {exc.strerror}.") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise _not_results(path, f"not valid JSON ({exc})") from None
+    check_document(doc, path)
+    return doc
+
+
+# ---- CSV and Markdown ----------------------------------------------------------------------------
+
+COLUMNS = ("family", "shape", "direction", "subject", "role", "status", "rel_error", "median", "q1", "q3",
+           "min", "mean", "stdev", "n", "timing", "cache", "skipped")
+TIME_COLUMNS = ("median", "q1", "q3", "min", "mean", "stdev")
+
+
+def _number(value: Any) -> Optional[float]:
+    return None if value is None else float(value)  # float() also reads the "nan"/"inf" strings
+
+
+def _worst_error(check: Optional[Mapping[str, Any]]) -> Optional[float]:
+    errors = [float(e) for e in ((check or {}).get("errors") or {}).values()]
+    if not errors:
+        return None
+    return math.nan if any(e != e for e in errors) else max(errors)
+
+
+def flat_rows(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One flat record per result, keyed by COLUMNS; times in seconds, None where not measured."""
+    rows = []
+    for r in doc.get("results", []):
+        case, stats, m = r["case"], r.get("stats") or {}, r.get("measurement") or {}
+        row = {"family": case["family"], "shape": ",".join(f"{k}={v}" for k, v in case["shape"].items()),
+               "direction": case["direction"], "subject": r["subject"], "role": r.get("role"),
+               "status": r.get("status"), "rel_error": _worst_error(r.get("check")), "n": stats.get("n"),
+               "timing": m.get("timing"), "cache": m.get("cache"), "skipped": r.get("skipped") or ""}
+        row.update({c: _number(stats.get(c)) for c in TIME_COLUMNS})
+        rows.append(row)
+    return rows
+
+
+def to_csv(doc: Mapping[str, Any]) -> str:
+    """A header and one row per result; times in seconds (full precision), empty where not measured."""
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for row in flat_rows(doc):
+        writer.writerow({k: "" if v is None else v for k, v in row.items()})
+    return buffer.getvalue()
+
+
+def markdown_header(doc: Mapping[str, Any]) -> str:
+    env = doc.get("environment") or {}
+    gpu = env.get("gpu") or "no GPU"
+    if env.get("capability"):
+        gpu += f" (sm_{env['capability'].replace('.', '')})"
+    parts = [f"**GPU** {gpu}", f"**driver** {env.get('driver') or '-'}",
+             f"**CUDA** {env.get('cuda_runtime') or '-'}", f"**torch** {env.get('torch') or '-'}",
+             f"**cudabench** {env.get('cudabench') or '-'}", f"**date** {env.get('date') or '-'}"]
+    line = " · ".join(parts)
+    return line + (f"  \n`{doc['command']}`" if doc.get("command") else "")
+
+
+def to_markdown(doc: Mapping[str, Any]) -> str:
+    """A GitHub table of the results under a line with GPU, driver, CUDA, torch and date."""
+    from cudabench.report import fmt_error, fmt_time
+
+    head = ["family", "shape", "dir", "subject", "role", "status", "rel err", "median", "q1", "q3", "min",
+            "mean", "stdev", "n", "timing", "cache"]
+    lines = [markdown_header(doc), "", "| " + " | ".join(head) + " |",
+             "|" + "|".join("---:" if h in (*TIME_COLUMNS, "n", "rel err") else "---" for h in head) + "|"]
+    for row in flat_rows(doc):
+        err = row["rel_error"]
+        cells = [row["family"], row["shape"], row["direction"], row["subject"], row["role"], row["status"],
+                 "-" if err is None else fmt_error(err), *(fmt_time(row[c]) for c in TIME_COLUMNS),
+                 "-" if row["n"] is None else str(row["n"]), row["timing"] or "-", row["cache"] or "-"]
+        lines.append("| " + " | ".join(str(c or "-").replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(lines) + "\n"

@@ -254,3 +254,36 @@ def check_table(results: Sequence[Result]) -> Table:
         table.add_row(f"{r.case.shape_text} {r.case.direction}", r.subject, *cells,
                       f"{r.check.tolerance:g}" if r.check else "-", verdict)
     return table
+
+
+# ---- compare -----------------------------------------------------------------------------------------
+
+VERDICT_STYLE = {"same": "green", "faster": "bold green", "slower": "bold red", "too noisy": "yellow"}
+
+
+def compare_table(comparison: Any) -> Table:
+    """One row per case and subject measured in both files: medians, ratio, its 95 % interval."""
+    from cudabench.compare import verdict_text
+
+    table = Table(title=f"new vs old (threshold {comparison.threshold:.0%}; interval: 95 % bootstrap of the "
+                        "ratio of medians)", title_justify="left", header_style="bold")
+    for col in ("case", "kernel", "old median", "new median", "new/old", "verdict", "note"):
+        table.add_column(col, justify="right" if col in ("old median", "new median", "new/old") else "left")
+    for r in comparison.rows:
+        table.add_row(r.key, r.subject, fmt_time(r.old_median), fmt_time(r.new_median), f"{r.ratio:.3f}",
+                      Text(verdict_text(r), style=VERDICT_STYLE.get(r.verdict, "")), r.note)
+    return table
+
+
+def environment_differences(old: dict, new: dict) -> list[str]:
+    """What differs between the two runs' machines and software (a reason for a difference)."""
+    lines = []
+    a, b = old.get("environment", {}), new.get("environment", {})
+    for key in ("gpu", "driver", "torch", "cuda_runtime", "cudabench"):
+        if a.get(key) != b.get(key):
+            lines.append(f"{key} differs: {a.get(key)} (old) vs {b.get(key)} (new)")
+    changed = sorted(f for f, h in new.get("source_hashes", {}).items()
+                     if old.get("source_hashes", {}).get(f, h) != h)
+    if changed:
+        lines.append("kernel sources changed: " + ", ".join(changed))
+    return lines

@@ -37,6 +37,7 @@ class RunOptions:
     device: str = "cuda"                           # "cpu" only for tests of the run logic
     time: bool = True                               # False: check against the reference only
     inputs: str = "uniform"                         # input distribution (a family's input_kinds)
+    renames: dict = field(default_factory=dict)     # record a subject's results under another name
     cold: bool = False                              # flush L2 before every timed call
     kernel_time_below: float = 100e-6               # also read CUPTI kernel time for calls this short
     ceilings: Any = None                            # cudabench.ceilings.Ceilings of this GPU, if known
@@ -56,9 +57,10 @@ class Task:
 # ---- planning: everything that can be checked without a GPU ----------------------------------
 
 def plan(registry: Registry, names: Sequence[str], shape: dict[str, int],
-         options: RunOptions) -> list[Task]:
+         options: RunOptions, strict: bool = True) -> list[Task]:
     """Resolve names, complete the shape, check constraints and directions. A variant named
-    explicitly that cannot run at the shape is an error; one implied by a family name is skipped."""
+    explicitly that cannot run at the shape is an error (`strict`, the default) or skipped like one
+    implied by a family name."""
     picked = registry.resolve(names)
     families = list(dict.fromkeys(f for f, _ in picked))
     if len(families) > 1:  # each family takes the parameters it has; a name none has is an error
@@ -77,7 +79,7 @@ def plan(registry: Registry, names: Sequence[str], shape: dict[str, int],
             reason = violation(family, variant, full)
             if reason is None:
                 variants.append(variant)
-            elif variant.name in names:
+            elif strict and variant.name in names:
                 check_shape(family, variant, full)  # raises with the full message
             else:
                 skipped.append((variant, reason))
@@ -196,6 +198,8 @@ class Runner:
         return self.results
 
     def _record(self, result: Result) -> None:
+        if result.subject in self.options.renames:
+            result = replace(result, subject=self.options.renames[result.subject])
         self.results.append(result)
         self.on_result(result)
 

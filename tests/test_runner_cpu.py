@@ -104,3 +104,8 @@ def test_bars():
     assert report.bar(1.0, 1.0, width=4) == "████"
     assert report.bar(0.5, 1.0, width=4) == "██"
     assert report.bar(0.0, 1.0) == "▏"
+
+
+def test_record_as_files_a_subject_under_another_name(registry):
+    _, results = cpu_run(registry, ["add2"], {"n": 64}, renames={"torch-add": "add2-old"})
+    assert [r.subject for r in results] == ["add2-old"]

@@ -51,3 +51,10 @@ def test_cli_events_timing(tmp_path):
                                    "--timing", "events", "--repeat", "5"])
     assert res.exit_code == 0, res.output
     assert "matmul-tiled" in res.output and "torch-matmul" in res.output
+
+
+def test_out_of_tree_example_builds_checks_and_times():
+    res = CliRunner().invoke(app, ["run", "--kernels-dir", "examples/my_kernels", "--kernel", "scale",
+                                   "--repeat", "5"])
+    assert res.exit_code == 0, res.output
+    assert "scale" in res.output and "torch-scale" in res.output

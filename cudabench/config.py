@@ -1,0 +1,335 @@
+"""Benchmark suites from TOML files: which kernels, at which shapes (lists and ranges expand into
+sweeps), in which directions, against which baselines, with which timing policy.
+
+    name = "timex-ladder"              # optional; default: the file's stem
+    description = "..."                # optional
+    kernels_dirs = ["../my_kernels"]   # optional; out-of-tree kernel families, relative to this file
+
+    [timing]                           # optional; a key left out keeps `cudabench run`'s default
+    timing = "sync"                    # sync | events | graph | cupti
+    cold = false                       # flush L2 before every timed call
+    repeat = 50                        # exactly N samples, or
+    min_time = 0.5                     # sample for at least S seconds (not both); else adaptive:
+    noise = 0.005                      #   stop at this IQR/median,
+    max_time = 2.0                     #   or after this many seconds per subject
+    warmup = "100ms"                   # calls (25 or "25") or a duration ("100ms", "0.5s")
+
+    [[case]]                           # one or more
+    kernels = ["timex"]                # required: variant or family names
+    shape = { B = 32, C = 768, T = 768 }
+    directions = ["fwd", "fwdbwd"]     # optional; default: fwd, plus fwdbwd where there is a backward
+    baselines = ["conv1d"]             # optional; default: the family's; [] none; "all" every one
+
+A shape value is a positive integer (768, or a string "1_048_576" or "2^20"), a list of them, or
+a range: { from = 64, to = 1024, times = 2 } (64, 128, ..., 1024: geometric) or
+{ from = 64, to = 1024, step = 64 } (64, 128, 192, ..., 1024: arithmetic); a range ends at its
+last value not above `to`. A shape expands to the cartesian product of its values. For sizes that
+move together, `shape` may be a list of tables, expanded in turn:
+shape = [{ M = 512, N = 512 }, { M = 1024, N = 1024 }]. No `shape` means the families' defaults.
+`kernels`, `directions` and `baselines` also accept a single string.
+
+Errors name the file, the key (tables and list items counted from 1: case[1].shape.T) and what
+was expected. Kernel, baseline and shape parameter names are not resolved here: the run does that.
+"""
+
+from __future__ import annotations
+
+import difflib
+import itertools
+import json
+import math
+import re
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, Callable, NoReturn, Optional, Sequence
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+from cudabench.errors import ConfigError
+from cudabench.model import DIRECTIONS
+from cudabench.shapes import parse_value
+
+TIMINGS = ("sync", "events", "graph", "cupti")
+MAX_SHAPES = 10_000  # per case: a slip such as step = 1 up to 2^28 should fail, not run for days
+TOP_KEYS = ("name", "description", "kernels_dirs", "timing", "case")
+CASE_KEYS = ("kernels", "shape", "directions", "baselines")
+RANGE_KEYS = ("from", "to", "times", "step")
+INT_TEXT = 'a positive integer (e.g. 768, "1_048_576" or "2^20")'
+VALUE_TEXT = "a positive integer, a list of them, or a range { from, to, times or step }"
+_WARMUP = re.compile(r"^\d+$|^\d+(\.\d+)?\s*(ms|s)$")
+_MISSING = object()
+
+
+@dataclass(frozen=True)
+class TimingPolicy:
+    """The [timing] table. None means the file does not set it (the run's default applies)."""
+
+    timing: Optional[str] = None
+    cold: Optional[bool] = None
+    repeat: Optional[int] = None
+    min_time: Optional[float] = None
+    noise: Optional[float] = None
+    max_time: Optional[float] = None
+    warmup: Optional[str] = None
+
+    def given(self) -> dict[str, Any]:
+        """Only the settings the file sets, by key."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
+
+
+@dataclass(frozen=True)
+class CaseSpec:
+    """One [[case]]: kernels × expanded shapes × directions, with its baselines."""
+
+    kernels: tuple[str, ...]
+    shapes: tuple[dict[str, int], ...]            # ({},) means the families' default shape
+    directions: Optional[tuple[str, ...]] = None  # None: the run's default
+    baselines: Optional[tuple[str, ...]] = None   # None: the family's default; () none; ("all",) all
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str
+    description: str
+    cases: tuple[CaseSpec, ...]
+    timing: TimingPolicy
+    kernels_dirs: tuple[Path, ...]                # absolute
+    path: Path
+
+
+# ---- errors ------------------------------------------------------------------------------------
+
+def _show(value: Any) -> str:
+    return "nothing" if value is _MISSING else json.dumps(value, default=str)
+
+
+def _fail(where: str, expected: str, got: Any = _MISSING, hint: str = "") -> NoReturn:
+    raise ConfigError(f"{where}: expected {expected}, got {_show(got)}.", hint)
+
+
+def _suggest(word: str, choices: Sequence[str]) -> str:
+    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    return f"Did you mean '{close[0]}'?" if close else ""
+
+
+def _check_keys(table: dict[str, Any], allowed: Sequence[str], where: str) -> None:
+    for key in table:
+        if key not in allowed:
+            raise ConfigError(f"{where}: unknown key '{key}'; expected one of {', '.join(allowed)}.",
+                              _suggest(key, allowed))
+
+
+# ---- values ------------------------------------------------------------------------------------
+
+def _positive_int(value: Any, where: str, expected: str = INT_TEXT) -> int:
+    number = value
+    if isinstance(value, str):
+        try:
+            number = parse_value(value)
+        except ValueError:
+            _fail(where, expected, value)
+    if isinstance(number, bool) or not isinstance(number, int) or number <= 0:
+        _fail(where, expected, value)
+    return number
+
+
+def _positive_number(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
+        _fail(where, "a positive number", value)
+    return float(value)
+
+
+def _boolean(value: Any, where: str) -> bool:
+    if not isinstance(value, bool):
+        _fail(where, "true or false", value)
+    return value
+
+
+def _choice(value: Any, allowed: Sequence[str], where: str) -> str:
+    if value not in allowed:
+        hint = _suggest(value, allowed) if isinstance(value, str) else ""
+        _fail(where, f"one of {', '.join(allowed)}", value, hint)
+    return value
+
+
+def _warmup(value: Any, where: str) -> str:
+    text = str(value).strip() if isinstance(value, (int, str)) and not isinstance(value, bool) else ""
+    if not _WARMUP.match(text.lower()):
+        _fail(where, 'a number of calls (25) or a duration ("100ms", "0.5s")', value)
+    return text
+
+
+def _names(value: Any, where: str, allowed: Optional[Sequence[str]] = None) -> tuple[str, ...]:
+    """A list of non-empty strings (or one string), repeats dropped."""
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list) or not all(isinstance(v, str) and v.strip() for v in items):
+        _fail(where, 'a list of names such as ["timex-v4"]', value)
+    names = [v.strip() for v in items]
+    for i, name in enumerate(names, 1):
+        if allowed is not None:
+            _choice(name, allowed, f"{where}[{i}]")
+    return tuple(dict.fromkeys(names))
+
+
+# ---- shapes ------------------------------------------------------------------------------------
+
+def _range(table: dict[str, Any], where: str) -> list[int]:
+    _check_keys(table, RANGE_KEYS, where)
+    start = _positive_int(table.get("from", _MISSING), f"{where}.from")
+    stop = _positive_int(table.get("to", _MISSING), f"{where}.to")
+    if stop < start:
+        _fail(f"{where}.to", f"a value not below from = {start}", stop)
+    if ("times" in table) == ("step" in table):
+        raise ConfigError(f"{where}: expected exactly one of 'times' (geometric) or 'step' (arithmetic).",
+                          "e.g. { from = 64, to = 1024, times = 2 } or { from = 64, to = 1024, step = 64 }")
+    if "step" in table:
+        step = _positive_int(table["step"], f"{where}.step")
+        if (stop - start) // step >= MAX_SHAPES:
+            raise ConfigError(f"{where}: expands to more than {MAX_SHAPES} values.", "Use a larger step.")
+        return list(range(start, stop + 1, step))
+    factor = _positive_int(table["times"], f"{where}.times")
+    if factor < 2:
+        _fail(f"{where}.times", "an integer of at least 2", table["times"])
+    values = [start]
+    while values[-1] * factor <= stop:
+        values.append(values[-1] * factor)
+    return values
+
+
+def _values(value: Any, where: str) -> list[int]:
+    """One shape parameter's values, in the order written."""
+    if isinstance(value, dict):
+        return _range(value, where)
+    if isinstance(value, list):
+        if not value:
+            _fail(where, "a non-empty list of positive integers", value)
+        return [_positive_int(v, f"{where}[{i}]") for i, v in enumerate(value, 1)]
+    return [_positive_int(value, where, VALUE_TEXT)]
+
+
+def _expand_table(table: Any, where: str) -> list[dict[str, int]]:
+    if not isinstance(table, dict):
+        _fail(where, "a table such as { B = 32, T = [64, 128] }", table)
+    axes = {name: _values(value, f"{where}.{name}") for name, value in table.items()}
+    count = math.prod(len(v) for v in axes.values())
+    if count > MAX_SHAPES:
+        raise ConfigError(f"{where}: expands to {count} shapes (at most {MAX_SHAPES}).",
+                          "Sweep fewer values, or split the sweep into cases along one parameter each.")
+    return [dict(zip(axes, combo)) for combo in itertools.product(*axes.values())]
+
+
+def expand_shape(table: Any, where: str) -> list[dict[str, int]]:
+    """A `shape` value -> its shapes: the cartesian product of each parameter's values (for a list
+    of tables, each table's product in turn), repeats dropped. `where` prefixes error messages,
+    e.g. "configs/timex.toml: case[1].shape"."""
+    if isinstance(table, list):
+        if not table:
+            _fail(where, "a shape table or a non-empty list of them", table)
+        shapes = [s for i, t in enumerate(table, 1) for s in _expand_table(t, f"{where}[{i}]")]
+    else:
+        shapes = _expand_table(table, where)
+    return list({tuple(s.items()): s for s in shapes}.values())
+
+
+# ---- tables ------------------------------------------------------------------------------------
+
+def _case(table: Any, where: str) -> CaseSpec:
+    if not isinstance(table, dict):
+        _fail(where, "a [[case]] table", table)
+    _check_keys(table, CASE_KEYS, where)
+    kernels = _names(table.get("kernels", _MISSING), f"{where}.kernels")
+    if not kernels:
+        _fail(f"{where}.kernels", 'at least one kernel name, e.g. kernels = ["timex-v4"]', [])
+    directions = None
+    if "directions" in table:
+        directions = _names(table["directions"], f"{where}.directions", DIRECTIONS)
+        if not directions:
+            _fail(f"{where}.directions", "at least one of fwd, bwd, fwdbwd (or leave the key out)", [])
+    baselines = _names(table["baselines"], f"{where}.baselines") if "baselines" in table else None
+    shapes = expand_shape(table.get("shape", {}), f"{where}.shape")
+    return CaseSpec(kernels, tuple(shapes), directions, baselines)
+
+
+_TIMING_VALUES: dict[str, Callable[[Any, str], Any]] = {
+    "timing": lambda v, where: _choice(v, TIMINGS, where),
+    "cold": _boolean,
+    "repeat": _positive_int,
+    "min_time": _positive_number,
+    "noise": _positive_number,
+    "max_time": _positive_number,
+    "warmup": _warmup,
+}
+
+
+def _timing(table: Any, where: str) -> TimingPolicy:
+    if not isinstance(table, dict):
+        _fail(where, "a [timing] table", table)
+    _check_keys(table, tuple(_TIMING_VALUES), where)
+    if "repeat" in table and "min_time" in table:
+        raise ConfigError(f"{where}: repeat and min_time are alternatives; expected one of them.")
+    return TimingPolicy(**{key: _TIMING_VALUES[key](value, f"{where}.{key}") for key, value in table.items()})
+
+
+def _kernels_dirs(value: Any, path: Path) -> tuple[Path, ...]:
+    where = f"{path}: kernels_dirs"
+    dirs = []
+    for i, name in enumerate(_names(value, where), 1):
+        folder = (path.parent / name).resolve()
+        if not folder.is_dir():
+            _fail(f"{where}[{i}]", f"a folder (relative to {path.parent}); {folder} does not exist", name)
+        dirs.append(folder)
+    return tuple(dirs)
+
+
+def _text(data: dict[str, Any], key: str, path: Path, default: str) -> str:
+    value = data.get(key, default)
+    if not isinstance(value, str):
+        _fail(f"{path}: {key}", "a string", value)
+    return value
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as f:
+            return tomllib.load(f)
+    except FileNotFoundError:
+        raise ConfigError(f"Config file {path} does not exist.",
+                          "Shipped suites are in configs/ (e.g. configs/timex.toml).") from None
+    except OSError as exc:
+        raise ConfigError(f"Cannot read config file {path}: {exc.strerror}.") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}.", "Fix the syntax there (https://toml.io).") from None
+
+
+def load_suite(path: Path | str) -> Suite:
+    """Read and check a suite file; raises ConfigError naming the file, the key and what was expected."""
+    path = Path(path)
+    data = _read_toml(path)
+    _check_keys(data, TOP_KEYS, f"{path}: top level")
+    cases = data.get("case", _MISSING)
+    if isinstance(cases, dict):
+        raise ConfigError(f"{path}: case: expected [[case]] tables (double brackets), got a single [case] table.")
+    if not isinstance(cases, list) or not cases:
+        _fail(f"{path}: case", "at least one [[case]] table", cases,
+              'e.g.\n[[case]]\nkernels = ["timex-v4"]\nshape = { T = [256, 512] }')
+    return Suite(
+        name=_text(data, "name", path, path.stem),
+        description=_text(data, "description", path, ""),
+        cases=tuple(_case(c, f"{path}: case[{i}]") for i, c in enumerate(cases, 1)),
+        timing=_timing(data.get("timing", {}), f"{path}: timing"),
+        kernels_dirs=_kernels_dirs(data.get("kernels_dirs", []), path),
+        path=path,
+    )
+
+
+def swept_parameters(suite: Suite) -> set[str]:
+    """Shape parameters that take more than one value anywhere in the suite."""
+    seen: dict[str, set[int]] = {}
+    for case in suite.cases:
+        for shape in case.shapes:
+            for name, value in shape.items():
+                seen.setdefault(name, set()).add(value)
+    return {name for name, values in seen.items() if len(values) > 1}

@@ -1,0 +1,212 @@
+"""Plots of a sweep from a results document: time per call against the swept shape parameter
+(log scale), and the speedup over the family's baseline, as a PNG (or any format matplotlib writes
+from the file name). matplotlib is an optional extra: pip install "cudabench[plot]".
+
+Within one family, an *axis* is a shape parameter that varies, together with any parameters that
+always move with it (M = N = K in a square matmul sweep). Each axis gets a column of two panels.
+Along an axis, results that agree on every other varying parameter form a line, one per subject
+(variant or baseline) and direction; a "line" of one point belongs to another axis and is left out.
+So a suite sweeping T at B=32 and B at T=768 gives a T column and a B column; a full T × B grid
+gives lines per B in the T column and lines per T in the B column.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Optional, Sequence
+
+from cudabench.errors import ConfigError, ToolNotFoundError
+
+Result = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Line:
+    label: str
+    role: str
+    points: tuple[tuple[int, Result], ...]   # (x, result), sorted by x
+
+
+@dataclass(frozen=True)
+class Panel:
+    family: str
+    axis: tuple[str, ...]                     # the parameters plotted along x (the first gives x)
+    fixed: str                                # what stays the same, e.g. "B=32, C=768"
+    lines: tuple[Line, ...]
+
+
+def _matplotlib() -> Any:
+    try:
+        import matplotlib  # noqa: F401  (first, so a missing package fails here)
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+        from matplotlib.ticker import FixedLocator, NullLocator
+    except ImportError:
+        raise ToolNotFoundError("Plotting needs matplotlib, which is not installed.",
+                                'pip install "cudabench[plot]"') from None
+    return Figure, FigureCanvasAgg, FixedLocator, NullLocator
+
+
+# ---- finding the sweep: pure, testable without matplotlib -------------------------------------
+
+def _tied(shapes: Sequence[Mapping[str, int]], p: str, q: str) -> bool:
+    """p and q always move together: each value of one goes with exactly one value of the other."""
+    pairs = {(s[p], s[q]) for s in shapes}
+    return len(pairs) == len({s[p] for s in shapes}) == len({s[q] for s in shapes})
+
+
+def sweep_axes(shapes: Sequence[Mapping[str, int]]) -> list[tuple[str, ...]]:
+    """Varying parameters, grouped into those that move together; most distinct values first."""
+    names = list(dict.fromkeys(k for s in shapes for k in s))
+    varying = [p for p in names if len({s.get(p) for s in shapes}) > 1 and all(p in s for s in shapes)]
+    axes: list[list[str]] = []
+    for p in varying:
+        group = next((g for g in axes if _tied(shapes, g[0], p)), None)
+        if group:
+            group.append(p)
+        else:
+            axes.append([p])
+    return sorted((tuple(g) for g in axes), key=lambda g: -len({s[g[0]] for s in shapes}))
+
+
+def _lines(results: Sequence[Result], axis: tuple[str, ...], others: Sequence[str]) -> list[Line]:
+    """Results grouped by subject, direction and the other varying parameters; one-point groups dropped."""
+    groups: dict[tuple, dict[int, Result]] = {}
+    for r in results:
+        shape = r["case"]["shape"]
+        key = (r["subject"], r["case"]["direction"], tuple(shape[p] for p in others))
+        groups.setdefault(key, {})[shape[axis[0]]] = r     # a repeated point keeps its last copy
+    kept = {k: pts for k, pts in groups.items() if len(pts) > 1}
+    many_dirs = len({k[1] for k in kept}) > 1
+    many_rest = len({k[2] for k in kept}) > 1
+    lines = []
+    for (subject, direction, rest), pts in kept.items():
+        label = subject + (f" {direction}" if many_dirs else "")
+        label += f" ({', '.join(f'{p}={v}' for p, v in zip(others, rest))})" if many_rest else ""
+        lines.append(Line(label, next(iter(pts.values())).get("role", ""), tuple(sorted(pts.items()))))
+    return lines
+
+
+def _fixed(lines: Sequence[Line], axis: tuple[str, ...]) -> str:
+    """The parameters that keep one value on every line, e.g. 'B=32, C=768'."""
+    shapes = [r["case"]["shape"] for line in lines for _, r in line.points]
+    same = [p for p in shapes[0] if p not in axis and len({s[p] for s in shapes}) == 1]
+    return ", ".join(f"{p}={shapes[0][p]}" for p in same)
+
+
+def sweep_panels(doc: Mapping[str, Any], parameter: Optional[str] = None) -> list[Panel]:
+    """One panel per (family, swept axis) with its lines; only measured results count."""
+    measured = [r for r in doc.get("results", []) if r.get("stats")]
+    panels = []
+    for family in dict.fromkeys(r["case"]["family"] for r in measured):
+        results = [r for r in measured if r["case"]["family"] == family]
+        axes = sweep_axes([r["case"]["shape"] for r in results])
+        for axis in axes:
+            if parameter and parameter not in axis:
+                continue
+            others = [p for other in axes if other != axis for p in other]
+            lines = _lines(results, axis, others)
+            if lines:
+                panels.append(Panel(family, axis, _fixed(lines, axis), tuple(lines)))
+    if not panels:
+        what = f"parameter '{parameter}'" if parameter else "shape parameter"
+        raise ConfigError(f"Nothing to plot: no {what} varies across the measured results.",
+                          "Plot the results of a sweep, e.g. `cudabench run --config configs/timex-sweep.toml`.")
+    return panels
+
+
+def speedups(panel: Panel) -> tuple[str, list[tuple[Line, list[tuple[int, float]]]]]:
+    """The baseline's name and, for each variant line, (x, baseline median / variant median) at
+    each x where the same case has a measured baseline (its first one in the document)."""
+    base: dict[str, Result] = {}
+    for line in panel.lines:
+        if line.role == "baseline":
+            for _, r in line.points:
+                base.setdefault(r["case"]["key"], r)
+    name = next(iter(base.values()))["subject"] if base else ""
+    out = []
+    for line in panel.lines:
+        if line.role != "baseline":
+            pts = [(x, base[r["case"]["key"]]["stats"]["median"] / r["stats"]["median"])
+                   for x, r in line.points if r["case"]["key"] in base and r["stats"]["median"] > 0]
+            out.append((line, pts))
+    return name, out
+
+
+# ---- drawing --------------------------------------------------------------------------------------
+
+def _tick(value: int) -> str:
+    if value >= 10_000 and value & (value - 1) == 0:
+        return f"$2^{{{value.bit_length() - 1}}}$"
+    return f"{value:,}".replace(",", " ") if value >= 10_000 else str(value)
+
+
+def _x_axis(ax: Any, xs: Sequence[int], label: str, locators: tuple[Any, Any]) -> None:
+    fixed, null = locators
+    if max(xs) >= 4 * min(xs):
+        ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_locator(fixed(sorted(set(xs))))
+    ax.xaxis.set_minor_locator(null())
+    ax.set_xticklabels([_tick(x) for x in sorted(set(xs))])
+    ax.set_xlabel(label)
+
+
+def _draw_times(ax: Any, panel: Panel) -> None:
+    for line in panel.lines:
+        xs = [x for x, _ in line.points]
+        med = [r["stats"]["median"] * 1e6 for _, r in line.points]
+        style = "--" if line.role == "baseline" else "-"
+        drawn = ax.plot(xs, med, style, marker="o", markersize=4, label=line.label)
+        q1 = [r["stats"].get("q1", r["stats"]["median"]) * 1e6 for _, r in line.points]
+        q3 = [r["stats"].get("q3", r["stats"]["median"]) * 1e6 for _, r in line.points]
+        ax.fill_between(xs, q1, q3, color=drawn[0].get_color(), alpha=0.15, linewidth=0)
+    ax.set_yscale("log")
+    ax.grid(True, which="major", alpha=0.3)
+    ax.set_ylabel("median time per call (µs, log scale)")
+    title = f"{panel.family}: time vs {' = '.join(panel.axis)}"
+    ax.set_title(title + (f"\n({panel.fixed})" if panel.fixed else ""), fontsize=11)
+    ax.legend(fontsize=8)
+
+
+def _draw_speedups(ax: Any, panel: Panel) -> None:
+    name, lines = speedups(panel)
+    if not name:
+        ax.text(0.5, 0.5, "no baseline measured", ha="center", va="center", transform=ax.transAxes)
+        return
+    ax.axhline(1.0, color="grey", linestyle="--", linewidth=1, label=f"{name} = 1×")
+    for line, pts in lines:
+        if pts:
+            ax.plot([x for x, _ in pts], [s for _, s in pts], marker="o", markersize=4, label=line.label)
+    ax.set_ylabel(f"speedup over {name} (×, higher is faster)")
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize=8)
+
+
+def _suptitle(doc: Mapping[str, Any]) -> str:
+    env = doc.get("environment") or {}
+    timings = {(r.get("measurement") or {}).get("timing") for r in doc.get("results", []) if r.get("measurement")}
+    parts = [f"driver {env['driver']}"] if env.get("driver") else []
+    parts += [f"torch {env['torch']}"] if env.get("torch") else []
+    parts += [f"timing: {'/'.join(sorted(t for t in timings if t))}"] if any(timings) else []
+    return f"cudabench · {env.get('gpu') or 'unknown GPU'}\n" + " · ".join(parts)
+
+
+def plot_sweep(doc: Mapping[str, Any], out_path: Path | str, parameter: Optional[str] = None) -> Path:
+    """Write the sweep plot of a results document to `out_path` and return that path. Raises
+    ToolNotFoundError without matplotlib, ConfigError when nothing (or not `parameter`) varies."""
+    Figure, Canvas, fixed, null = _matplotlib()
+    panels = sweep_panels(doc, parameter)
+    fig = Figure(figsize=(6.4 * len(panels), 8.5), layout="constrained")
+    Canvas(fig)
+    axes = fig.subplots(2, len(panels), squeeze=False, sharex="col")
+    for col, panel in enumerate(panels):
+        xs = [x for line in panel.lines for x, _ in line.points]
+        _draw_times(axes[0][col], panel)
+        _draw_speedups(axes[1][col], panel)
+        _x_axis(axes[1][col], xs, " = ".join(panel.axis), (fixed, null))  # shared with the top panel
+    fig.suptitle(_suptitle(doc), fontsize=12)
+    out = Path(out_path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=120)
+    return out

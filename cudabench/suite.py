@@ -1,0 +1,45 @@
+"""From a command line or a suite file to the tasks a run executes: the timing policy (command
+line over the suite's [timing] table over the defaults) and the planned cases of every [[case]]."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Optional, Sequence
+
+from cudabench.config import Suite, TimingPolicy
+from cudabench.registry import Registry
+from cudabench.runner import RunOptions, Task, plan
+from cudabench.shapes import parse_shape
+
+DEFAULTS = {"timing": "sync", "cold": False, "repeat": None, "min_time": None, "noise": 0.005, "max_time": 2.0,
+            "warmup": "100ms"}
+
+
+def effective_timing(command_line: TimingPolicy, suite: Optional[TimingPolicy]) -> TimingPolicy:
+    """Every setting filled: the command line's where it says something, else the suite's, else the
+    default. A suite's repeat or min_time gives way when the command line names the other."""
+    given = suite.given() if suite else {}
+    if command_line.repeat is not None or command_line.min_time is not None:
+        given = {k: v for k, v in given.items() if k not in ("repeat", "min_time")}
+    merged = {**DEFAULTS, **given, **command_line.given()}
+    return TimingPolicy(**merged)
+
+
+def plan_command(registry: Registry, kernels: Sequence[str], shape: str, options: RunOptions) -> list[Task]:
+    return plan(registry, kernels, parse_shape(shape), options)
+
+
+def plan_suite(registry: Registry, suite: Suite, options: RunOptions) -> list[Task]:
+    """Every shape of every case. A case's directions and baselines replace the command line's
+    defaults (not what the command line names explicitly); a variant that cannot run at one shape
+    of a sweep is recorded as skipped rather than stopping the suite."""
+    tasks: list[Task] = []
+    for case in suite.cases:
+        case_options = replace(
+            options,
+            directions=options.directions if options.directions is not None else case.directions,
+            baselines=options.baselines if options.baselines is not None else case.baselines,
+        )
+        for shape in case.shapes:
+            tasks += plan(registry, case.kernels, dict(shape), case_options, strict=False)
+    return tasks
