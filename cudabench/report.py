@@ -138,8 +138,9 @@ def tables(results: Iterable[Result]) -> list[Table]:
 
 
 def notes(results: Sequence[Result]) -> list[str]:
-    """Lines under the tables: skips, kernel time versus per-call cost, and warnings."""
-    lines = []
+    """Lines under the tables: skips, kernel time versus per-call cost, and warnings (one line for
+    all subjects that stopped sampling above the noise target)."""
+    lines, noisy_ones = [], []
     for r in results:
         who = f"{r.subject} {r.case.direction}"
         if r.skipped:
@@ -148,15 +149,17 @@ def notes(results: Sequence[Result]) -> list[str]:
             continue
         k = kernel_time(r)
         if k is not None:
-            lines.append(f"{who}: {fmt_time(r.stats.median)} per call is mostly launch and synchronisation; "
-                         f"the GPU kernels run {fmt_time(k)} (CUPTI). Throughput and speedup use the kernel time.")
+            lines.append(f"{who}: {fmt_time(r.stats.median)} per call includes launch and synchronisation; "
+                         f"its GPU kernels run {fmt_time(k)} (CUPTI), which throughput and % ceiling use.")
         if noisy(r.measurement.stop_reason):
-            lines.append(f"warning: {who}: {r.measurement.stop_reason}: single calls vary that much; the median "
-                         f"of {r.stats.n} samples is reported (GPU-side timers, --timing events or graph, "
-                         "vary less than wall time per call)")
+            noisy_ones.append(f"{who} {r.stats.noise:.1%}")
         warning = throttle_warning(dict(r.measurement.clocks))
         if warning:
             lines.append(f"warning: {who}: {warning}")
+    if noisy_ones:
+        lines.append(f"warning: {len(noisy_ones)} subject(s) reached the time limit with single calls still "
+                     f"varying more than the noise target (IQR/median): {', '.join(noisy_ones)}. Their medians "
+                     "are reported; GPU-side timers (--timing events or graph) vary less than wall time per call.")
     return lines
 
 
