@@ -12,7 +12,9 @@ from typing import Callable, Optional
 
 from cudabench.build import cache_root
 
-FP32_LANES_PER_SM = 128  # sm_80 .. sm_90: 128 FP32 FMA per SM per clock
+# FP32 FMA lanes per SM by compute capability (sm_70 and sm_80: 64; sm_86 on: 128)
+FP32_LANES = {"7.0": 64, "7.2": 64, "7.5": 64, "8.0": 64}
+FP32_LANES_DEFAULT = 128
 
 
 @dataclass(frozen=True)
@@ -27,15 +29,11 @@ class Ceilings:
     def of(self, bound: str, flops: float, nbytes: float, seconds: float) -> Optional[float]:
         """Fraction of the ceiling a kernel reached: memory → bytes/s vs copy; sgemm → flop/s vs
         SGEMM; fma → flop/s vs the FMA peak."""
-        if seconds <= 0:
+        ceiling, amount = {"memory": (self.copy_bytes_per_s, nbytes), "sgemm": (self.sgemm_flops, flops),
+                           "fma": (self.fma_flops, flops)}.get(bound, (0.0, 0.0))
+        if seconds <= 0 or ceiling <= 0 or not amount:
             return None
-        if bound == "memory" and nbytes:
-            return nbytes / seconds / self.copy_bytes_per_s
-        if bound == "sgemm" and flops:
-            return flops / seconds / self.sgemm_flops
-        if bound == "fma" and flops:
-            return flops / seconds / self.fma_flops
-        return None
+        return amount / seconds / ceiling
 
     def describe(self) -> str:
         return (f"ceilings ({self.measured}): copy {self.copy_bytes_per_s / 1e12:.2f} TB/s, SGEMM "
@@ -78,7 +76,7 @@ def measure() -> Ceilings:
         torch.backends.cuda.matmul.allow_tf32 = saved
     clocks = read_clocks()
     max_hz = (clocks.sm_max_mhz if clocks else 0) * 1e6
-    fma = env.sm_count * FP32_LANES_PER_SM * 2 * max_hz
+    fma = env.sm_count * FP32_LANES.get(env.capability, FP32_LANES_DEFAULT) * 2 * max_hz  # 0 without NVML
     return Ceilings(env.gpu, env.driver, copy, sgemm, fma, datetime.date.today().isoformat())
 
 
@@ -106,14 +104,18 @@ def save(c: Ceilings) -> None:
     path.write_text(json.dumps(data, indent=1))
 
 
-def get(remeasure: bool = False) -> Ceilings:
-    """This GPU's ceilings from the cache, measured (about a second) when missing or asked."""
+def get(remeasure: bool = False) -> Optional[Ceilings]:
+    """This GPU's ceilings from the cache, measured (about a second) when missing or asked; None
+    when they cannot be measured (e.g. too little free memory for the 2 GiB copy)."""
     from cudabench.device import environment
 
     env = environment()
     cached = None if remeasure else load(env.gpu, env.driver)
     if cached is not None:
         return cached
-    fresh = measure()
+    try:
+        fresh = measure()
+    except RuntimeError:
+        return None
     save(fresh)
     return fresh

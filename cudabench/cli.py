@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import shlex
 from dataclasses import replace
 import sys
@@ -14,7 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from cudabench import nvtx
-from cudabench.errors import CudabenchError, ShapeError
+from cudabench.errors import ConfigError, CudabenchError, ShapeError
 
 app = typer.Typer(
     help="Build, check, time and profile custom CUDA operators for PyTorch.",
@@ -99,7 +100,8 @@ def doctor(
         from cudabench.device import require_gpu
 
         require_gpu()
-        out.print(device_ceilings.get(remeasure=True).describe())
+        measured = device_ceilings.get(remeasure=True)
+        out.print(measured.describe() if measured else "[yellow]could not measure the ceilings[/] (out of memory?)")
 
     table = Table(header_style="bold", show_header=False)
     table.add_column("item")
@@ -182,7 +184,10 @@ def _warmup(text: str):
             return Warmup(calls=3, seconds=float(t[:-2]) / 1e3)
         if t.endswith("s"):
             return Warmup(calls=3, seconds=float(t[:-1]))
-        return Warmup(calls=int(t), seconds=0.0)
+        calls = int(t)
+        if calls < 1:
+            raise ValueError(t)
+        return Warmup(calls=calls, seconds=0.0)
     except ValueError:
         raise ShapeError(f"Cannot read --warmup '{text}'.", "Give a count (25) or a duration (100ms, 0.5s).") from None
 
@@ -191,6 +196,19 @@ def _split(values: Optional[List[str]]) -> Optional[tuple[str, ...]]:
     if values is None:
         return None
     return tuple(v.strip() for item in values for v in item.split(",") if v.strip())
+
+
+def _check_writable(path: Optional[Path]) -> None:
+    """Fail before measuring, not after the first result, when an output cannot be written."""
+    if path is None:
+        return
+    folder = path.parent if str(path.parent) else Path(".")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"Cannot create the folder for {path}: {exc}") from None
+    if path.is_dir() or not os.access(folder, os.W_OK):
+        raise ConfigError(f"Cannot write {path}.", "Give a file path in a writable folder.")
 
 
 def _renames(pairs: Optional[List[str]]) -> dict[str, str]:
@@ -268,10 +286,12 @@ def run(
                               suite.timing if suite else None)
     if policy.timing not in TIMERS:
         raise ShapeError(f"Unknown --timing '{policy.timing}'.", f"Choose one of: {', '.join(TIMERS)}.")
+    if config and shape:
+        raise ShapeError("--shape goes with --kernel; a suite names its shapes in the file.",
+                         "Edit the suite's shape tables, or run the kernel with --kernel and --shape.")
+    for path in (json_path, csv_path, markdown_path):
+        _check_writable(path)
     directions = _split(direction)
-    for d in directions or ():
-        if d not in ("fwd", "bwd", "fwdbwd"):
-            raise ShapeError(f"Unknown --direction '{d}'.", "Choose fwd, bwd or fwdbwd.")
     options = RunOptions(
         directions=directions,
         baselines=() if no_baseline else _split(baseline),
@@ -290,6 +310,9 @@ def run(
         tasks = plan_suite(registry, suite, options)
     else:
         tasks = plan_command(registry, kernel, shape, options)
+    planned = {n for t in tasks for n in [*(v.name for v in t.variants), *(b.name for b in t.baselines)]}
+    for name in set(options.renames) - planned:
+        err.print(f"[yellow]note:[/] --record-as names {name}, which this run does not time.")
     require_gpu()
     if any(t.family.bound for t in tasks):
         from cudabench import ceilings
@@ -447,8 +470,8 @@ def compare_sync_modes(
     from cudabench.runner import plan_single
     from cudabench.shapes import parse_shape
 
-    if iters < 2:
-        raise ShapeError("--iters must be at least 2 (the first iteration is shown apart).")
+    if iters < 2 or show < 1:
+        raise ShapeError("--iters must be at least 2 (the first iteration is shown apart) and --show at least 1.")
     task = plan_single(_registry(kernels_dir), kernel, parse_shape(shape), direction)
     require_gpu()
     seed = seed if seed is not None else random.SystemRandom().randrange(2**31)
@@ -476,7 +499,7 @@ def profile(
     direction: str = typer.Option("fwd", "--direction", "-d", help="fwd, bwd or fwdbwd."),
     out_dir: Path = typer.Option(Path("cudabench-profiles"), "--output-dir", "-o", help="Where reports go."),
     name: str = typer.Option("", "--name", help="Report name (default KERNEL-DIRECTION-TOOL)."),
-    iters: int = typer.Option(0, "--iters", "-n", help="Calls in the profiled region (default nsys/torch "
+    iters: int = typer.Option(0, "--iters", "-n", help="Calls in the profiled region (0: nsys and torch "
                               "20, ncu 1)."),
     nsys: Optional[str] = typer.Option(None, "--nsys", help="The nsys to use (else $CUDABENCH_NSYS, PATH, "
                                        "usual install folders)."),
@@ -530,7 +553,7 @@ def check(
     kernel: List[str] = typer.Option(..., "--kernel", "-k", help="Kernel or family (repeatable)."),
     shape: str = typer.Option("", "--shape", "-s", help="Shape parameters (each family takes its own)."),
     direction: Optional[List[str]] = typer.Option(None, "--direction", "-d", help="fwd, bwd or fwdbwd."),
-    baselines: bool = typer.Option(False, "--baselines", help="Check the baselines too."),
+    baselines: bool = typer.Option(False, "--baselines", help="Check the family's default baselines too."),
     inputs: str = typer.Option("uniform", "--inputs", help="Input distribution, e.g. rwkv for timex."),
     seed: Optional[int] = typer.Option(None, "--seed", help="Seed of the random inputs (default: fresh)."),
     kernels_dir: Optional[List[Path]] = KernelsDir,

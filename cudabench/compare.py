@@ -12,7 +12,8 @@ A pair *regresses* when it is "slower" and its point ratio exceeds 1+t; any regr
 exit code 1 (a CI gate). Testing "same" first makes a real but sub-threshold change (a CI such as
 [1.01, 1.02] at t = 5 %, common with many samples and run-to-run drift) read "same"; it never
 changes which pairs regress. Pairs with fewer than MIN_SAMPLES samples on a side are "too noisy".
-Results measured on one side only (absent, skipped or failed on the other) are listed, not dropped.
+Results measured on one side only (absent, skipped or failed on the other) are listed, not dropped;
+so are pairs timed differently (sync vs events, hot vs cold), which are not comparable.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ class Comparison:
     rows: tuple[Row, ...]
     only_old: tuple[Unmatched, ...]    # measured in old only
     only_new: tuple[Unmatched, ...]    # measured in new only
-    unmeasured: tuple[Unmatched, ...]  # in both, measured in neither (e.g. skipped twice)
+    unmeasured: tuple[Unmatched, ...]  # in both, not comparable (skipped, or timed differently)
     threshold: float
 
     @property
@@ -142,7 +143,10 @@ def verdict(low: float, high: float, threshold: float) -> str:
 
 def _samples(result: Mapping[str, Any]) -> Optional[np.ndarray]:
     values = (result.get("measurement") or {}).get("samples") or []
-    xs = np.array([float(v) for v in values], dtype=np.float64)
+    try:
+        xs = np.array([float(v) for v in values], dtype=np.float64)
+    except (TypeError, ValueError):
+        return None  # not numbers: treated as unmeasured
     xs = xs[np.isfinite(xs) & (xs > 0)]
     return xs if xs.size else None
 
@@ -172,8 +176,6 @@ def compare_pair(old: Mapping[str, Any], new: Mapping[str, Any], xs_old: np.ndar
     few = min(xs_old.size, xs_new.size) < MIN_SAMPLES
     said = "too noisy" if few else verdict(low, high, threshold)
     notes = [f"fewer than {MIN_SAMPLES} samples"] if few else []
-    if _timing(old) != _timing(new):
-        notes.append(f"timed as {_timing(old)} in old, {_timing(new)} in new")
     return Row(new["case"]["key"], new["subject"], new.get("role", ""), float(np.median(xs_old)),
                float(np.median(xs_new)), int(xs_old.size), int(xs_new.size), ratio, low, high, said,
                said == "slower" and ratio > 1 + threshold, "; ".join(notes))
@@ -189,7 +191,9 @@ def compare_documents(old: Mapping[str, Any], new: Mapping[str, Any], threshold:
     for key in dict.fromkeys([*olds, *news]):
         a, b = olds.get(key), news.get(key)
         xa, xb = (_samples(a) if a else None), (_samples(b) if b else None)
-        if xa is not None and xb is not None:
+        if xa is not None and xb is not None and _timing(a) != _timing(b):
+            unmeasured.append(Unmatched(*key, f"not comparable: timed as {_timing(a)} in old, {_timing(b)} in new"))
+        elif xa is not None and xb is not None:
             rows.append(compare_pair(a, b, xa, xb, threshold))
         elif xa is not None:
             only_old.append(Unmatched(*key, _why_not_measured(b, "new")))

@@ -91,10 +91,14 @@ def host_compiler_finding() -> Finding:
     with tempfile.TemporaryDirectory() as tmp:
         src, lib = Path(tmp) / "probe.cpp", Path(tmp) / "probe.so"
         src.write_text(source)
-        built = subprocess.run([cxx, "-shared", "-fPIC", str(src), "-o", str(lib)], capture_output=True, text=True)
-        if built.returncode != 0:
-            return Finding("C++ compiler", False, f"{cxx} cannot build a shared library: {built.stderr.strip()[:200]}")
-        ldd = subprocess.run(["ldd", str(lib)], capture_output=True, text=True).stdout
+        try:
+            built = subprocess.run([cxx, "-shared", "-fPIC", str(src), "-o", str(lib)], capture_output=True,
+                                   text=True)
+            if built.returncode != 0:
+                return Finding("C++ compiler", False, f"{cxx} cannot build a shared library: {built.stderr.strip()[:200]}")
+            ldd = subprocess.run(["ldd", str(lib)], capture_output=True, text=True).stdout
+        except OSError as exc:
+            return Finding("C++ compiler", False, f"could not run {cxx} or ldd: {exc}")
     version = tool_version(cxx, line=0)
     if "libstdc++" not in ldd:
         return Finding("C++ compiler", False, f"{cxx} ({version}) links libstdc++ statically into extensions: "

@@ -95,7 +95,7 @@ class Warmup:
     def run(self, call: Call, sync: Callable[[], None]) -> tuple[int, float, float]:
         start = time.perf_counter()
         times = []
-        while len(times) < self.calls or time.perf_counter() - start < self.seconds:
+        while len(times) < max(1, self.calls) or time.perf_counter() - start < self.seconds:
             t0 = time.perf_counter()
             call()
             sync()
@@ -114,7 +114,10 @@ def measure(call: Call, timer: Timer, rule: StopRule, warmup: Warmup, sync: Call
     start = time.perf_counter()
     reason: Optional[str] = None
     while reason is None:
-        for s in timer.samples(call, timer.batch, before_each):
+        batch = timer.samples(call, timer.batch, before_each)
+        if not batch:
+            raise RuntimeError(f"the {timer.name} timer recorded nothing (is another profiler holding CUPTI?)")
+        for s in batch:
             samples.append(s)
             reason = rule.decide(samples, time.perf_counter() - start)
             if reason:

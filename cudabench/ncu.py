@@ -26,11 +26,11 @@ TIME_UNITS = {"nsecond": 1e-9, "ns": 1e-9, "usecond": 1e-6, "us": 1e-6, "msecond
               "second": 1.0, "s": 1.0}
 
 
-def find_ncu(explicit: Optional[str] = None) -> str:
-    path = explicit or find_tool("ncu")
+def find_ncu() -> str:
+    path = find_tool("ncu")
     if not path:
         raise ToolNotFoundError("Nsight Compute (ncu) was not found on PATH or in /usr/local/cuda/bin.",
-                                "Install Nsight Compute (it comes with the CUDA toolkit) or pass --ncu PATH.")
+                                "Install Nsight Compute (it comes with the CUDA toolkit) and put its folder on PATH.")
     return path
 
 

@@ -110,9 +110,14 @@ def nvtx_backend_for(version: Optional[tuple[int, ...]], nvtx_package: Optional[
     return "nvtx"
 
 
+def with_ext(base: Path, ext: str) -> Path:
+    """base + ext, keeping any dots already in the name (Path.with_suffix would replace them)."""
+    return base.parent / (base.name + ext)
+
+
 def report_paths(output: Path) -> tuple[Path, Path, Path]:
     """(.nsys-rep, .qdstrm, .sqlite) for an --output base path."""
-    return output.with_suffix(".nsys-rep"), output.with_suffix(".qdstrm"), output.with_suffix(".sqlite")
+    return with_ext(output, ".nsys-rep"), with_ext(output, ".qdstrm"), with_ext(output, ".sqlite")
 
 
 def check_report(output: Path, nsys: str, log: str) -> Path:

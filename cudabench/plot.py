@@ -207,6 +207,9 @@ def plot_sweep(doc: Mapping[str, Any], out_path: Path | str, parameter: Optional
         _x_axis(axes[1][col], xs, " = ".join(panel.axis), (fixed, null))  # shared with the top panel
     fig.suptitle(_suptitle(doc), fontsize=12)
     out = Path(out_path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=120)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(out, dpi=120)
+    except (OSError, ValueError) as exc:  # an unknown extension, a folder that cannot be written
+        raise ConfigError(f"Cannot write the plot to {out}: {exc}", "Use a .png, .svg or .pdf path in a writable folder.") from None
     return out

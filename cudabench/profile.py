@@ -14,9 +14,11 @@ from typing import Callable, Optional, Sequence
 from cudabench import ncu as ncu_tool
 from cudabench import nsys as nsys_tool
 from cudabench.errors import CudabenchError
+from cudabench.nsys import with_ext
 
 TOOLS = ("nsys", "ncu", "torch")
 DEFAULT_ITERATIONS = {"nsys": 20, "ncu": 1, "torch": 20}
+OUTPUTS = (".worker.json", ".nsys-rep", ".qdstrm", ".sqlite", ".ncu-rep", ".ncu.csv", ".trace.json")
 
 
 @dataclass(frozen=True)
@@ -45,11 +47,11 @@ class ProfileRequest:
 def worker_command(req: ProfileRequest) -> list[str]:
     cmd = [req.python, "-m", "cudabench", "worker", "--kernel", req.kernel, "--direction", req.direction,
            "--tool", req.tool, "--iters", str(req.iters), "--seed", str(req.seed),
-           "--summary", str(req.base.with_suffix(".worker.json"))]
+           "--summary", str(with_ext(req.base, ".worker.json"))]
     if req.shape:
         cmd += ["--shape", req.shape]
     if req.tool == "torch":
-        cmd += ["--trace", str(req.base.with_suffix(".trace.json"))]
+        cmd += ["--trace", str(with_ext(req.base, ".trace.json"))]
     for d in req.kernels_dirs:
         cmd += ["--kernels-dir", str(d)]
     return cmd
@@ -61,7 +63,7 @@ def child_command(req: ProfileRequest, tool_path: Optional[str]) -> list[str]:
     if req.tool == "nsys":
         return nsys_tool.nsys_command(tool_path, req.base, worker)
     if req.tool == "ncu":
-        return ncu_tool.ncu_command(tool_path, req.base.with_suffix(".ncu-rep"), worker)
+        return ncu_tool.ncu_command(tool_path, with_ext(req.base, ".ncu-rep"), worker)
     return worker
 
 
@@ -77,7 +79,7 @@ def run_child(command: Sequence[str], env: dict, echo: Callable[[str], None]) ->
 
 
 def read_summary(req: ProfileRequest, rc: int, log: str) -> dict:
-    path = req.base.with_suffix(".worker.json")
+    path = with_ext(req.base, ".worker.json")
     if not path.is_file():
         raise CudabenchError(f"The profiled worker failed (exit {rc}) before its timed region ended: "
                              f"{nsys_tool.last_line(log)}",

@@ -14,7 +14,8 @@ from cudabench import ncu as ncu_tool
 from cudabench import nsys as nsys_tool
 from cudabench import nsys_report, report
 from cudabench.errors import CudabenchError
-from cudabench.profile import ProfileRequest, child_command, child_env, read_summary, run_child
+from cudabench.nsys import with_ext
+from cudabench.profile import OUTPUTS, ProfileRequest, child_command, child_env, read_summary, run_child
 
 
 def profile_and_report(req: ProfileRequest, nsys_path: Optional[str], out: Console, err: Console) -> None:
@@ -29,8 +30,8 @@ def profile_and_report(req: ProfileRequest, nsys_path: Optional[str], out: Conso
     elif req.tool == "ncu":
         tool_path = ncu_tool.find_ncu()
     req.out_dir.mkdir(parents=True, exist_ok=True)
-    for stale in (req.base.with_suffix(".worker.json"),):
-        stale.unlink(missing_ok=True)
+    for ext in OUTPUTS:  # never read an earlier run's report as this one's
+        with_ext(req.base, ext).unlink(missing_ok=True)
     command = child_command(req, tool_path)
     env, backend = child_env(req, tool_path)
     out.print(f"[dim]$ {' '.join(command)}[/]")
@@ -57,7 +58,7 @@ def report_nsys(req: ProfileRequest, nsys: str, rc: int, log: str, out: Console)
     summary = read_summary(req, rc, log)
     _, _, sqlite = nsys_tool.report_paths(req.base)
     exported = subprocess.run(nsys_tool.export_command(nsys, rep, sqlite), capture_output=True, text=True)
-    if not sqlite.is_file():
+    if exported.returncode != 0 or not sqlite.is_file():
         raise CudabenchError(f"nsys export to SQLite failed: {nsys_tool.last_line(exported.stdout + exported.stderr)}")
     data = nsys_report.read_report(sqlite)
     out.print(report.time_stat_table(f"kernels ({req.kernel}, {req.iters} calls)", nsys_report.kernel_table(data)))
@@ -81,19 +82,21 @@ def report_nsys(req: ProfileRequest, nsys: str, rc: int, log: str, out: Console)
 
 def report_ncu(req: ProfileRequest, ncu: str, rc: int, log: str, out: Console) -> None:
     summary = read_summary(req, rc, log)
-    rep = req.base.with_suffix(".ncu-rep")
+    rep = with_ext(req.base, ".ncu-rep")
     if not rep.is_file():
         raise CudabenchError(f"ncu wrote no report ({nsys_tool.last_line(log)}).",
                              "Nsight Compute needs access to the GPU's performance counters.")
     imported = subprocess.run(ncu_tool.import_command(ncu, rep), capture_output=True, text=True)
     rows = ncu_tool.parse_raw_csv(imported.stdout)
-    (req.base.with_suffix(".ncu.csv")).write_text(imported.stdout)
+    if imported.returncode != 0 or not rows:
+        raise CudabenchError(f"ncu could not read back {rep}: {nsys_tool.last_line(imported.stdout + imported.stderr)}")
+    (with_ext(req.base, ".ncu.csv")).write_text(imported.stdout)
     out.print(report.ncu_table(rows, ncu_tool.METRICS))
     durations = [r.seconds() for r in rows if r.seconds()]
     if durations:
         out.print(agreement_line("ncu kernel time", sum(durations) / req.iters, summary)
                   + " (ncu replays each kernel; caches are flushed between passes)")
-    out.print(f"report: {rep}\ncsv: {req.base.with_suffix('.ncu.csv')}")
+    out.print(f"report: {rep}\ncsv: {with_ext(req.base, '.ncu.csv')}")
 
 
 def report_torch(req: ProfileRequest, rc: int, log: str, out: Console) -> None:

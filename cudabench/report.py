@@ -43,13 +43,6 @@ def environment_line(env: Environment) -> str:
     return " · ".join(parts)
 
 
-def primary_baseline(results: Sequence[Result]) -> Optional[Result]:
-    for r in results:
-        if r.role == "baseline" and r.stats is not None:
-            return r
-    return None
-
-
 def extra(r: Result, key: str) -> Optional[float]:
     return dict(r.measurement.extra).get(key) if r.measurement is not None else None
 
@@ -69,11 +62,6 @@ MEDIAN_LABEL = {"sync": "median/call", "events": "median GPU", "graph": "median 
 
 def kernel_time(r: Result) -> Optional[float]:
     return extra(r, "kernel_time_cupti")
-
-
-def comparable(base: Result, r: Result) -> tuple[float, float]:
-    kb, kr = kernel_time(base), kernel_time(r)
-    return (kb, kr) if kb and kr else (base.stats.median, r.stats.median)
 
 
 def results_table(results: Sequence[Result], title: str) -> Table:
@@ -108,7 +96,7 @@ def results_table(results: Sequence[Result], title: str) -> Table:
             cells += [f"{tflops:.2f}" if tflops else "-", f"{gbs:.0f}" if gbs else "-"]
             for b in baselines:
                 base = next((x for x in rows if x.subject == b and x.stats), None)
-                cells.append(f"{speedup(*comparable(base, r)):.2f}×" if base else "-")
+                cells.append(f"{speedup(base.stats.median, s.median):.2f}×" if base else "-")
             table.add_row(*cells)
     return table
 

@@ -107,6 +107,9 @@ def plan_single(registry: Registry, kernel: str, shape: dict[str, int], directio
 def _directions(family: Family, asked: Optional[tuple[str, ...]]) -> tuple[str, ...]:
     if asked is None:
         return ("fwd", "fwdbwd") if family.grad_inputs else ("fwd",)
+    unknown = [d for d in asked if d not in ("fwd", "bwd", "fwdbwd")]
+    if unknown:
+        raise ShapeError(f"Unknown --direction '{unknown[0]}'.", "Choose fwd, bwd or fwdbwd.")
     missing = [d for d in asked if d not in family.directions]
     if missing:
         raise ShapeError(f"{family.name} has no backward, so it cannot run --direction {','.join(missing)}.",
@@ -132,6 +135,11 @@ def _baselines(family: Family, asked: Optional[tuple[str, ...]]) -> tuple[Baseli
 
 # ---- running -------------------------------------------------------------------------------------
 
+def first_line(exc: BaseException) -> str:
+    text = getattr(exc, "message", None) or str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 def case_data(family: Family, case: Case, seed: int, device: str = "cuda") -> tuple[dict, Any, dict]:
     """Fresh random inputs for the case, an upstream gradient when the direction has a backward,
     and the fp64 reference results on them."""
@@ -155,9 +163,12 @@ def checked_call(task: Task, seed: int, arch: Optional[str] = None) -> tuple[Cal
         name = task.variants[0].name
     else:
         op, name = task.baselines[0].make(), task.baselines[0].name
-    inputs, grad_out, reference = case_data(family, case, seed)
-    workload = make_workload(op, inputs, case.direction, family.grad_inputs, grad_out)
-    check = check_workload(workload, reference, family.tolerance)
+    try:
+        inputs, grad_out, reference = case_data(family, case, seed)
+        workload = make_workload(op, inputs, case.direction, family.grad_inputs, grad_out)
+        check = check_workload(workload, reference, family.tolerance)
+    except (RuntimeError, ValueError, TypeError) as exc:  # a binding's TORCH_CHECK, a CUDA error, OOM
+        raise CheckFailedError(f"{name} failed at {case.shape_text} ({case.direction}): {first_line(exc)}") from None
     if not check.passed:
         raise CheckFailedError(f"{name} fails the correctness check at {case.shape_text} ({case.direction}): "
                                f"error {check.worst:.3g} > tolerance {family.tolerance:g}; not timing it.",
@@ -233,9 +244,15 @@ class Runner:
         if not subjects:
             return
         self.on_status(f"{case.key()}: fresh inputs and fp64 reference")
-        with nvtx.range("reference", "check"):
-            inputs, grad_out, reference = case_data(family, case, self.seed, self.options.device)
-        flops, nbytes = family.work(case.params, case.direction) if family.work else (0.0, 0.0)
+        try:
+            with nvtx.range("reference", "check"):
+                inputs, grad_out, reference = case_data(family, case, self.seed, self.options.device)
+            flops, nbytes = family.work(case.params, case.direction) if family.work else (0.0, 0.0)
+        except (RuntimeError, ValueError, TypeError, KeyError, CudabenchError) as exc:  # e.g. out of memory
+            why = f"inputs or fp64 reference failed: {first_line(exc)}"
+            for name, role, _ in subjects:
+                self._record(Result(case, name, role, skipped=why))
+            return
         for name, role, make_op in subjects:
             self.on_status(f"{case.key()}: {name}")
             with nvtx.range(name, "baseline" if role == "baseline" else "case"):
@@ -253,6 +270,8 @@ class Runner:
         sync = torch.cuda.synchronize if on_gpu else (lambda: None)
         flush = self._flusher() if self.options.cold else None
         timer = self.timer_factory(self.options.timing)
+        if flush is not None and hasattr(timer, "cap"):
+            timer.cap = 1  # a graph of several calls would run all but the first with a warm L2
         call = nvtx.around(call, f"{name} call")
         with ClockMonitor() if on_gpu else contextlib.nullcontext() as clocks:
             with nvtx.range(f"timed {name}", "timed"):
@@ -260,12 +279,12 @@ class Runner:
                             "cold" if flush else "hot")
         extra = []
         median = summarize(m.samples).median
-        short = m.timing in ("sync", "events") and median < self.options.kernel_time_below
+        short = m.timing == "sync" and median < self.options.kernel_time_below  # launch-dominated wall time
         if on_gpu and (short or count_launches):
             cupti = self.timer_factory("cupti")
             kernel = summarize(measure(call, cupti, FixedCount(30 if short else 10), Warmup(3, 0.0), sync,
                                        flush).samples)
-            if short:
+            if short and kernel.median > 0:
                 extra += [("kernel_time_cupti", kernel.median), ("launch_and_sync_overhead", median - kernel.median)]
             if count_launches and cupti.counts:
                 extra.append(("kernels_per_call", float(statistics.median(cupti.counts))))
@@ -312,6 +331,5 @@ class Runner:
         except CudabenchError as exc:
             return Result(case, name, role, check=check, skipped=exc.message)
         except (RuntimeError, ValueError, TypeError) as exc:  # CUDA or binding errors: record, go on
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            return Result(case, name, role, check=check, skipped=f"error: {first}")
+            return Result(case, name, role, check=check, skipped=f"error: {first_line(exc)}")
 

@@ -114,6 +114,15 @@ class Family:
         raise KeyError(name)
 
 
+def compiled(fn: Op) -> Op:
+    """torch.compile(fn) for one case. The compile cache is reset first: it is kept per function
+    across calls, and past its recompile limit (8 shapes) torch silently falls back to eager."""
+    import torch
+
+    torch._dynamo.reset()
+    return torch.compile(fn, dynamic=False)
+
+
 # ---- outputs: how bindings allocate, so the correctness check can poison them --------------
 
 _poison = False

@@ -103,11 +103,12 @@ class GraphTimer:
     def __init__(self) -> None:
         self.graph: Any = None
         self.per_graph = 1
+        self.cap = 100  # calls per graph at most; 1 when every call must follow an L2 flush
         self.start = torch.cuda.Event(enable_timing=True)
         self.end = torch.cuda.Event(enable_timing=True)
 
     def prepare(self, call: Call, estimate: float) -> None:
-        self.per_graph = calls_per_graph(estimate)
+        self.per_graph = calls_per_graph(estimate, cap=self.cap)
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):  # warm up on the capture stream, as capture requires

@@ -56,6 +56,12 @@ def test_run_without_gpu_says_what_still_works(no_gpu):
     (["profile", "--kernel", "timex-v4", "--tool", "vtune"], "Unknown --tool"),
     (["build"], "--kernel NAME"),
     (["build", "--all", "--check"], "--arch"),
+    (["run", "--kernel", "add2", "--warmup", "0"], "--warmup"),
+    (["run", "--config", "configs/timex.toml", "--shape", "T=64"], "--shape goes with --kernel"),
+    (["run", "--kernel", "add2", "--json", "/proc/cannot/x.json"], "Cannot"),
+    (["check", "--kernel", "timex", "--direction", "sideways"], "Unknown --direction"),
+    (["compare-sync-modes", "--show", "0"], "--show"),
+    (["plot", "tests/fixtures/none.json"], "does not exist"),
 ])
 def test_user_mistakes_get_one_message_and_exit_2(no_gpu, args, fragment):
     res = invoke(*args)

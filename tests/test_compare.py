@@ -66,9 +66,10 @@ def test_too_few_samples_are_too_noisy_with_a_note():
     assert row.verdict == "too noisy" and "fewer than" in row.note
 
 
-def test_different_timing_modes_are_noted():
-    _, row = only_row(one(1e-3), one(1e-3, timing="events"))
-    assert "sync/hot in old, events/hot in new" in row.note
+def test_differently_timed_results_are_not_compared_nor_gated():
+    comparison = compare_documents(one(1e-3), one(2e-3, timing="events"), 0.05)
+    assert not comparison.rows and comparison.exit_code == 0
+    assert "not comparable: timed as sync/hot in old, events/hot in new" in comparison.unmeasured[0].reason
 
 
 def test_results_on_one_side_are_listed_not_dropped():
@@ -119,3 +120,10 @@ def test_threshold_parsing(text, value):
 def test_bad_thresholds(text, fragment):
     with pytest.raises(ConfigError, match=fragment):
         parse_threshold(text)
+
+
+def test_non_numeric_samples_are_unmeasured_not_a_crash():
+    bad = one(1e-3)
+    bad["results"][0]["measurement"]["samples"] = ["fast", "slow"]
+    comparison = compare_documents(bad, one(1e-3), 0.05)
+    assert not comparison.rows and comparison.only_new

@@ -84,3 +84,18 @@ def test_timer_is_prepared_with_the_warmup_estimate(rule):
     timer = FakeTimer([1.0])
     run(timer, rule)
     assert timer.prepared is not None
+
+
+def test_a_zero_call_warmup_still_runs_once_to_estimate():
+    calls = []
+    done, _, _ = Warmup(calls=0, seconds=0).run(lambda: calls.append(1), lambda: None)
+    assert done == 1 == len(calls)
+
+
+def test_a_timer_that_records_nothing_is_an_error_not_a_hang():
+    class Silent(FakeTimer):
+        def samples(self, call, count, before_each=None):
+            return []
+
+    with pytest.raises(RuntimeError, match="recorded nothing"):
+        run(Silent([1.0]), FixedCount(3))

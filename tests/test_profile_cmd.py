@@ -130,3 +130,9 @@ def test_real_ncu_csv_fixture():
     assert rows[0].cell("launch__registers_per_thread") == "84"
     assert rows[0].cell("launch__shared_mem_per_block_dynamic") == "27.7 KB"
     assert rows[0].cell("sm__throughput.avg.pct_of_peak_sustained_elapsed") == "68.2"
+
+
+def test_report_names_keep_dots_in_the_name():
+    assert nsys.report_paths(Path("/o/run.v2")) == (Path("/o/run.v2.nsys-rep"), Path("/o/run.v2.qdstrm"),
+                                                    Path("/o/run.v2.sqlite"))
+    assert "--output=/out/a.b" in child_command(request(name="a.b"), "/opt/nsys")

@@ -86,3 +86,18 @@ def test_plot_writes_a_png(tmp_path):
     res = runner.invoke(app, ["plot", str(results), "-o", str(tmp_path / "sweep.png")])
     assert res.exit_code == 0, res.output
     assert (tmp_path / "sweep.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plot_to_an_unknown_format_is_a_message(tmp_path):
+    pytest.importorskip("matplotlib")
+    results = write(tmp_path, "sweep.json", timex_sweep())
+    res = runner.invoke(app, ["plot", str(results), "-o", str(tmp_path / "sweep.xyz")])
+    assert res.exit_code == 2 and "Cannot write the plot" in res.output and "Traceback" not in res.output
+
+
+def test_ceilings_without_a_figure_give_no_share():
+    from cudabench.ceilings import Ceilings
+
+    c = Ceilings("gpu", "drv", copy_bytes_per_s=3e12, sgemm_flops=5e13, fma_flops=0.0, measured="today")
+    assert c.of("fma", 1e9, 0, 1e-3) is None
+    assert c.of("memory", 0, 3e9, 1e-3) == pytest.approx(1.0)

@@ -1,3 +1,5 @@
+#include <cstdint>
+
 #include "cudabench/binding.h"
 #include "matmul.h"
 
@@ -15,6 +17,10 @@ void matmul(const at::Tensor& A, const at::Tensor& B, at::Tensor& C, int64_t var
               "each matrix must have fewer than 2^31 elements");
   const char* why = matmul_unsupported((int)variant, (int)M, (int)N, (int)K);
   TORCH_CHECK(why == nullptr, why ? why : "");
+  TORCH_CHECK(variant != MATMUL_REGTILE || (reinterpret_cast<std::uintptr_t>(A.data_ptr()) % 16 == 0 &&
+                                            reinterpret_cast<std::uintptr_t>(B.data_ptr()) % 16 == 0 &&
+                                            reinterpret_cast<std::uintptr_t>(C.data_ptr()) % 16 == 0),
+              "matmul-regtile needs 16-byte aligned A, B and C (float4 access); a fresh tensor is");
   cudabench::check_same_device(A, B, "A", "B");
   cudabench::check_same_device(A, C, "A", "C");
   const c10::cuda::CUDAGuard guard(A.device());

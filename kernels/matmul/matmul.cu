@@ -107,7 +107,8 @@ __global__ void __launch_bounds__(256) matmul_regtile(const float* __restrict__ 
 }  // namespace
 
 const char* matmul_unsupported(int variant, int M, int N, int K) {
-  if (variant == MATMUL_REGTILE && (M % RT_BM || N % RT_BN || K % RT_BK))
+  if (M > 65535 * NAIVE_BLOCK) return "M must be at most 1048560 (the grid's y dimension)";
+  if (variant == MATMUL_REGTILE && (K <= 0 || M % RT_BM || N % RT_BN || K % RT_BK))
     return "matmul-regtile needs M and N multiples of 128 and K a multiple of 8";
   return nullptr;
 }

@@ -48,6 +48,10 @@ FITS_INT32 = Constraint(
     lambda s: max(s["M"] * s["K"], s["K"] * s["N"], s["M"] * s["N"]) < 2**31,
     "each matrix must have fewer than 2^31 elements (32-bit indices)",
 )
+GRID_ROWS = Constraint(
+    "M <= 1048560", lambda s: s["M"] <= 65535 * 16,
+    "M must be at most 1048560: the grid's y dimension (65535 blocks) holds rows of 16",
+)
 
 TILE_128 = Constraint("M % 128 == 0, N % 128 == 0, K % 8 == 0",
                       lambda s: s["M"] % 128 == 0 and s["N"] % 128 == 0 and s["K"] % 8 == 0,
@@ -70,7 +74,7 @@ FAMILY = Family(
     ),
     baselines=(Baseline("torch-matmul", "torch.matmul (cuBLAS SGEMM, TF32 off)", torch_matmul,
                         has_backward=False),),
-    constraints=(FITS_INT32,),
+    constraints=(FITS_INT32, GRID_ROWS),
     work=work,
     bound="sgemm",
     tolerance=1e-5,

@@ -4,7 +4,7 @@ one Triton kernel; the CUDA variant is that one pass written by hand. Memory-bou
 
 import torch
 
-from cudabench.spec import Baseline, Family, Param, Variant, empty_like
+from cudabench.spec import Baseline, Family, Param, Variant, compiled, empty_like
 
 
 def make_inputs(shape, gen, device):
@@ -40,7 +40,7 @@ FAMILY = Family(
     baselines=(
         Baseline("eager", "torch.sin(x)**2 + torch.cos(x)**2: five kernels", lambda: reference, has_backward=False),
         Baseline("torch-compile", "torch.compile of the same expression (Inductor: one Triton kernel)",
-                 lambda: torch.compile(reference, dynamic=False), has_backward=False),
+                 lambda: compiled(reference), has_backward=False),
     ),
     work=work,
     tolerance=1e-6,

@@ -11,6 +11,10 @@
 // in shared memory: no bit reversal, each pass reads one buffer and writes the other. A pass's
 // first twiddle comes from sincospif, the others are its powers. Buffer indices are padded by one
 // element every 16 so the strided writes of the first passes avoid bank conflicts.
+#include <map>
+#include <mutex>
+#include <tuple>
+
 #include "timex.h"
 
 namespace {
@@ -302,11 +306,28 @@ int resident_blocks(Kernel kernel, size_t bytes) {
   return sms * per_sm;
 }
 
+// Resident blocks per (device, T, direction), asked of the occupancy API once: that query also
+// raises the kernel's shared-memory limit, and neither belongs in every timed call.
+int resident_for(int T, bool backward) {
+  static std::mutex lock;
+  static std::map<std::tuple<int, int, bool>, int> known;
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return 0;
+  const std::lock_guard<std::mutex> guard(lock);
+  const auto key = std::make_tuple(device, T, backward);
+  auto it = known.find(key);
+  if (it == known.end()) {
+    const size_t bytes = smem_bytes(T, backward);
+    const int n = backward ? resident_blocks(fft_backward, bytes) : resident_blocks(fft_forward, bytes);
+    it = known.emplace(key, n).first;
+  }
+  return it->second;
+}
+
 // Blocks per channel: enough that the grid is about four waves of resident blocks (a single
 // partial wave of whole channels would leave most SMs idle at the end), at most one per row pair.
 int splits(int B, int C, int T, bool backward) {
-  const size_t bytes = smem_bytes(T, backward);
-  const int resident = backward ? resident_blocks(fft_backward, bytes) : resident_blocks(fft_forward, bytes);
+  const int resident = resident_for(T, backward);
   if (resident <= 0) return 1;
   const int pairs = (B + 1) / 2;
   const int want = (4 * resident + C - 1) / C;
@@ -322,21 +343,20 @@ size_t timex_fft_scratch(int B, int C, int T) {
 
 cudaError_t timex_fft_forward(const float* w, const float* k, float* out, float eps, int B, int C, int T,
                               cudaStream_t stream) {
-  const size_t bytes = smem_bytes(T, false);
-  cudaError_t err = allow_smem(fft_forward, bytes);
-  if (err != cudaSuccess) return err;
-  fft_forward<<<dim3(C, splits(B, C, T, false)), FFT_THREADS, bytes, stream>>>(w, k, out, eps, B, C, T);
+  if (resident_for(T, false) <= 0) return cudaErrorInvalidConfiguration;  // does not fit on this GPU
+  const int s = splits(B, C, T, false);
+  fft_forward<<<dim3(C, s), FFT_THREADS, smem_bytes(T, false), stream>>>(w, k, out, eps, B, C, T);
   return cudaGetLastError();
 }
 
 cudaError_t timex_fft_backward(const float* w, const float* k, const float* g, float* gw, float* gk, float* scratch,
                                int B, int C, int T, cudaStream_t stream) {
-  const size_t bytes = smem_bytes(T, true);
-  cudaError_t err = allow_smem(fft_backward, bytes);
-  if (err != cudaSuccess) return err;
+  if (resident_for(T, true) <= 0) return cudaErrorInvalidConfiguration;  // does not fit on this GPU
   const int s = splits(B, C, T, true);
-  fft_backward<<<dim3(C, s), FFT_THREADS, bytes, stream>>>(w, k, g, s > 1 ? scratch : gw, gk, B, C, T);
-  err = cudaGetLastError();
+  if (s > 1 && scratch == nullptr) return cudaErrorInvalidValue;  // sized by timex_fft_scratch
+  fft_backward<<<dim3(C, s), FFT_THREADS, smem_bytes(T, true), stream>>>(w, k, g, s > 1 ? scratch : gw, gk,
+                                                                          B, C, T);
+  cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess || s == 1) return err;
   return timex_sum_partials(scratch, gw, s, (size_t)C * T, stream);
 }
