@@ -98,16 +98,17 @@ def export_command(nsys: str, report: Path, sqlite: Path) -> list[str]:
     return [nsys, "export", "--type=sqlite", "--force-overwrite=true", f"--output={sqlite}", str(report)]
 
 
-def nvtx_backend_for(version: Optional[tuple[int, ...]], nvtx_package: Optional[str]) -> str:
-    """Ranges from the nvtx package >= 0.2.13 are not recorded by Nsight Systems before 2024;
-    torch.cuda.nvtx ranges are. Pick what this nsys can read."""
+def nvtx_backend_for(version: Optional[tuple[int, ...]], nvtx_package: Optional[str]) -> tuple[str, str]:
+    """(backend, why): ranges from the nvtx package >= 0.2.13 are not recorded by Nsight Systems
+    before 2024; torch.cuda.nvtx ranges are. Pick what this nsys can read."""
     if nvtx_package is None:
-        return "torch"
+        return "torch", "the nvtx package is not installed"
     if version is not None and version < (2024,):
         parts = tuple(int(p) for p in re.findall(r"\d+", nvtx_package)[:3])
         if parts >= (0, 2, 13):
-            return "torch"
-    return "nvtx"
+            return "torch", (f"this nsys ({'.'.join(map(str, version))}) predates 2024 and does not record "
+                             f"ranges of nvtx {nvtx_package}")
+    return "nvtx", ""
 
 
 def with_ext(base: Path, ext: str) -> Path:

@@ -88,9 +88,10 @@ def read_summary(req: ProfileRequest, rc: int, log: str) -> dict:
 
 
 def child_env(req: ProfileRequest, tool_path: Optional[str]) -> tuple[dict, str]:
-    """The environment for the child, with the NVTX backend this nsys can record."""
+    """The environment for the child, with the NVTX backend this nsys can record, and why when it
+    is not the nvtx package."""
     env = dict(os.environ)
-    backend = "nvtx"
+    backend, why = "nvtx", ""
     if req.tool == "nsys":
         try:
             import importlib.metadata as md
@@ -98,6 +99,6 @@ def child_env(req: ProfileRequest, tool_path: Optional[str]) -> tuple[dict, str]
             pkg = md.version("nvtx")
         except Exception:
             pkg = None
-        backend = nsys_tool.nvtx_backend_for(nsys_tool.nsys_version(tool_path), pkg)
+        backend, why = nsys_tool.nvtx_backend_for(nsys_tool.nsys_version(tool_path), pkg)
     env["CUDABENCH_NVTX_BACKEND"] = backend
-    return env, backend
+    return env, why

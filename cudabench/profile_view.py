@@ -33,11 +33,10 @@ def profile_and_report(req: ProfileRequest, nsys_path: Optional[str], out: Conso
     for ext in OUTPUTS:  # never read an earlier run's report as this one's
         with_ext(req.base, ext).unlink(missing_ok=True)
     command = child_command(req, tool_path)
-    env, backend = child_env(req, tool_path)
+    env, why = child_env(req, tool_path)
     out.print(f"[dim]$ {' '.join(command)}[/]")
-    if req.tool == "nsys" and backend == "torch":
-        out.print("[dim]NVTX through torch.cuda.nvtx: this nsys predates 2024 and does not record ranges of "
-                  "the installed nvtx package (>= 0.2.13).[/]")
+    if why:
+        out.print(f"[dim]NVTX ranges through torch.cuda.nvtx: {why}.[/]")
     rc, log = run_child(command, env, lambda line: print(f"│ {line}", file=sys.stderr, flush=True))
     if req.tool == "nsys":
         report_nsys(req, tool_path, rc, log, out)

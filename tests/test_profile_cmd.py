@@ -97,12 +97,13 @@ def test_only_a_qdstrm_is_explained_and_kept(tmp_path):
     assert nsys.check_report(base, "nsys", "") == base.with_suffix(".nsys-rep")
 
 
-@pytest.mark.parametrize("version, package, backend", [
-    ((2023, 4, 4), "0.2.11", "nvtx"), ((2023, 4, 4), "0.2.13", "torch"), ((2025, 1, 0), "0.2.16", "nvtx"),
-    ((2023, 4, 4), None, "torch"), (None, "0.2.16", "nvtx"),
+@pytest.mark.parametrize("version, package, backend, why", [
+    ((2023, 4, 4), "0.2.11", "nvtx", ""), ((2023, 4, 4), "0.2.13", "torch", "predates 2024"),
+    ((2025, 1, 0), "0.2.16", "nvtx", ""), ((2023, 4, 4), None, "torch", "not installed"), (None, "0.2.16", "nvtx", ""),
 ])
-def test_nvtx_backend_follows_what_nsys_can_record(version, package, backend):
-    assert nsys.nvtx_backend_for(version, package) == backend
+def test_nvtx_backend_follows_what_nsys_can_record(version, package, backend, why):
+    chosen, reason = nsys.nvtx_backend_for(version, package)
+    assert chosen == backend and why in reason
 
 
 def test_ncu_raw_csv():
