@@ -56,16 +56,21 @@ def _median_seconds(fn: Callable[[], None], repeats: int) -> float:
     return statistics.median(times)
 
 
+def _copy_bandwidth(n: int = 1 << 28) -> float:
+    """Bytes read + written per second by a device-to-device copy of n floats (1 GiB: beyond L2)."""
+    import torch
+
+    src, dst = torch.rand(n, device="cuda"), torch.empty(n, device="cuda")
+    return 2 * 4 * n / _median_seconds(lambda: dst.copy_(src), 20)
+
+
 def measure() -> Ceilings:
     import torch
 
     from cudabench.device import environment, read_clocks
 
     env = environment()
-    n = 1 << 28  # 1 GiB of float32: far beyond L2
-    src, dst = torch.rand(n, device="cuda"), torch.empty(n, device="cuda")
-    copy = 2 * 4 * n / _median_seconds(lambda: dst.copy_(src), 20)
-    del src, dst
+    copy = _copy_bandwidth()
     m = 8192
     a, b = torch.rand(m, m, device="cuda"), torch.rand(m, m, device="cuda")
     saved = torch.backends.cuda.matmul.allow_tf32

@@ -270,7 +270,9 @@ def run(
     from cudabench.export import document, source_hash, to_csv, to_markdown, write_json_atomic, write_text_atomic
     from cudabench.runner import RunOptions, Runner
     from cudabench.config import TimingPolicy
-    from cudabench.suite import effective_timing, plan_command, plan_suite
+    from cudabench.runner import plan
+    from cudabench.shapes import parse_shape
+    from cudabench.suite import effective_timing, plan_suite
     from cudabench.timers import TIMERS
 
     if bool(kernel) == bool(config):
@@ -309,7 +311,7 @@ def run(
     if suite:
         tasks = plan_suite(registry, suite, options)
     else:
-        tasks = plan_command(registry, kernel, shape, options)
+        tasks = plan(registry, kernel, parse_shape(shape), options)
     planned = {n for t in tasks for n in [*(v.name for v in t.variants), *(b.name for b in t.baselines)]}
     for name in set(options.renames) - planned:
         err.print(f"[yellow]note:[/] --record-as names {name}, which this run does not time.")
@@ -325,7 +327,7 @@ def run(
     hashes = {t.family.name: source_hash(t.family) for t in tasks}
     out.print(f"[dim]{report.environment_line(env)}[/]")
 
-    def save(_result=None) -> None:
+    def save() -> None:
         doc = document(runner.results, env, command, runner.seed, hashes)
         if json_path:
             write_json_atomic(json_path, doc)
@@ -337,7 +339,7 @@ def run(
     with progress_for(tasks) as progress:
         def on_result(result) -> None:
             progress.advance()
-            save(result)
+            save()
 
         runner = Runner(options, on_result=on_result, on_status=progress.status)
         interrupted = False

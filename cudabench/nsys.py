@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence
 
-from cudabench.errors import EXIT_USAGE, CudabenchError, ToolNotFoundError
+from cudabench.errors import CudabenchError, ToolNotFoundError
 
 # Where nsys usually lives, newest first within each pattern. The copy bundled inside Nsight
 # Compute comes last: it records but cannot import its .qdstrm into a report.
@@ -26,9 +26,7 @@ INSTALL_GLOBS = (
 
 
 class NsysImporterMissing(CudabenchError):
-    """nsys recorded a .qdstrm but could not turn it into a .nsys-rep."""
-
-    exit_code = EXIT_USAGE
+    """nsys recorded a .qdstrm but could not turn it into a .nsys-rep (exit 2, like a missing tool)."""
 
 
 @dataclass(frozen=True)

@@ -34,10 +34,6 @@ def configure(enabled: bool, backend: str = "nvtx", iterations: bool = False) ->
     _state.update(enabled=enabled, backend=backend, iterations=iterations)
 
 
-def enabled() -> bool:
-    return _state["enabled"]
-
-
 def backend() -> str:
     return _state["backend"]
 

@@ -313,8 +313,6 @@ class Runner:
 
     def _run_subject(self, family: Family, case: Case, name: str, role: str, make_op: Callable[[], Any],
                      inputs: dict, grad_out: Any, reference: dict) -> Result:
-        import torch
-
         check: Optional[Check] = None
         try:
             op = make_op()

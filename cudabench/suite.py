@@ -4,12 +4,11 @@ line over the suite's [timing] table over the defaults) and the planned cases of
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Optional, Sequence
+from typing import Optional
 
 from cudabench.config import Suite, TimingPolicy
 from cudabench.registry import Registry
 from cudabench.runner import RunOptions, Task, plan
-from cudabench.shapes import parse_shape
 
 DEFAULTS = {"timing": "sync", "cold": False, "repeat": None, "min_time": None, "noise": 0.005, "max_time": 2.0,
             "warmup": "100ms"}
@@ -23,10 +22,6 @@ def effective_timing(command_line: TimingPolicy, suite: Optional[TimingPolicy]) 
         given = {k: v for k, v in given.items() if k not in ("repeat", "min_time")}
     merged = {**DEFAULTS, **given, **command_line.given()}
     return TimingPolicy(**merged)
-
-
-def plan_command(registry: Registry, kernels: Sequence[str], shape: str, options: RunOptions) -> list[Task]:
-    return plan(registry, kernels, parse_shape(shape), options)
 
 
 def plan_suite(registry: Registry, suite: Suite, options: RunOptions) -> list[Task]:

@@ -91,8 +91,7 @@ later. A host clock therefore measures the GPU only if the queue is empty when t
 """
 
 
-def compare(task: Any, seed: int, iterations: int, warmup: int, busy_ms: float,
-            arch: Optional[str] = None) -> tuple[list[ModeResult], Any]:
+def compare(task: Any, seed: int, iterations: int, warmup: int, busy_ms: float) -> tuple[list[ModeResult], Any]:
     """Check the task's kernel, then time it under every placement and every correct timer."""
     import torch
 
@@ -100,7 +99,7 @@ def compare(task: Any, seed: int, iterations: int, warmup: int, busy_ms: float,
     from cudabench.runner import checked_call
     from cudabench.timers import CuptiTimer, EventTimer, GraphTimer, sleep_cycles
 
-    call, check = checked_call(task, seed, arch)
+    call, check = checked_call(task, seed)
     sync = torch.cuda.synchronize
     busy = (lambda: torch.cuda._sleep(sleep_cycles(busy_ms / 1e3))) if busy_ms > 0 else None
     results = []

@@ -1,6 +1,5 @@
 """The profile command lines (pure functions), tool discovery and the no-importer explanation."""
 
-import os
 import stat
 from pathlib import Path
 
@@ -8,7 +7,7 @@ import pytest
 
 from cudabench import nsys
 from cudabench.errors import ToolNotFoundError
-from cudabench.ncu import METRICS, import_command, ncu_command, parse_raw_csv
+from cudabench.ncu import METRICS, import_command, parse_raw_csv
 from cudabench.profile import ProfileRequest, child_command, worker_command
 
 
