@@ -1,3 +1,3 @@
-from cudabench.cli import main
+from cudabench.cli.app import main
 
 main()

@@ -14,6 +14,6 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session")
 def registry():
-    from cudabench.registry import discover
+    from cudabench.spec.registry import discover
 
     return discover()

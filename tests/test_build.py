@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from cudabench.build import (build_key, check_compile, compiler_errors, gencode, normalize_arch,
+from cudabench.spec.build import (build_key, check_compile, compiler_errors, gencode, normalize_arch,
                              torch_arch_list)
 from cudabench.errors import BuildError
 

@@ -2,9 +2,9 @@
 
 import torch
 
-from cudabench.check import check_workload, reference_results, relative_error
-from cudabench.spec import empty_like
-from cudabench.workload import make_workload
+from cudabench.measure.check import check_workload, reference_results, relative_error
+from cudabench.spec.family import empty_like
+from cudabench.measure.workload import make_workload
 
 
 def test_relative_error():

@@ -5,7 +5,7 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from cudabench.cli import app
+from cudabench.cli.app import app
 
 runner = CliRunner()
 
@@ -72,7 +72,7 @@ def test_user_mistakes_get_one_message_and_exit_2(no_gpu, args, fragment):
 def test_profile_without_nsys_says_where_it_looked(no_gpu, monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.delenv("CUDABENCH_NSYS", raising=False)
-    monkeypatch.setattr("cudabench.nsys.INSTALL_GLOBS", ())
+    monkeypatch.setattr("cudabench.profile.nsys.INSTALL_GLOBS", ())
     res = invoke("profile", "--kernel", "timex-v4")
     assert res.exit_code == 2 and "nsys) was not found" in res.output and "--tool torch" in res.output
 

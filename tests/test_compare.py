@@ -4,7 +4,7 @@ results present on one side only, and threshold parsing."""
 import numpy as np
 import pytest
 
-from cudabench.compare import bootstrap_medians, compare_documents, parse_threshold, verdict, verdict_text
+from cudabench.results.compare import bootstrap_medians, compare_documents, parse_threshold, verdict, verdict_text
 from cudabench.errors import ConfigError
 from synthetic import doc, measured, skipped, timex_sweep
 

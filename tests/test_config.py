@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from cudabench.config import expand_shape, load_suite, swept_parameters
+from cudabench.results.config import expand_shape, load_suite, swept_parameters
 from cudabench.errors import ConfigError
 
 CONFIGS = sorted((Path(__file__).resolve().parent.parent / "configs").glob("*.toml"))

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from cudabench.build import check_compile, compiler_errors
-from cudabench.check import check_workload
-from cudabench.model import Case
-from cudabench.registry import discover
-from cudabench.runner import case_data
-from cudabench.workload import make_workload
+from cudabench.spec.build import check_compile, compiler_errors
+from cudabench.measure.check import check_workload
+from cudabench.results.model import Case
+from cudabench.spec.registry import discover
+from cudabench.engine.runner import case_data
+from cudabench.measure.workload import make_workload
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "my_kernels"
 

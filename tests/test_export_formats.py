@@ -8,7 +8,7 @@ import json
 import pytest
 
 from cudabench.errors import ConfigError
-from cudabench.export import (SCHEMA, SCHEMA_VERSION, load_results, source_hash, to_csv, to_markdown,
+from cudabench.results.export import (SCHEMA, SCHEMA_VERSION, load_results, source_hash, to_csv, to_markdown,
                               write_json_atomic)
 from synthetic import doc, measured, skipped
 

@@ -4,7 +4,8 @@ import itertools
 
 import pytest
 
-from cudabench.measure import Adaptive, FixedCount, MinTime, Warmup, measure, noisy
+from cudabench.measure.loop import Adaptive, FixedCount, MinTime, Warmup, measure
+from cudabench.results.model import noisy
 
 
 class FakeTimer:

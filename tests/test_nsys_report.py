@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from cudabench.nsys_report import (gpu_time_in, kernel_table, launch_overhead, range_table, read_report,
+from cudabench.profile.nsys_report import (gpu_time_in, kernel_table, launch_overhead, range_table, read_report,
                                    short_kernel_name)
 
 FIXTURE = Path(__file__).parent / "fixtures" / "nsys-timex-v4-fwdbwd.sqlite"

@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from cudabench.errors import ConfigError, ToolNotFoundError
-from cudabench.plot import plot_sweep, speedups, sweep_axes, sweep_panels
+from cudabench.results.plot import plot_sweep, speedups, sweep_axes, sweep_panels
 from synthetic import doc, measured, skipped, timex_sweep
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from cudabench import nsys
+from cudabench.profile import nsys
 from cudabench.errors import ToolNotFoundError
-from cudabench.ncu import METRICS, import_command, parse_raw_csv
-from cudabench.profile import ProfileRequest, child_command, worker_command
+from cudabench.profile.ncu import METRICS, import_command, parse_raw_csv
+from cudabench.profile.launch import ProfileRequest, child_command, worker_command
 
 
 def request(**kw):

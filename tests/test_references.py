@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from cudabench.check import reference_results
+from cudabench.measure.check import reference_results
 
 
 def timex_loops(w, k, eps, g):

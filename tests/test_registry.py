@@ -1,7 +1,7 @@
 import pytest
 
 from cudabench.errors import ConfigError, UnknownKernelError
-from cudabench.registry import discover
+from cudabench.spec.registry import discover
 
 
 def test_shipped_families_and_variants(registry):
@@ -42,7 +42,7 @@ def test_broken_spec_names_its_file(tmp_path):
 def test_duplicate_names_are_refused(tmp_path):
     import shutil
 
-    from cudabench.registry import builtin_kernels_dir
+    from cudabench.spec.registry import builtin_kernels_dir
 
     shutil.copytree(builtin_kernels_dir() / "add2", tmp_path / "add2")
     with pytest.raises(ConfigError, match="already registered"):

@@ -8,12 +8,12 @@ from dataclasses import replace
 import pytest
 from rich.console import Console
 
-from cudabench import report
+from cudabench.results import report
 from cudabench.device import environment
 from cudabench.errors import ShapeError
-from cudabench.export import SCHEMA_VERSION, document, write_json_atomic
-from cudabench.measure import FixedCount, Warmup
-from cudabench.runner import RunOptions, Runner, plan
+from cudabench.results.export import SCHEMA_VERSION, document, write_json_atomic
+from cudabench.measure.loop import FixedCount, Warmup
+from cudabench.engine.runner import RunOptions, Runner, plan
 
 
 class FakeTimer:

@@ -1,7 +1,7 @@
 import pytest
 
 from cudabench.errors import ShapeError
-from cudabench.shapes import check_shape, complete_shape, parse_shape, parse_value
+from cudabench.spec.shapes import check_shape, complete_shape, parse_shape, parse_value
 
 
 def test_values_plain_underscored_and_powers():

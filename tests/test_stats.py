@@ -2,7 +2,7 @@ import statistics
 
 import pytest
 
-from cudabench.stats import relative_noise, speedup, summarize, throughput
+from cudabench.results.stats import relative_noise, speedup, summarize, throughput
 
 
 def test_summary_matches_the_statistics_module():

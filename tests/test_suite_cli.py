@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from cudabench.cli import app
-from cudabench.config import TimingPolicy, load_suite
-from cudabench.export import write_json_atomic
-from cudabench.runner import RunOptions
-from cudabench.suite import effective_timing, plan_suite
+from cudabench.cli.app import app
+from cudabench.results.config import TimingPolicy, load_suite
+from cudabench.results.export import write_json_atomic
+from cudabench.engine.runner import RunOptions
+from cudabench.engine.suite import effective_timing, plan_suite
 from synthetic import doc, measured, timex_sweep
 
 CONFIGS = Path(__file__).parent.parent / "configs"
@@ -96,7 +96,7 @@ def test_plot_to_an_unknown_format_is_a_message(tmp_path):
 
 
 def test_ceilings_without_a_figure_give_no_share():
-    from cudabench.ceilings import Ceilings
+    from cudabench.measure.ceilings import Ceilings
 
     c = Ceilings("gpu", "drv", copy_bytes_per_s=3e12, sgemm_flops=5e13, fma_flops=0.0, measured="today")
     assert c.of("fma", 1e9, 0, 1e-3) is None

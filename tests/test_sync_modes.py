@@ -2,7 +2,7 @@
 
 import pytest
 
-from cudabench.sync_modes import PLACEMENTS, ModeResult, time_placement
+from cudabench.measure.sync_modes import PLACEMENTS, ModeResult, time_placement
 
 LAUNCH, KERNEL, SYNC = 5.0, 100.0, 2.0  # µs
 

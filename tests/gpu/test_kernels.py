@@ -8,11 +8,11 @@ import zlib
 import pytest
 import torch
 
-from cudabench.build import build
-from cudabench.check import check_workload, reference_results
-from cudabench.registry import discover
-from cudabench.shapes import complete_shape, violation
-from cudabench.workload import make_workload
+from cudabench.spec.build import build
+from cudabench.measure.check import check_workload, reference_results
+from cudabench.spec.registry import discover
+from cudabench.spec.shapes import complete_shape, violation
+from cudabench.measure.workload import make_workload
 
 pytestmark = pytest.mark.gpu
 

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from cudabench import nsys_report
+from cudabench.profile import nsys_report
 
 pytestmark = pytest.mark.gpu
 

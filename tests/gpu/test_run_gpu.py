@@ -5,9 +5,9 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from cudabench.cli import app
-from cudabench.measure import FixedCount, Warmup
-from cudabench.runner import RunOptions, Runner, plan
+from cudabench.cli.app import app
+from cudabench.measure.loop import FixedCount, Warmup
+from cudabench.engine.runner import RunOptions, Runner, plan
 
 pytestmark = pytest.mark.gpu
 

@@ -7,10 +7,10 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from cudabench.cli import app
-from cudabench.measure import FixedCount, Warmup, measure
-from cudabench.runner import RunOptions, Runner, checked_call, plan
-from cudabench.timers import CuptiTimer, EventTimer, GraphTimer, SyncTimer
+from cudabench.cli.app import app
+from cudabench.measure.loop import FixedCount, Warmup, measure
+from cudabench.engine.runner import RunOptions, Runner, checked_call, plan
+from cudabench.measure.timers import CuptiTimer, EventTimer, GraphTimer, SyncTimer
 
 pytestmark = pytest.mark.gpu
 

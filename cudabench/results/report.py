@@ -9,11 +9,9 @@ from typing import Any, Iterable, Optional, Sequence
 from rich.table import Table
 from rich.text import Text
 
-from cudabench.clocks import throttle_warning
-from cudabench.measure import noisy
-from cudabench.model import Environment, Result
-from cudabench.nsys_report import short_kernel_name
-from cudabench.stats import speedup, throughput
+from cudabench.results.model import Environment, Result, noisy, throttle_warning
+from cudabench.profile.nsys_report import short_kernel_name
+from cudabench.results.stats import speedup, throughput
 
 
 def fmt_time(seconds: Optional[float]) -> str:
@@ -254,7 +252,7 @@ VERDICT_STYLE = {"same": "green", "faster": "bold green", "slower": "bold red", 
 
 def compare_table(comparison: Any) -> Table:
     """One row per case and subject measured in both files: medians, ratio, its 95 % interval."""
-    from cudabench.compare import verdict_text
+    from cudabench.results.compare import verdict_text
 
     table = Table(title=f"new vs old (threshold {comparison.threshold:.0%}; interval: 95 % bootstrap of the "
                         "ratio of medians)", title_justify="left", header_style="bold")

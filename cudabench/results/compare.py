@@ -1,4 +1,4 @@
-"""Noise-aware comparison of two results documents (see cudabench.export): for each subject on each
+"""Noise-aware comparison of two results documents (see cudabench.results.export): for each subject on each
 case measured in both, a bootstrap confidence interval of median(new) / median(old) and a verdict.
 
 Verdict, for the 95 % interval [lo, hi] of the ratio and threshold t (5 % = 0.05), first match wins:

@@ -46,7 +46,7 @@ def report_errors(fn: Callable) -> Callable:
 
 
 def _registry(kernels_dir: Optional[List[Path]] = None):
-    from cudabench.registry import discover
+    from cudabench.spec.registry import discover
 
     return discover(kernels_dir or [])
 
@@ -60,7 +60,7 @@ KernelsDir = typer.Option(None, "--kernels-dir", help="Extra folder of kernel fa
 @report_errors
 def list_kernels(kernels_dir: Optional[List[Path]] = KernelsDir) -> None:
     """Kernels (variants), their family, directions, constraints, default shape and baselines."""
-    from cudabench.shapes import format_shape
+    from cudabench.spec.shapes import format_shape
 
     reg = _registry(kernels_dir)
     table = Table(header_style="bold")
@@ -93,10 +93,10 @@ def doctor(
                                   "throughput, the ceilings runs compare against (cached)."),
 ) -> None:
     """GPU, driver, clocks, torch, nvcc, ninja, nsys, ncu: what works here and what is missing."""
-    from cudabench.doctor import findings
+    from cudabench.cli.doctor import findings
 
     if ceilings:
-        from cudabench import ceilings as device_ceilings
+        from cudabench.measure import ceilings as device_ceilings
         from cudabench.device import require_gpu
 
         require_gpu()
@@ -126,7 +126,7 @@ def build_cmd(
     kernels_dir: Optional[List[Path]] = KernelsDir,
 ) -> None:
     """JIT-build kernel families (cached by a hash of sources, flags, arch and torch version)."""
-    from cudabench.build import build, check_compile
+    from cudabench.spec.build import build, check_compile
 
     reg = _registry(kernels_dir)
     if not all_ and not kernel:
@@ -142,7 +142,7 @@ def build_cmd(
                 out.print(f"{status} {family.name}: {c.source.name} ({c.seconds:.1f} s)")
                 if not c.ok:
                     failed += 1
-                    from cudabench.build import compiler_errors
+                    from cudabench.spec.build import compiler_errors
 
                     err.print(compiler_errors(c.output) if not verbose else c.output)
         if failed:
@@ -161,7 +161,7 @@ def build_cmd(
 # ---- run --------------------------------------------------------------------------------------------
 
 def _stop_rule(repeat: Optional[int], min_time: Optional[float], noise: float, max_time: float):
-    from cudabench.measure import Adaptive, FixedCount, MinTime
+    from cudabench.measure.loop import Adaptive, FixedCount, MinTime
 
     if repeat is not None and min_time is not None:
         raise ShapeError("--repeat and --min-time are alternatives: give one.")
@@ -176,7 +176,7 @@ def _stop_rule(repeat: Optional[int], min_time: Optional[float], noise: float, m
 
 def _warmup(text: str):
     """'25' = 25 calls; '100ms' / '0.5s' = at least that long (and at least 3 calls)."""
-    from cudabench.measure import Warmup
+    from cudabench.measure.loop import Warmup
 
     t = text.strip().lower()
     try:
@@ -265,22 +265,22 @@ def run(
     kernels_dir: Optional[List[Path]] = KernelsDir,
 ) -> None:
     """Check kernels against the fp64 reference, then time them (and the baseline) correctly."""
-    from cudabench import report
+    from cudabench.results import report
     from cudabench.device import environment, require_gpu
-    from cudabench.export import document, source_hash, to_csv, to_markdown, write_json_atomic, write_text_atomic
-    from cudabench.runner import RunOptions, Runner
-    from cudabench.config import TimingPolicy
-    from cudabench.runner import plan
-    from cudabench.shapes import parse_shape
-    from cudabench.suite import effective_timing, plan_suite
-    from cudabench.timers import TIMERS
+    from cudabench.results.export import document, source_hash, to_csv, to_markdown, write_json_atomic, write_text_atomic
+    from cudabench.engine.runner import RunOptions, Runner
+    from cudabench.results.config import TimingPolicy
+    from cudabench.engine.runner import plan
+    from cudabench.spec.shapes import parse_shape
+    from cudabench.engine.suite import effective_timing, plan_suite
+    from cudabench.measure.timers import TIMERS
 
     if bool(kernel) == bool(config):
         raise ShapeError("Name what to run: --kernel NAME (repeatable) or --config FILE, one of the two.",
                          "`cudabench list` shows the kernels; configs/ holds example suites.")
     suite = None
     if config:
-        from cudabench.config import load_suite
+        from cudabench.results.config import load_suite
 
         suite = load_suite(config)
         kernels_dir = [*(kernels_dir or []), *suite.kernels_dirs]
@@ -317,7 +317,7 @@ def run(
         err.print(f"[yellow]note:[/] --record-as names {name}, which this run does not time.")
     require_gpu()
     if any(t.family.bound for t in tasks):
-        from cudabench import ceilings
+        from cudabench.measure import ceilings
 
         options = replace(options, ceilings=ceilings.get())
     nvtx.configure(nvtx_on or nvtx_iterations, iterations=nvtx_iterations)
@@ -412,9 +412,9 @@ def compare(
 ) -> None:
     """Noise-aware verdicts per case (bootstrap interval of the ratio of medians); exit 1 when any
     case is slower beyond the threshold — usable as a CI gate."""
-    from cudabench import report
-    from cudabench.compare import compare_documents, describe, parse_threshold
-    from cudabench.export import load_results
+    from cudabench.results import report
+    from cudabench.results.compare import compare_documents, describe, parse_threshold
+    from cudabench.results.export import load_results
 
     limit = parse_threshold(threshold)
     old_doc, new_doc = load_results(old), load_results(new)
@@ -440,8 +440,8 @@ def plot(
     param: Optional[str] = typer.Option(None, "--param", "-p", help="The swept shape parameter (default: found)."),
 ) -> None:
     """Time per call against the swept parameter for each kernel, and speedup over the baseline."""
-    from cudabench.export import load_results
-    from cudabench.plot import plot_sweep
+    from cudabench.results.export import load_results
+    from cudabench.results.plot import plot_sweep
 
     path = plot_sweep(load_results(results), output, param)
     out.print(f"wrote {path}")
@@ -467,10 +467,11 @@ def compare_sync_modes(
     """The four synchronize placements of the classic tutorial beside events, graphs and CUPTI."""
     import random
 
-    from cudabench import report, sync_modes
+    from cudabench.results import report
+    from cudabench.measure import sync_modes
     from cudabench.device import environment, require_gpu
-    from cudabench.runner import plan_single
-    from cudabench.shapes import parse_shape
+    from cudabench.engine.runner import plan_single
+    from cudabench.spec.shapes import parse_shape
 
     if iters < 2 or show < 1:
         raise ShapeError("--iters must be at least 2 (the first iteration is shown apart) and --show at least 1.")
@@ -512,16 +513,16 @@ def profile(
     NVTX ranges."""
     import random
 
-    from cudabench.profile import TOOLS, ProfileRequest
-    from cudabench.profile_view import profile_and_report
-    from cudabench.runner import plan_single
-    from cudabench.shapes import parse_shape
+    from cudabench.profile.launch import TOOLS, ProfileRequest
+    from cudabench.profile.view import profile_and_report
+    from cudabench.engine.runner import plan_single
+    from cudabench.spec.shapes import parse_shape
 
     if tool not in TOOLS:
         raise ShapeError(f"Unknown --tool '{tool}'.", f"Choose one of: {', '.join(TOOLS)}.")
     plan_single(_registry(kernels_dir), kernel, parse_shape(shape), direction)  # user errors first
     if tool == "nsys":
-        from cudabench.nsys import find_nsys
+        from cudabench.profile.nsys import find_nsys
 
         find_nsys(nsys)
     from cudabench.device import require_gpu
@@ -542,7 +543,7 @@ def worker(
     kernels_dir: Optional[List[Path]] = KernelsDir,
 ) -> None:
     """Internal: the process `cudabench profile` runs under the profiler."""
-    from cudabench.worker import run_worker
+    from cudabench.engine.worker import run_worker
 
     run_worker(_registry(kernels_dir), kernel, shape, direction, tool, iters, summary, seed, trace)
 
@@ -561,10 +562,10 @@ def check(
     kernels_dir: Optional[List[Path]] = KernelsDir,
 ) -> None:
     """Check kernels against the fp64 reference on fresh random inputs, without timing them."""
-    from cudabench import report
+    from cudabench.results import report
     from cudabench.device import require_gpu
-    from cudabench.runner import RunOptions, Runner, plan
-    from cudabench.shapes import parse_shape
+    from cudabench.engine.runner import RunOptions, Runner, plan
+    from cudabench.spec.shapes import parse_shape
 
     options = RunOptions(directions=_split(direction), baselines=None if baselines else (), seed=seed, time=False,
                          inputs=inputs)
@@ -579,7 +580,7 @@ def check(
 
 
 def _timing_text(name: str) -> str:
-    from cudabench.timers import TIMERS
+    from cudabench.measure.timers import TIMERS
 
     return TIMERS[name].describes
 

@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-from cudabench import ncu as ncu_tool
-from cudabench import nsys as nsys_tool
+from cudabench.profile import ncu as ncu_tool
+from cudabench.profile import nsys as nsys_tool
 from cudabench.errors import CudabenchError
-from cudabench.nsys import with_ext
+from cudabench.profile.nsys import with_ext
 
 TOOLS = ("nsys", "ncu", "torch")
 DEFAULT_ITERATIONS = {"nsys": 20, "ncu": 1, "torch": 20}

@@ -49,8 +49,8 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
 from cudabench.errors import ConfigError
-from cudabench.model import DIRECTIONS
-from cudabench.shapes import parse_value
+from cudabench.results.model import DIRECTIONS
+from cudabench.spec.shapes import parse_value
 
 TIMINGS = ("sync", "events", "graph", "cupti")
 MAX_SHAPES = 10_000  # per case: a slip such as step = 1 up to 2^28 should fail, not run for days

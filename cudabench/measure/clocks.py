@@ -11,7 +11,6 @@ from typing import Optional
 
 from cudabench.device import ClockReading, read_clocks
 
-THROTTLE_FRACTION = 0.9  # warn when the SM clock during a run falls below this share of its max
 
 
 @dataclass
@@ -60,14 +59,6 @@ class ClockMonitor:
         return tuple(out)
 
 
-def throttle_warning(clocks: dict[str, float]) -> Optional[str]:
-    """A warning when the SM clock seen during the timed region was below 90% of its maximum."""
-    sm = clocks.get("during_sm_mhz_median") or clocks.get("after_sm_mhz")
-    top = clocks.get("before_sm_max_mhz") or clocks.get("after_sm_max_mhz")
-    if not sm or not top or sm >= THROTTLE_FRACTION * top:
-        return None
-    return (f"SM clock {sm:.0f} MHz during the run is below {THROTTLE_FRACTION:.0%} of its max "
-            f"{top:.0f} MHz (power or thermal limit, or another job): times are slower than the GPU can do")
 
 
 class L2Flusher:

@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Optional
 
-from cudabench.config import Suite, TimingPolicy
-from cudabench.registry import Registry
-from cudabench.runner import RunOptions, Task, plan
+from cudabench.results.config import Suite, TimingPolicy
+from cudabench.spec.registry import Registry
+from cudabench.engine.runner import RunOptions, Task, plan
 
 DEFAULTS = {"timing": "sync", "cold": False, "repeat": None, "min_time": None, "noise": 0.005, "max_time": 2.0,
             "warmup": "100ms"}

@@ -6,7 +6,7 @@ import re
 from typing import Optional
 
 from cudabench.errors import ShapeError
-from cudabench.spec import Family, Variant
+from cudabench.spec.family import Family, Variant
 
 _POWER = re.compile(r"^(\d+)\s*(?:\^|\*\*)\s*(\d+)$")
 

@@ -32,8 +32,8 @@ from typing import Any, Iterable, Mapping, Optional
 
 from cudabench import __version__
 from cudabench.errors import ConfigError
-from cudabench.model import Environment, Result
-from cudabench.spec import Family
+from cudabench.results.model import Environment, Result
+from cudabench.spec.family import Family
 
 SCHEMA = "cudabench.results"
 SCHEMA_VERSION = 1
@@ -86,7 +86,7 @@ def document(results: Iterable[Result], env: Environment, command: str = "",
 
 def source_hash(family: Family) -> str:
     """sha256 of the family's source files and cudabench's shared headers (what its build reads)."""
-    from cudabench.build import hashed_files
+    from cudabench.spec.build import hashed_files
 
     h = hashlib.sha256()
     for path in hashed_files(family):
@@ -223,7 +223,7 @@ def markdown_header(doc: Mapping[str, Any]) -> str:
 
 def to_markdown(doc: Mapping[str, Any]) -> str:
     """A GitHub table of the results under a line with GPU, driver, CUDA, torch and date."""
-    from cudabench.report import fmt_error, fmt_time
+    from cudabench.results.report import fmt_error, fmt_time
 
     head = ["family", "shape", "dir", "subject", "role", "status", "rel err", "median", "q1", "q3", "min",
             "mean", "stdev", "n", "timing", "cache"]

@@ -10,7 +10,7 @@ import statistics
 from dataclasses import asdict, dataclass
 from typing import Callable, Optional
 
-from cudabench.build import cache_root
+from cudabench.spec.build import cache_root
 
 # FP32 FMA lanes per SM by compute capability (sm_70 and sm_80: 64; sm_86 on: 128)
 FP32_LANES = {"7.0": 64, "7.2": 64, "7.5": 64, "8.0": 64}

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Iterator, Optional
 
 from cudabench.errors import BuildError, NoGPUError, ToolNotFoundError
-from cudabench.spec import Family
+from cudabench.spec.family import Family
 
 INCLUDE_DIR = Path(__file__).resolve().parent / "include"
 SOURCE_SUFFIXES = {".cu", ".cpp", ".h", ".cuh", ".hpp"}

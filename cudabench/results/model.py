@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 DIRECTIONS = ("fwd", "bwd", "fwdbwd")
+THROTTLE_FRACTION = 0.9  # warn when the SM clock during a run falls below this share of its max
 
 
 @dataclass(frozen=True)
@@ -127,3 +128,18 @@ class Environment:
     hostname: str = ""
     date: str = ""
     settings: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+
+
+def noisy(reason: str) -> bool:
+    """True when sampling gave up before the noise target was met."""
+    return "> target" in reason
+
+
+def throttle_warning(clocks: dict[str, float]) -> Optional[str]:
+    """A warning when the SM clock seen during the timed region was below 90% of its maximum."""
+    sm = clocks.get("during_sm_mhz_median") or clocks.get("after_sm_mhz")
+    top = clocks.get("before_sm_max_mhz") or clocks.get("after_sm_max_mhz")
+    if not sm or not top or sm >= THROTTLE_FRACTION * top:
+        return None
+    return (f"SM clock {sm:.0f} MHz during the run is below {THROTTLE_FRACTION:.0%} of its max "
+            f"{top:.0f} MHz (power or thermal limit, or another job): times are slower than the GPU can do")

@@ -10,12 +10,13 @@ from typing import Optional
 
 from rich.console import Console
 
-from cudabench import ncu as ncu_tool
-from cudabench import nsys as nsys_tool
-from cudabench import nsys_report, report
+from cudabench.profile import ncu as ncu_tool
+from cudabench.profile import nsys as nsys_tool
+from cudabench.profile import nsys_report
+from cudabench.results import report
 from cudabench.errors import CudabenchError
-from cudabench.nsys import with_ext
-from cudabench.profile import OUTPUTS, ProfileRequest, child_command, child_env, read_summary, run_child
+from cudabench.profile.nsys import with_ext
+from cudabench.profile.launch import OUTPUTS, ProfileRequest, child_command, child_env, read_summary, run_child
 
 
 def profile_and_report(req: ProfileRequest, nsys_path: Optional[str], out: Console, err: Console) -> None:

@@ -10,18 +10,18 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator, Optional, Sequence
 
 from cudabench import nvtx
-from cudabench.build import build
-from cudabench.check import check_workload, reference_results
+from cudabench.spec.build import build
+from cudabench.measure.check import check_workload, reference_results
 from cudabench.errors import CheckFailedError, CudabenchError, ShapeError
-from cudabench.clocks import ClockMonitor, L2Flusher
-from cudabench.measure import Adaptive, FixedCount, StopRule, Warmup, measure
-from cudabench.model import Case, Check, Measurement, Result
-from cudabench.registry import Registry
-from cudabench.shapes import check_shape, complete_shape, violation
-from cudabench.spec import Baseline, Family, Variant
-from cudabench.stats import summarize
-from cudabench.timers import make_timer
-from cudabench.workload import make_workload
+from cudabench.measure.clocks import ClockMonitor, L2Flusher
+from cudabench.measure.loop import Adaptive, FixedCount, StopRule, Warmup, measure
+from cudabench.results.model import Case, Check, Measurement, Result
+from cudabench.spec.registry import Registry
+from cudabench.spec.shapes import check_shape, complete_shape, violation
+from cudabench.spec.family import Baseline, Family, Variant
+from cudabench.results.stats import summarize
+from cudabench.measure.timers import make_timer
+from cudabench.measure.workload import make_workload
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ class RunOptions:
     renames: dict = field(default_factory=dict)     # record a subject's results under another name
     cold: bool = False                              # flush L2 before every timed call
     kernel_time_below: float = 100e-6               # also read CUPTI kernel time for calls this short
-    ceilings: Any = None                            # cudabench.ceilings.Ceilings of this GPU, if known
+    ceilings: Any = None                            # cudabench.measure.ceilings.Ceilings of this GPU, if known
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Protocol, Sequence
 
-from cudabench.model import Measurement
-from cudabench.stats import summarize
+from cudabench.results.model import Measurement
+from cudabench.results.stats import summarize
 
 Call = Callable[[], Any]
 Hook = Optional[Callable[[], None]]
@@ -79,9 +79,6 @@ class Adaptive:
         return None
 
 
-def noisy(reason: str) -> bool:
-    """True when sampling gave up before the noise target was met."""
-    return "> target" in reason
 
 
 @dataclass(frozen=True)

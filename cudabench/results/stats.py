@@ -6,7 +6,7 @@ from typing import Sequence
 
 import numpy as np
 
-from cudabench.model import Stats
+from cudabench.results.model import Stats
 
 
 def summarize(samples: Sequence[float]) -> Stats:

@@ -95,9 +95,9 @@ def compare(task: Any, seed: int, iterations: int, warmup: int, busy_ms: float) 
     """Check the task's kernel, then time it under every placement and every correct timer."""
     import torch
 
-    from cudabench.measure import FixedCount, Warmup, measure
-    from cudabench.runner import checked_call
-    from cudabench.timers import CuptiTimer, EventTimer, GraphTimer, sleep_cycles
+    from cudabench.measure.loop import FixedCount, Warmup, measure
+    from cudabench.engine.runner import checked_call
+    from cudabench.measure.timers import CuptiTimer, EventTimer, GraphTimer, sleep_cycles
 
     call, check = checked_call(task, seed)
     sync = torch.cuda.synchronize

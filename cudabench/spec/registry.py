@@ -13,16 +13,16 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from cudabench.errors import ConfigError, UnknownKernelError
-from cudabench.spec import Family, Variant
+from cudabench.spec.family import Family, Variant
 
 
 def builtin_kernels_dir() -> Path:
     """kernels/ beside the package in a checkout (or editable install), else the installed copy."""
-    here = Path(__file__).resolve().parent
-    for candidate in (here.parent / "kernels", here / "kernels"):
+    package = Path(__file__).resolve().parents[1]
+    for candidate in (package.parent / "kernels", package / "kernels"):
         if candidate.is_dir():
             return candidate
-    return here.parent / "kernels"
+    return package.parent / "kernels"
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ def load_family(folder: Path) -> Family:
                           "Fix the kernel family's spec.py.") from exc
     family = getattr(module, "FAMILY", None)
     if not isinstance(family, Family):
-        raise ConfigError(f"{spec_file} does not define FAMILY = cudabench.spec.Family(...).")
+        raise ConfigError(f"{spec_file} does not define FAMILY = cudabench.spec.family.Family(...).")
     return replace(family, folder=folder)
 
 

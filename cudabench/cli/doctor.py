@@ -6,11 +6,9 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
 from cudabench.device import environment, nvml_driver_version, read_clocks
-
-CUDA_BIN_DIRS = ("/usr/local/cuda/bin",)
+from cudabench.profile.tools import find_tool, tool_version
 
 
 @dataclass(frozen=True)
@@ -18,27 +16,6 @@ class Finding:
     item: str
     ok: bool
     detail: str
-
-
-def find_tool(name: str) -> Optional[str]:
-    found = shutil.which(name)
-    if found:
-        return found
-    for d in CUDA_BIN_DIRS:
-        p = Path(d) / name
-        if p.is_file():
-            return str(p)
-    return None
-
-
-def tool_version(path: str, line: int = -1) -> str:
-    """One line of what a tool prints for --version: the last (nvcc, ncu) or the first (compilers)."""
-    try:
-        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"(could not run: {exc})"
-    lines = [ln.strip() for ln in (out.stdout + out.stderr).splitlines() if ln.strip()]
-    return lines[line] if lines else ""
 
 
 def gpu_findings() -> list[Finding]:

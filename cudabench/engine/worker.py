@@ -12,12 +12,12 @@ from typing import Any, Callable, Optional
 
 from cudabench import nvtx
 from cudabench.device import require_gpu
-from cudabench.measure import FixedCount, Warmup, measure
-from cudabench.registry import Registry
-from cudabench.runner import checked_call, plan_single
-from cudabench.shapes import parse_shape
-from cudabench.stats import summarize
-from cudabench.timers import EventTimer, gpu_activity
+from cudabench.measure.loop import FixedCount, Warmup, measure
+from cudabench.spec.registry import Registry
+from cudabench.engine.runner import checked_call, plan_single
+from cudabench.spec.shapes import parse_shape
+from cudabench.results.stats import summarize
+from cudabench.measure.timers import EventTimer, gpu_activity
 
 CALL_SUFFIX = " call"
 

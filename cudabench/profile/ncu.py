@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence
 
-from cudabench.doctor import find_tool
+from cudabench.profile.tools import find_tool
 from cudabench.errors import ToolNotFoundError
 
 METRICS = {  # metric -> column title

@@ -7,9 +7,9 @@ from typing import Any, Mapping
 
 import torch
 
-from cudabench.model import Check
-from cudabench.spec import Family, poisoned_outputs
-from cudabench.workload import Workload, make_workload
+from cudabench.results.model import Check
+from cudabench.spec.family import Family, poisoned_outputs
+from cudabench.measure.workload import Workload, make_workload
 
 
 def to_float64(inputs: Mapping[str, Any]) -> dict[str, Any]:

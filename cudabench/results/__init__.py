@@ -1,0 +1,1 @@
+"""Results: the records, the results file schema, compare, Rich tables, plots and suite files."""
