@@ -12,7 +12,7 @@ from cudabench.spec.build import check_compile, compiler_errors
 from cudabench.measure.check import check_workload
 from cudabench.results.model import Case
 from cudabench.spec.registry import discover
-from cudabench.engine.runner import case_data
+from cudabench.measure.subject import case_data
 from cudabench.measure.workload import make_workload
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "my_kernels"

@@ -4,7 +4,8 @@ import itertools
 
 import pytest
 
-from cudabench.measure.loop import Adaptive, FixedCount, MinTime, Warmup, measure
+from cudabench.measure.loop import Warmup, measure
+from cudabench.measure.stop import Adaptive, FixedCount, MinTime
 from cudabench.results.model import noisy
 
 

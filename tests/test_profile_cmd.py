@@ -1,5 +1,6 @@
 """The profile command lines (pure functions), tool discovery and the no-importer explanation."""
 
+import json
 import stat
 from pathlib import Path
 
@@ -15,12 +16,13 @@ def request(**kw):
     return ProfileRequest(kernel="timex-v4", out_dir=Path("/out"), seed=5, python="py", **kw)
 
 
-def test_worker_command_carries_the_case():
-    cmd = worker_command(request(shape="B=8,C=64,T=256", direction="fwdbwd", iterations=7))
-    assert cmd[:4] == ["py", "-m", "cudabench", "worker"]
-    joined = " ".join(cmd)
-    assert "--kernel timex-v4" in joined and "--direction fwdbwd" in joined and "--iters 7" in joined
-    assert "--shape B=8,C=64,T=256" in joined and "--summary /out/timex-v4-fwdbwd-nsys.worker.json" in joined
+def test_worker_command_is_the_run_worker_answering_one_profile_request():
+    case = {"family": "timex", "shape": {"B": 8, "C": 64, "T": 256}, "direction": "fwdbwd"}
+    cmd = worker_command(request(shape="B=8,C=64,T=256", direction="fwdbwd", iterations=7, case=case))
+    assert cmd[:4] == ["py", "-m", "cudabench.engine.worker", "--request"]
+    sent = json.loads(cmd[4])
+    assert sent["op"] == "profile" and sent["hello"]["op"] == "hello" and sent["subject"] == "timex-v4"
+    assert sent["case"] == case and sent["iterations"] == 7 and sent["seed"] == 5 and sent["tool"] == "nsys"
 
 
 def test_nsys_child_traces_cuda_and_nvtx_in_the_capture_range_only():
@@ -30,20 +32,20 @@ def test_nsys_child_traces_cuda_and_nvtx_in_the_capture_range_only():
                  "--capture-range-end=stop", "--output=/out/mine"]:
         assert flag in cmd
     assert cmd.index("--output=/out/mine") < cmd.index("py")  # tool options before the program
-    assert "--iters" in cmd and "20" in cmd  # nsys default iterations
+    assert json.loads(cmd[-1])["iterations"] == 20  # nsys default iterations
 
 
 def test_ncu_child_leaves_clocks_alone_and_waits_for_profiler_start():
     cmd = child_command(request(tool="ncu"), "/cuda/ncu")
     assert cmd[:5] == ["/cuda/ncu", "--clock-control", "none", "--profile-from-start", "no"]
     assert ",".join(METRICS) in cmd and "/out/timex-v4-fwd-ncu.ncu-rep" in cmd
-    assert "--iters" in cmd and cmd[cmd.index("--iters") + 1] == "1"
+    assert json.loads(cmd[-1])["iterations"] == 1
     assert import_command("/cuda/ncu", Path("r.ncu-rep"))[:3] == ["/cuda/ncu", "--import", "r.ncu-rep"]
 
 
 def test_torch_child_is_the_worker_with_a_trace_path():
     cmd = child_command(request(tool="torch"), None)
-    assert cmd[0] == "py" and "--trace" in cmd and cmd[cmd.index("--trace") + 1].endswith(".trace.json")
+    assert cmd[0] == "py" and json.loads(cmd[-1])["trace"].endswith(".trace.json")
 
 
 def executable(path: Path) -> str:

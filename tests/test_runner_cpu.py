@@ -12,8 +12,10 @@ from cudabench.results import report
 from cudabench.device import environment
 from cudabench.errors import ShapeError
 from cudabench.results.export import SCHEMA_VERSION, document, write_json_atomic
-from cudabench.measure.loop import FixedCount, Warmup
-from cudabench.engine.runner import RunOptions, Runner, plan
+from cudabench.measure.loop import Warmup
+from cudabench.measure.stop import FixedCount
+from cudabench.engine.plan import RunOptions, plan
+from runs import inline_runner
 
 
 class FakeTimer:
@@ -35,9 +37,9 @@ class FakeTimer:
 
 
 def cpu_run(registry, names, shape, on_result=lambda r: None, **kw):
-    options = RunOptions(rule=FixedCount(5), warmup=Warmup(1, 0), device="cpu", **kw)
+    options = RunOptions(rule=FixedCount(5), warmup=Warmup(1, 0), **kw)
     tasks = [replace(t, variants=()) for t in plan(registry, names, shape, options)]  # no CUDA builds
-    runner = Runner(options, on_result=on_result, timer_factory=lambda name: FakeTimer())
+    runner = inline_runner(options, timer_factory=lambda name: FakeTimer(), on_result=on_result)
     return runner, runner.run(tasks)
 
 
@@ -51,7 +53,7 @@ def test_baseline_is_checked_then_timed_in_every_direction(registry):
 
 
 def test_implied_variants_that_cannot_run_are_skipped_with_the_reason(registry):
-    options = RunOptions(device="cpu")
+    options = RunOptions()
     task = plan(registry, ["timex"], {"T": 66}, options)[0]
     assert [v.name for v in task.variants] == ["timex-v1", "timex-v2", "timex-fft"]
     assert {v.name: why for v, why in task.skipped}["timex-v3"].startswith("T must be a multiple of 4")

@@ -7,6 +7,10 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+import typer
+from rich.table import Table
+
+from cudabench.cli.common import out
 from cudabench.device import environment, nvml_driver_version, read_clocks
 from cudabench.profile.tools import find_tool, tool_version
 
@@ -86,3 +90,25 @@ def host_compiler_finding() -> Finding:
 
 def findings() -> list[Finding]:
     return gpu_findings() + software_findings() + [host_compiler_finding()]
+
+
+def doctor_cmd(
+    ceilings: bool = typer.Option(False, "--ceilings", help="(Re)measure this GPU's copy bandwidth and SGEMM "
+                                  "throughput, the ceilings runs compare against (cached)."),
+) -> None:
+    """GPU, driver, clocks, torch, nvcc, ninja, nsys, ncu: what works here and what is missing."""
+    if ceilings:
+        from cudabench.measure import ceilings as device_ceilings
+        from cudabench.device import require_gpu
+
+        require_gpu()
+        measured = device_ceilings.get(remeasure=True)
+        out.print(measured.describe() if measured else "[yellow]could not measure the ceilings[/] (out of memory?)")
+
+    table = Table(header_style="bold", show_header=False)
+    table.add_column("item")
+    table.add_column("ok")
+    table.add_column("detail")
+    for f in findings():
+        table.add_row(f.item, "[green]ok[/]" if f.ok else "[yellow]missing[/]", f.detail)
+    out.print(table)

@@ -8,10 +8,10 @@ from typing import Optional
 
 from cudabench.results.config import Suite, TimingPolicy
 from cudabench.spec.registry import Registry
-from cudabench.engine.runner import RunOptions, Task, plan
+from cudabench.engine.plan import DEFAULT_TIMEOUT, RunOptions, Task, plan
 
 DEFAULTS = {"timing": "sync", "cold": False, "repeat": None, "min_time": None, "noise": 0.005, "max_time": 2.0,
-            "warmup": "100ms"}
+            "warmup": "100ms", "timeout": DEFAULT_TIMEOUT}
 
 
 def effective_timing(command_line: TimingPolicy, suite: Optional[TimingPolicy]) -> TimingPolicy:

@@ -1,6 +1,6 @@
 """The device's own ceilings, measured once and cached per GPU: device-to-device copy bandwidth
-(bytes read + written per second), fp32 SGEMM throughput (cuBLAS, TF32 off), and the theoretical
-fp32 FMA peak at the maximum SM clock. Runs show each kernel's share of the ceiling that bounds it."""
+(bytes read + written per second) from DRAM and within L2, fp32 SGEMM throughput (cuBLAS, TF32
+off), and the theoretical fp32 FMA peak at the maximum SM clock. Runs show each kernel's share of the ceiling that bounds it."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ class Ceilings:
     sgemm_flops: float
     fma_flops: float
     measured: str
+    l2_bytes_per_s: float = 0.0   # a copy whose source and destination fit in L2 together (hot)
 
     def of(self, bound: str, flops: float, nbytes: float, seconds: float) -> Optional[float]:
         """Fraction of the ceiling a kernel reached: memory → bytes/s vs copy; sgemm → flop/s vs
@@ -36,7 +37,8 @@ class Ceilings:
         return amount / seconds / ceiling
 
     def describe(self) -> str:
-        return (f"ceilings ({self.measured}): copy {self.copy_bytes_per_s / 1e12:.2f} TB/s, SGEMM "
+        return (f"ceilings ({self.measured}): copy {self.copy_bytes_per_s / 1e12:.2f} TB/s (within L2 "
+                f"{self.l2_bytes_per_s / 1e12:.2f}), SGEMM "
                 f"{self.sgemm_flops / 1e12:.1f} TFLOP/s (TF32 off), fp32 FMA peak {self.fma_flops / 1e12:.1f} TFLOP/s")
 
 
@@ -64,6 +66,21 @@ def _copy_bandwidth(n: int = 1 << 28) -> float:
     return 2 * 4 * n / _median_seconds(lambda: dst.copy_(src), 20)
 
 
+def _l2_bandwidth(l2_bytes: int) -> float:
+    """Bytes read + written per second by a copy whose source and destination together fill a
+    quarter of L2, repeated so both stay in L2."""
+    import torch
+
+    n = max(1 << 16, l2_bytes // 4 // 8)
+    src, dst = torch.rand(n, device="cuda"), torch.empty(n, device="cuda")
+
+    def copies() -> None:
+        for _ in range(20):
+            dst.copy_(src)
+
+    return 20 * 2 * 4 * n / _median_seconds(copies, 20)
+
+
 def measure() -> Ceilings:
     import torch
 
@@ -82,7 +99,8 @@ def measure() -> Ceilings:
     clocks = read_clocks()
     max_hz = (clocks.sm_max_mhz if clocks else 0) * 1e6
     fma = env.sm_count * FP32_LANES.get(env.capability, FP32_LANES_DEFAULT) * 2 * max_hz  # 0 without NVML
-    return Ceilings(env.gpu, env.driver, copy, sgemm, fma, datetime.date.today().isoformat())
+    l2 = _l2_bandwidth(env.l2_bytes) if env.l2_bytes else 0.0
+    return Ceilings(env.gpu, env.driver, copy, sgemm, fma, datetime.date.today().isoformat(), l2)
 
 
 def _path():
@@ -95,7 +113,12 @@ def load(gpu: str, driver: str) -> Optional[Ceilings]:
     except (OSError, ValueError):
         return None
     entry = data.get(f"{gpu} / {driver}")
-    return Ceilings(**entry) if entry else None
+    if not isinstance(entry, dict) or "l2_bytes_per_s" not in entry:
+        return None  # absent, or written before the L2 ceiling existed: measure again
+    try:
+        return Ceilings(**entry)
+    except TypeError:
+        return None
 
 
 def save(c: Ceilings) -> None:

@@ -91,15 +91,14 @@ later. A host clock therefore measures the GPU only if the queue is empty when t
 """
 
 
-def compare(task: Any, seed: int, iterations: int, warmup: int, busy_ms: float) -> tuple[list[ModeResult], Any]:
-    """Check the task's kernel, then time it under every placement and every correct timer."""
+def compare(call: Call, iterations: int, warmup: int, busy_ms: float) -> list[ModeResult]:
+    """Time an already checked call under every placement and every correct timer (in a worker)."""
     import torch
 
-    from cudabench.measure.loop import FixedCount, Warmup, measure
-    from cudabench.engine.runner import checked_call
+    from cudabench.measure.loop import Warmup, measure
+    from cudabench.measure.stop import FixedCount
     from cudabench.measure.timers import CuptiTimer, EventTimer, GraphTimer, sleep_cycles
 
-    call, check = checked_call(task, seed)
     sync = torch.cuda.synchronize
     busy = (lambda: torch.cuda._sleep(sleep_cycles(busy_ms / 1e3))) if busy_ms > 0 else None
     results = []
@@ -116,4 +115,4 @@ def compare(task: Any, seed: int, iterations: int, warmup: int, busy_ms: float) 
         m = measure(call, timer, FixedCount(iterations), Warmup(warmup, 0.0), sync)
         label = timer.name + (f" ×{m.calls_per_sample}/replay" if m.calls_per_sample > 1 else "")
         results.append(ModeResult(label, m.samples, True, contains))
-    return results, check
+    return results

@@ -17,6 +17,7 @@ import bisect
 import math
 import time
 import warnings
+from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 import torch
@@ -139,22 +140,42 @@ class GraphTimer:
 CALL_RANGE = "cudabench::call"
 
 
-def activity_per_call(events: list[Any], range_name: str = CALL_RANGE) -> list[tuple[float, int]]:
-    """(seconds, count) of GPU activity (kernels, memcpy, memset) inside each `range_name` host
-    range. The range encloses the call and a synchronize, so all its GPU work lies inside it and
-    nothing queued before (an L2 flush) does. Timestamps are profiler µs on one clock."""
+@dataclass(frozen=True)
+class CallActivity:
+    """The GPU activity of one call: summed durations, how many activities, and the time the GPU
+    was busy with them (the union of their intervals: overlapping kernels on several streams
+    count once)."""
+
+    seconds: float
+    count: int
+    busy: float
+
+
+def activity_per_call(events: list[Any], range_name: str = CALL_RANGE) -> list[CallActivity]:
+    """GPU activity (kernels, memcpy, memset) inside each `range_name` host range. The range
+    encloses the call and a device-wide synchronize, so all its GPU work — on any stream — lies
+    inside it and nothing queued before (an L2 flush) does. Timestamps are profiler µs on one clock."""
     from torch.autograd import DeviceType
 
     calls = sorted((e.time_range.start, e.time_range.end) for e in events
                    if e.name == range_name and e.device_type == DeviceType.CPU)
     starts = [s for s, _ in calls]
-    totals, counts = [0.0] * len(calls), [0] * len(calls)
+    spans: list[list[tuple[float, float]]] = [[] for _ in calls]
     for e in gpu_activity(events, {range_name}):
         i = bisect.bisect_right(starts, e.time_range.start) - 1
         if i >= 0 and e.time_range.start <= calls[i][1]:
-            totals[i] += e.time_range.elapsed_us()
-            counts[i] += 1
-    return [(t / 1e6, c) for t, c in zip(totals, counts)]
+            spans[i].append((e.time_range.start, e.time_range.end))
+    return [CallActivity(sum(b - a for a, b in s) / 1e6, len(s), union_length(s) / 1e6) for s in spans]
+
+
+def union_length(spans: list[tuple[float, float]]) -> float:
+    """Total length covered by possibly overlapping intervals."""
+    total, reach = 0.0, float("-inf")
+    for a, b in sorted(spans):
+        if b > reach:
+            total += b - max(a, reach)
+            reach = b
+    return total
 
 
 def gpu_activity(events: list[Any], ranges: set[str]) -> list[Any]:
@@ -174,6 +195,7 @@ class CuptiTimer:
     def __init__(self) -> None:
         self.batch = 20
         self.counts: list[int] = []  # GPU activities (kernels, copies) seen per call
+        self.busy: list[float] = []  # seconds the GPU was busy per call (overlaps counted once)
 
     def prepare(self, call: Call, estimate: float) -> None:
         self.batch = max(5, min(200, int(0.2 / max(estimate, 1e-6))))
@@ -194,8 +216,9 @@ class CuptiTimer:
                         torch.cuda.synchronize()
             events = list(prof.events())
         per_call = activity_per_call(events)
-        self.counts += [c for _, c in per_call]
-        return [t for t, _ in per_call]
+        self.counts += [a.count for a in per_call]
+        self.busy += [a.busy for a in per_call]
+        return [a.seconds for a in per_call]
 
 
 TIMERS = {"sync": SyncTimer, "events": EventTimer, "graph": GraphTimer, "cupti": CuptiTimer}

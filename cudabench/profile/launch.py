@@ -1,15 +1,14 @@
-"""`cudabench profile`: re-launch cudabench itself as a worker under nsys, ncu or torch.profiler,
-then turn what the tool wrote into tables. The child command line is built by one pure function."""
+"""`cudabench profile`: re-launch a cudabench worker (the same worker `run` uses, answering one
+request) under nsys, ncu or torch.profiler. The child command line is built by pure functions."""
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import Optional
 
 from cudabench.profile import ncu as ncu_tool
 from cudabench.profile import nsys as nsys_tool
@@ -18,7 +17,7 @@ from cudabench.profile.nsys import with_ext
 
 TOOLS = ("nsys", "ncu", "torch")
 DEFAULT_ITERATIONS = {"nsys": 20, "ncu": 1, "torch": 20}
-OUTPUTS = (".worker.json", ".nsys-rep", ".qdstrm", ".sqlite", ".ncu-rep", ".ncu.csv", ".trace.json")
+OUTPUTS = (".nsys-rep", ".qdstrm", ".sqlite", ".ncu-rep", ".ncu.csv", ".trace.json")
 
 
 @dataclass(frozen=True)
@@ -33,6 +32,7 @@ class ProfileRequest:
     seed: int = 0
     kernels_dirs: tuple[Path, ...] = ()
     python: str = field(default=sys.executable)
+    case: dict = field(default_factory=dict)    # the planned case (family, shape, direction, inputs)
 
     @property
     def base(self) -> Path:
@@ -44,17 +44,17 @@ class ProfileRequest:
         return self.iterations or DEFAULT_ITERATIONS[self.tool]
 
 
+def worker_request(req: ProfileRequest) -> dict:
+    """The one request the profiled worker answers (its hello is nested: it starts and exits alone)."""
+    hello = {"op": "hello", "kernels_dirs": [str(d) for d in req.kernels_dirs], "nvtx": True,
+             "nvtx_iterations": True}
+    return {"op": "profile", "hello": hello, "family": req.case.get("family", ""), "case": req.case,
+            "subject": req.kernel, "role": "variant", "seed": req.seed, "tool": req.tool, "iterations": req.iters,
+            "trace": str(with_ext(req.base, ".trace.json")) if req.tool == "torch" else None}
+
+
 def worker_command(req: ProfileRequest) -> list[str]:
-    cmd = [req.python, "-m", "cudabench", "worker", "--kernel", req.kernel, "--direction", req.direction,
-           "--tool", req.tool, "--iters", str(req.iters), "--seed", str(req.seed),
-           "--summary", str(with_ext(req.base, ".worker.json"))]
-    if req.shape:
-        cmd += ["--shape", req.shape]
-    if req.tool == "torch":
-        cmd += ["--trace", str(with_ext(req.base, ".trace.json"))]
-    for d in req.kernels_dirs:
-        cmd += ["--kernels-dir", str(d)]
-    return cmd
+    return [req.python, "-m", "cudabench.engine.worker", "--request", json.dumps(worker_request(req))]
 
 
 def child_command(req: ProfileRequest, tool_path: Optional[str]) -> list[str]:
@@ -67,24 +67,13 @@ def child_command(req: ProfileRequest, tool_path: Optional[str]) -> list[str]:
     return worker
 
 
-def run_child(command: Sequence[str], env: dict, echo: Callable[[str], None]) -> tuple[int, str]:
-    """Run, echoing each output line as it comes, and keep the text for error messages."""
-    lines = []
-    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env) as proc:
-        for line in proc.stdout:
-            lines.append(line)
-            echo(line.rstrip("\n"))
-        rc = proc.wait()
-    return rc, "".join(lines)
-
-
-def read_summary(req: ProfileRequest, rc: int, log: str) -> dict:
-    path = with_ext(req.base, ".worker.json")
-    if not path.is_file():
-        raise CudabenchError(f"The profiled worker failed (exit {rc}) before its timed region ended: "
-                             f"{nsys_tool.last_line(log)}",
+def read_summary(rc: int, log: str, reply: Optional[dict]) -> dict:
+    """The worker's summary, or a clear error with the worker's last words."""
+    if reply is None or reply.get("type") != "profile":
+        said = (reply or {}).get("message") or nsys_tool.last_line(log)
+        raise CudabenchError(f"The profiled worker failed (exit {rc}) before its timed region ended: {said}",
                              "Its full output is printed above; `cudabench run` on the same case shows more.")
-    return json.loads(path.read_text())
+    return reply["summary"]
 
 
 def child_env(req: ProfileRequest, tool_path: Optional[str]) -> tuple[dict, str]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import statistics
 import subprocess
 import sys
-from typing import Optional
+from typing import Callable, Optional
 
 from rich.console import Console
 
@@ -16,10 +16,15 @@ from cudabench.profile import nsys_report
 from cudabench.results import report
 from cudabench.errors import CudabenchError
 from cudabench.profile.nsys import with_ext
-from cudabench.profile.launch import OUTPUTS, ProfileRequest, child_command, child_env, read_summary, run_child
+from cudabench.profile.launch import OUTPUTS, ProfileRequest, child_command, child_env, read_summary
+
+RunChild = Callable[..., tuple[int, str, Optional[dict]]]
 
 
-def profile_and_report(req: ProfileRequest, nsys_path: Optional[str], out: Console, err: Console) -> None:
+def profile_and_report(req: ProfileRequest, nsys_path: Optional[str], out: Console, err: Console,
+                       run_child: RunChild) -> None:
+    """`run_child(command, env, echo)` runs the tool and its worker and returns (exit code, log, the
+    worker's reply or None): the engine's one-shot worker, with its watchdog."""
     tool_path = None
     if req.tool == "nsys":
         found = nsys_tool.find_nsys(nsys_path)
@@ -38,13 +43,13 @@ def profile_and_report(req: ProfileRequest, nsys_path: Optional[str], out: Conso
     out.print(f"[dim]$ {' '.join(command)}[/]")
     if why:
         out.print(f"[dim]NVTX ranges through torch.cuda.nvtx: {why}.[/]")
-    rc, log = run_child(command, env, lambda line: print(f"│ {line}", file=sys.stderr, flush=True))
+    rc, log, reply = run_child(command, env, lambda line: print(f"│ {line}", file=sys.stderr, flush=True))
     if req.tool == "nsys":
-        report_nsys(req, tool_path, rc, log, out)
+        report_nsys(req, tool_path, rc, log, reply, out)
     elif req.tool == "ncu":
-        report_ncu(req, tool_path, rc, log, out)
+        report_ncu(req, tool_path, rc, log, reply, out)
     else:
-        report_torch(req, rc, log, out)
+        report_torch(req, rc, log, reply, out)
 
 
 def agreement_line(what: str, per_call: float, summary: dict) -> str:
@@ -53,9 +58,9 @@ def agreement_line(what: str, per_call: float, summary: dict) -> str:
             f"{report.fmt_time(ref)}: {abs(per_call / ref - 1):.1%} apart")
 
 
-def report_nsys(req: ProfileRequest, nsys: str, rc: int, log: str, out: Console) -> None:
+def report_nsys(req: ProfileRequest, nsys: str, rc: int, log: str, reply: Optional[dict], out: Console) -> None:
     rep = nsys_tool.check_report(req.base, nsys, log)
-    summary = read_summary(req, rc, log)
+    summary = read_summary(rc, log, reply)
     _, _, sqlite = nsys_tool.report_paths(req.base)
     exported = subprocess.run(nsys_tool.export_command(nsys, rep, sqlite), capture_output=True, text=True)
     if exported.returncode != 0 or not sqlite.is_file():
@@ -80,8 +85,8 @@ def report_nsys(req: ProfileRequest, nsys: str, rc: int, log: str, out: Console)
     out.print(f"report: {rep}\nsqlite: {sqlite}")
 
 
-def report_ncu(req: ProfileRequest, ncu: str, rc: int, log: str, out: Console) -> None:
-    summary = read_summary(req, rc, log)
+def report_ncu(req: ProfileRequest, ncu: str, rc: int, log: str, reply: Optional[dict], out: Console) -> None:
+    summary = read_summary(rc, log, reply)
     rep = with_ext(req.base, ".ncu-rep")
     if not rep.is_file():
         raise CudabenchError(f"ncu wrote no report ({nsys_tool.last_line(log)}).",
@@ -99,8 +104,8 @@ def report_ncu(req: ProfileRequest, ncu: str, rc: int, log: str, out: Console) -
     out.print(f"report: {rep}\ncsv: {with_ext(req.base, '.ncu.csv')}")
 
 
-def report_torch(req: ProfileRequest, rc: int, log: str, out: Console) -> None:
-    summary = read_summary(req, rc, log)
+def report_torch(req: ProfileRequest, rc: int, log: str, reply: Optional[dict], out: Console) -> None:
+    summary = read_summary(rc, log, reply)
     pairs = summary["kernels"]
     by_name: dict[str, list[float]] = {}
     for name, seconds in pairs:

@@ -13,7 +13,9 @@ exit code 1 (a CI gate). Testing "same" first makes a real but sub-threshold cha
 [1.01, 1.02] at t = 5 %, common with many samples and run-to-run drift) read "same"; it never
 changes which pairs regress. Pairs with fewer than MIN_SAMPLES samples on a side are "too noisy".
 Results measured on one side only (absent, skipped or failed on the other) are listed, not dropped;
-so are pairs timed differently (sync vs events, hot vs cold), which are not comparable.
+so are pairs timed differently (sync vs events, hot vs cold), which are not comparable. A result
+that is INVALID (it failed an integrity check) or ERROR (it crashed or hung) is never compared:
+in the new document it is a failure, and the exit code is 1 as for a regression.
 """
 
 from __future__ import annotations
@@ -70,6 +72,7 @@ class Comparison:
     only_new: tuple[Unmatched, ...]    # measured in new only
     unmeasured: tuple[Unmatched, ...]  # in both, not comparable (skipped, or timed differently)
     threshold: float
+    failed: tuple[Unmatched, ...] = ()  # INVALID or ERROR in new: a failure like a regression
 
     @property
     def regressions(self) -> tuple[Row, ...]:
@@ -77,7 +80,7 @@ class Comparison:
 
     @property
     def exit_code(self) -> int:
-        return 1 if self.regressions else 0
+        return 1 if self.regressions or self.failed else 0
 
 
 def parse_threshold(text: str) -> float:
@@ -141,7 +144,21 @@ def verdict(low: float, high: float, threshold: float) -> str:
 
 # ---- documents -----------------------------------------------------------------------------------
 
+UNTRUSTED = ("INVALID", "ERROR")
+
+
+def _failure(result: Optional[Mapping[str, Any]]) -> Optional[str]:
+    """Why a result cannot be trusted (INVALID: its failed integrity checks; ERROR: its error)."""
+    if not isinstance(result, Mapping) or result.get("status") not in UNTRUSTED:
+        return None
+    failed = [f"{i.get('name')}: {i.get('detail')}" for i in result.get("integrity") or []
+              if isinstance(i, Mapping) and i.get("verdict") == "fail"]
+    return f"{result['status']}: " + ("; ".join(failed) or str(result.get("error") or "no reason recorded"))
+
+
 def _samples(result: Mapping[str, Any]) -> Optional[np.ndarray]:
+    if _failure(result):
+        return None  # measured, but not a figure anyone should compare
     values = (result.get("measurement") or {}).get("samples") or []
     try:
         xs = np.array([float(v) for v in values], dtype=np.float64)
@@ -159,6 +176,8 @@ def _by_key(doc: Mapping[str, Any]) -> dict[Key, Mapping[str, Any]]:
 def _why_not_measured(result: Optional[Mapping[str, Any]], side: str) -> str:
     if result is None:
         return f"not in the {side} results"
+    if _failure(result):
+        return f"{_failure(result)} in {side}"
     status = result.get("status") or "no samples"
     return f"{status} in {side}" + (f": {result['skipped']}" if result.get("skipped") else "")
 
@@ -188,6 +207,7 @@ def compare_documents(old: Mapping[str, Any], new: Mapping[str, Any], threshold:
     only_old: list[Unmatched] = []
     only_new: list[Unmatched] = []
     unmeasured: list[Unmatched] = []
+    failed = [Unmatched(*key, _failure(r)) for key, r in news.items() if _failure(r)]
     for key in dict.fromkeys([*olds, *news]):
         a, b = olds.get(key), news.get(key)
         xa, xb = (_samples(a) if a else None), (_samples(b) if b else None)
@@ -201,7 +221,7 @@ def compare_documents(old: Mapping[str, Any], new: Mapping[str, Any], threshold:
             only_new.append(Unmatched(*key, _why_not_measured(a, "old")))
         else:
             unmeasured.append(Unmatched(*key, f"{_why_not_measured(a, 'old')}; {_why_not_measured(b, 'new')}"))
-    return Comparison(tuple(rows), tuple(only_old), tuple(only_new), tuple(unmeasured), threshold)
+    return Comparison(tuple(rows), tuple(only_old), tuple(only_new), tuple(unmeasured), threshold, tuple(failed))
 
 
 def _change(ratio: float) -> str:

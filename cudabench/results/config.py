@@ -74,6 +74,7 @@ class TimingPolicy:
     noise: Optional[float] = None
     max_time: Optional[float] = None
     warmup: Optional[str] = None
+    timeout: Optional[float] = None     # seconds per subject before the watchdog kills its worker
 
     def given(self) -> dict[str, Any]:
         """Only the settings the file sets, by key."""
@@ -261,6 +262,7 @@ _TIMING_VALUES: dict[str, Callable[[Any, str], Any]] = {
     "noise": _positive_number,
     "max_time": _positive_number,
     "warmup": _warmup,
+    "timeout": _positive_number,
 }
 
 

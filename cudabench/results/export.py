@@ -1,20 +1,22 @@
 """Results as plain data: a versioned JSON document with every sample, written atomically, and
 its CSV and Markdown renderings.
 
-Schema "cudabench.results", version 1 (a reader refuses other names and versions):
+Schema "cudabench.results", version 2 (a reader refuses other names and versions; it reads 1 too):
 
     schema, schema_version, command, seed
     environment     gpu, capability, sm_count, l2_bytes, memory_bytes, driver, cuda_runtime, torch,
                     python, cudabench, hostname, date (UTC, ISO 8601), settings {name: value}
     source_hashes   {family: sha256 of its sources and cudabench's shared headers}
     results[]       case {family, shape {param: int}, direction, dtype, key}, subject, role
-                    (variant | baseline), status (ok | SKIP | FAIL), skipped (reason or null),
-                    flops, bytes, check {errors {output: rel error}, tolerance, passed} | null,
+                    (variant | baseline), status (ok | SKIP | FAIL | ERROR | INVALID), skipped
+                    (reason or null), error (the crash, hang or exception's own text, or null),
+                    host, gpu (where it ran), integrity [{name, verdict (pass | fail | not run),
+                    detail}], flops, bytes, check {errors {output: rel error}, tolerance, passed} | null,
                     stats {n, median, q1, q3, min, max, mean, stdev, iqr, noise} | null,
                     measurement {timing, cache, unit, warmup_calls, warmup_seconds, stop_reason,
                     calls_per_sample, clocks, extra, samples[]} | null
 
-Times are seconds per call. JSON has no NaN or infinity: they are written as "nan", "inf", "-inf".
+Version 2 added error, integrity, host and gpu (absent in version 1 files). Times are seconds per call. JSON has no NaN or infinity: they are written as "nan", "inf", "-inf".
 """
 
 from __future__ import annotations
@@ -32,12 +34,12 @@ from typing import Any, Iterable, Mapping, Optional
 
 from cudabench import __version__
 from cudabench.errors import ConfigError
-from cudabench.results.model import Environment, Result
+from cudabench.results.model import Case, Check, Environment, IntegrityCheck, Measurement, Result, Stats
 from cudabench.spec.family import Family
 
 SCHEMA = "cudabench.results"
-SCHEMA_VERSION = 1
-READABLE_VERSIONS = (1,)
+SCHEMA_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 
 
 def result_to_dict(r: Result) -> dict[str, Any]:
@@ -48,6 +50,10 @@ def result_to_dict(r: Result) -> dict[str, Any]:
         "role": r.role,
         "status": r.status,
         "skipped": r.skipped or None,
+        "error": r.error or None,
+        "host": r.host,
+        "gpu": r.gpu,
+        "integrity": [dataclasses.asdict(c) for c in r.integrity],
         "flops": r.flops,
         "bytes": r.bytes,
         "check": None,
@@ -68,6 +74,29 @@ def result_to_dict(r: Result) -> dict[str, Any]:
             "clocks": dict(m.clocks), "extra": dict(m.extra), "samples": list(m.samples),
         }
     return d
+
+
+def result_from_dict(d: Mapping[str, Any]) -> Result:
+    """The inverse of result_to_dict (how a worker's result crosses the process boundary)."""
+    c = d["case"]
+    case = Case(c["family"], tuple((k, int(v)) for k, v in c["shape"].items()), c["direction"],
+                c.get("dtype", "float32"), c.get("inputs", "uniform"))
+    check = measurement = stats = None
+    if d.get("check"):
+        check = Check(tuple((k, float(v)) for k, v in d["check"]["errors"].items()), float(d["check"]["tolerance"]))
+    if d.get("stats"):
+        stats = Stats(**{f.name: d["stats"][f.name] for f in dataclasses.fields(Stats)})
+    if d.get("measurement"):
+        m = d["measurement"]
+        measurement = Measurement(
+            samples=tuple(map(float, m["samples"])), timing=m["timing"], warmup_calls=m["warmup_calls"],
+            warmup_seconds=m["warmup_seconds"], stop_reason=m["stop_reason"], cache=m["cache"],
+            calls_per_sample=m["calls_per_sample"], clocks=tuple((k, float(v)) for k, v in m["clocks"].items()),
+            extra=tuple((k, float(v)) for k, v in m["extra"].items()))
+    return Result(case, d["subject"], d["role"], check=check, measurement=measurement, stats=stats,
+                  skipped=d.get("skipped") or "", flops=float(d.get("flops", 0.0)), bytes=float(d.get("bytes", 0.0)),
+                  error=d.get("error") or "", host=d.get("host", ""), gpu=d.get("gpu", ""),
+                  integrity=tuple(IntegrityCheck(**i) for i in d.get("integrity", ())))
 
 
 def document(results: Iterable[Result], env: Environment, command: str = "",
@@ -185,6 +214,13 @@ def _worst_error(check: Optional[Mapping[str, Any]]) -> Optional[float]:
     return math.nan if any(e != e for e in errors) else max(errors)
 
 
+def _why(r: Mapping[str, Any]) -> str:
+    """Why a result is not a trusted figure: its skip reason, its error, or its failed integrity checks."""
+    failed = [f"{i.get('name')}: {i.get('detail')}" for i in (r.get("integrity") or []) if isinstance(i, dict)
+              and i.get("verdict") == "fail"]
+    return r.get("skipped") or r.get("error") or "; ".join(failed)
+
+
 def flat_rows(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
     """One flat record per result, keyed by COLUMNS; times in seconds, None where not measured."""
     rows = []
@@ -193,7 +229,7 @@ def flat_rows(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
         row = {"family": case["family"], "shape": ",".join(f"{k}={v}" for k, v in case["shape"].items()),
                "direction": case["direction"], "subject": r["subject"], "role": r.get("role"),
                "status": r.get("status"), "rel_error": _worst_error(r.get("check")), "n": stats.get("n"),
-               "timing": m.get("timing"), "cache": m.get("cache"), "skipped": r.get("skipped") or ""}
+               "timing": m.get("timing"), "cache": m.get("cache"), "skipped": _why(r)}
         row.update({c: _number(stats.get(c)) for c in TIME_COLUMNS})
         rows.append(row)
     return rows

@@ -91,6 +91,19 @@ class Check:
 
 
 @dataclass(frozen=True)
+class IntegrityCheck:
+    """One integrity check of a timed subject (see cudabench.measure.integrity)."""
+
+    name: str                 # stale-output | stream-order | timed-window | no-work | impossible | process-state
+    verdict: str              # pass | fail | not run
+    detail: str = ""          # the figures it compared, or why it did not run
+
+    @property
+    def failed(self) -> bool:
+        return self.verdict == "fail"
+
+
+@dataclass(frozen=True)
 class Result:
     """What happened to one subject (a variant or a baseline) on one case."""
 
@@ -103,14 +116,34 @@ class Result:
     skipped: str = ""               # why it was not measured, if it was not
     flops: float = 0.0
     bytes: float = 0.0
+    error: str = ""                 # it crashed, hung or raised: the error's own text
+    integrity: tuple[IntegrityCheck, ...] = ()
+    host: str = ""                  # where it ran
+    gpu: str = ""
 
     @property
     def status(self) -> str:
+        """ok | SKIP (not run: constraint, build) | FAIL (wrong result) | ERROR (crashed, hung,
+        raised) | INVALID (measured, but an integrity check says the figure cannot be trusted)."""
+        if self.error:
+            return "ERROR"
         if self.skipped:
             return "SKIP" if self.check is None or self.check.passed else "FAIL"
         if self.check is not None and not self.check.passed:
             return "FAIL"  # timed anyway under --force
+        if self.invalid_because:
+            return "INVALID"
         return "ok"
+
+    @property
+    def invalid_because(self) -> str:
+        """The failed integrity checks, one clause each ('' when none failed)."""
+        return "; ".join(f"{c.name}: {c.detail}" for c in self.integrity if c.failed)
+
+    @property
+    def trusted(self) -> bool:
+        """Measured and passed every check: the only results that enter speedups and comparisons."""
+        return self.status == "ok" and self.stats is not None
 
 
 @dataclass(frozen=True)

@@ -72,7 +72,7 @@ def results_table(results: Sequence[Result], title: str) -> Table:
                                                 ("kernels_per_call", "kernels/call"),
                                                 ("ceiling_fraction", "% ceiling"))
                 if any(extra(r, key) is not None for r in results)]
-    baselines = list(dict.fromkeys(r.subject for r in results if r.role == "baseline" and r.stats))
+    baselines = list(dict.fromkeys(r.subject for r in results if r.role == "baseline" and r.trusted))
     columns = ["dir", "kernel", "rel err", median_label, "IQR", "min", "n", *(label for _, label in optional),
                "TFLOP/s", "GB/s", *(f"vs {b}" for b in baselines)]
     for col in columns:
@@ -81,9 +81,11 @@ def results_table(results: Sequence[Result], title: str) -> Table:
         rows = list(group)
         for r in rows:
             name = Text(r.subject, style="cyan" if r.role == "baseline" else "")
-            if r.stats is None:
+            if r.stats is None or r.status in ("INVALID", "ERROR"):
+                # no figure to show: an untrusted one is in the results file, and its reason below
                 blanks = [""] * (len(columns) - 4)
-                table.add_row(direction, name, check_cell(r), Text(r.status, style="yellow"), *blanks)
+                style = "bold red" if r.status in ("INVALID", "ERROR") else "yellow"
+                table.add_row(direction, name, check_cell(r), Text(r.status, style=style), *blanks)
                 continue
             s = r.stats
             # throughput from the kernel time when the per-call figure is mostly launch
@@ -93,8 +95,8 @@ def results_table(results: Sequence[Result], title: str) -> Table:
             tflops, gbs = throughput(r.flops, t) / 1e12, throughput(r.bytes, t) / 1e9
             cells += [f"{tflops:.2f}" if tflops else "-", f"{gbs:.0f}" if gbs else "-"]
             for b in baselines:
-                base = next((x for x in rows if x.subject == b and x.stats), None)
-                cells.append(f"{speedup(base.stats.median, s.median):.2f}×" if base else "-")
+                base = next((x for x in rows if x.subject == b and x.trusted), None)
+                cells.append(f"{speedup(base.stats.median, s.median):.2f}×" if base and r.trusted else "-")
             table.add_row(*cells)
     return table
 
@@ -131,6 +133,13 @@ def notes(results: Sequence[Result]) -> list[str]:
         who = f"{r.subject} {r.case.direction}"
         if r.skipped:
             lines.append(f"{who}: {r.skipped}")
+        if r.error:
+            lines.append(f"ERROR {who} ({r.case.shape_text}): {r.error}")
+        if r.invalid_because:
+            lines.append(f"INVALID {who} ({r.case.shape_text}), not used in any speedup: {r.invalid_because}")
+        for c in r.integrity:
+            if not c.failed and c.name == "process-state" and c.detail:
+                lines.append(f"{who}: {c.detail}")
         if r.measurement is None or r.stats is None:
             continue
         k = kernel_time(r)
@@ -147,6 +156,17 @@ def notes(results: Sequence[Result]) -> list[str]:
                      f"varying more than the noise target (IQR/median): {', '.join(noisy_ones)}. Their medians "
                      "are reported; GPU-side timers (--timing events or graph) vary less than wall time per call.")
     return lines
+
+
+def isolation_line(results: Sequence[Result], workers: int, integrity: bool) -> str:
+    """How the subjects ran: in how many worker processes, and whether their figures were verified."""
+    timed = [r for r in results if r.measurement is not None]
+    checked = sum(1 for r in timed if r.integrity)
+    invalid = sum(1 for r in timed if r.invalid_because)
+    text = f"isolation: {len(results)} result(s) from {workers} worker process(es)"
+    if not integrity:
+        return text + "; integrity checks SKIPPED (--no-integrity): figures are not verified"
+    return text + (f"; integrity checks on {checked} timed subject(s), {invalid} INVALID" if timed else "")
 
 
 def stop_summary(results: Sequence[Result]) -> str:

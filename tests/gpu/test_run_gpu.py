@@ -6,8 +6,10 @@ import pytest
 from typer.testing import CliRunner
 
 from cudabench.cli.app import app
-from cudabench.measure.loop import FixedCount, Warmup
-from cudabench.engine.runner import RunOptions, Runner, plan
+from cudabench.measure.loop import Warmup
+from cudabench.measure.stop import FixedCount
+from cudabench.engine.plan import RunOptions, plan
+from runs import run_in_workers
 
 pytestmark = pytest.mark.gpu
 
@@ -15,7 +17,7 @@ pytestmark = pytest.mark.gpu
 def test_runner_times_variant_and_baseline(registry):
     options = RunOptions(rule=FixedCount(7), warmup=Warmup(calls=2, seconds=0))
     tasks = plan(registry, ["timex-v4"], {"B": 8, "C": 16, "T": 128}, options)
-    results = Runner(options).run(tasks)
+    results = run_in_workers(options, tasks)
     assert {(r.subject, r.case.direction) for r in results} == {
         ("timex-v4", "fwd"), ("conv1d", "fwd"), ("timex-v4", "fwdbwd"), ("conv1d", "fwdbwd")}
     for r in results:
@@ -27,7 +29,7 @@ def test_family_name_skips_variants_that_cannot_run(registry):
     options = RunOptions(rule=FixedCount(3), warmup=Warmup(calls=1, seconds=0), directions=("fwd",),
                          baselines=())
     tasks = plan(registry, ["timex"], {"B": 4, "C": 4, "T": 66}, options)
-    results = Runner(options).run(tasks)
+    results = run_in_workers(options, tasks)
     status = {r.subject: r.status for r in results}
     assert status == {"timex-v1": "ok", "timex-v2": "ok", "timex-v3": "SKIP", "timex-v4": "SKIP",
                       "timex-v5": "SKIP", "timex-fft": "ok"}
@@ -39,7 +41,7 @@ def test_cli_run_writes_json_with_samples(tmp_path):
                                    "--json", str(path)])
     assert res.exit_code == 0, res.output
     doc = json.loads(path.read_text())
-    assert doc["schema_version"] == 1 and doc["environment"]["gpu"]
+    assert doc["schema_version"] == 2 and doc["environment"]["gpu"]
     subjects = {r["subject"]: r for r in doc["results"]}
     assert set(subjects) == {"add2", "add2-vec4", "torch-add"}
     assert len(subjects["add2"]["measurement"]["samples"]) == 9

@@ -8,8 +8,11 @@ import torch
 from typer.testing import CliRunner
 
 from cudabench.cli.app import app
-from cudabench.measure.loop import FixedCount, Warmup, measure
-from cudabench.engine.runner import RunOptions, Runner, checked_call, plan
+from cudabench.measure.loop import Warmup, measure
+from cudabench.measure.stop import FixedCount
+from cudabench.engine.plan import RunOptions, plan
+from cudabench.measure.subject import Bench
+from runs import run_in_workers
 from cudabench.measure.timers import CuptiTimer, EventTimer, GraphTimer, SyncTimer
 
 pytestmark = pytest.mark.gpu
@@ -17,7 +20,7 @@ pytestmark = pytest.mark.gpu
 
 def _call(registry, name, shape, direction="fwd"):
     task = plan(registry, [name], shape, RunOptions(directions=(direction,), baselines=()))[0]
-    call, check = checked_call(task, seed=7)
+    call, check = Bench(registry).checked_call(task.family, task.cases[0], name, "variant", seed=7)
     assert check.passed
     return call
 
@@ -63,7 +66,7 @@ def test_timex_v4_sync_and_events_agree_with_cupti(registry):
 
 def test_short_kernel_reports_kernel_time_apart_from_launch(registry):
     options = RunOptions(rule=FixedCount(50), warmup=Warmup(5, 0), baselines=())
-    results = Runner(options).run(plan(registry, ["add2"], {"n": 2**16}, options))
+    results = run_in_workers(options, plan(registry, ["add2"], {"n": 2**16}, options))
     extra = dict(results[0].measurement.extra)
     assert extra["kernel_time_cupti"] < results[0].stats.median
     assert extra["launch_and_sync_overhead"] > 0
@@ -74,7 +77,7 @@ def test_every_timing_mode_runs_hot_and_cold(registry, timing):
     for cold in (False, True):
         options = RunOptions(rule=FixedCount(20), warmup=Warmup(3, 0), timing=timing, cold=cold,
                              directions=("fwdbwd",))
-        results = Runner(options).run(plan(registry, ["timex-v4"], {"B": 8, "C": 64, "T": 256}, options))
+        results = run_in_workers(options, plan(registry, ["timex-v4"], {"B": 8, "C": 64, "T": 256}, options))
         for r in results:
             assert r.status == "ok", r.skipped
             assert r.measurement.timing == timing and r.measurement.cache == ("cold" if cold else "hot")
@@ -83,7 +86,7 @@ def test_every_timing_mode_runs_hot_and_cold(registry, timing):
 
 def test_clock_readings_recorded(registry):
     options = RunOptions(rule=FixedCount(30), warmup=Warmup(3, 0.2), baselines=(), directions=("fwd",))
-    results = Runner(options).run(plan(registry, ["timex-v4"], {}, options))
+    results = run_in_workers(options, plan(registry, ["timex-v4"], {}, options))
     clocks = dict(results[0].measurement.clocks)
     assert clocks["before_sm_max_mhz"] > 0 and clocks["after_sm_mhz"] > 0
 

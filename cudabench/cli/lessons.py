@@ -1,0 +1,76 @@
+"""`cudabench compare-sync-modes`: the tutorial's four synchronize placements beside the correct
+timers, measured in a worker process like every other run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from cudabench.cli.common import KernelsDir, fresh_seed, out, registry
+from cudabench.errors import ShapeError
+
+
+def compare_sync_modes(
+    kernel: str = typer.Option("add2", "--kernel", "-k", help="One kernel variant, e.g. add2 or timex-v4."),
+    shape: str = typer.Option("", "--shape", "-s", help="Shape, e.g. n=2^20 (default: the family's)."),
+    direction: str = typer.Option("fwd", "--direction", "-d", help="fwd, bwd or fwdbwd."),
+    iters: int = typer.Option(100, "--iters", "-n", help="Timed iterations per mode."),
+    warmup: int = typer.Option(10, "--warmup", help="Unsynchronised warm-up calls before each mode."),
+    busy_ms: float = typer.Option(1.0, "--busy-ms", help="GPU work (a sleep kernel) queued before each "
+                                  "warm-up, as in a program still busy when the timer starts; 0 = the "
+                                  "tutorial exactly."),
+    show: int = typer.Option(10, "--show", help="Iterations in the per-iteration view."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Seed of the random inputs."),
+    kernels_dir: Optional[List[Path]] = KernelsDir,
+) -> None:
+    """The four synchronize placements of the classic tutorial beside events, graphs and CUPTI."""
+    from cudabench.engine.plan import plan_single
+    from cudabench.engine.scheduler import HELLO_TIMEOUT
+    from cudabench.engine.worker import case_to_dict
+    from cudabench.engine.workers import ProcessWorker, WorkerLost, worker_command
+    from cudabench.device import require_gpu
+    from cudabench.errors import CudabenchError
+    from cudabench.measure import sync_modes
+    from cudabench.results import report
+    from cudabench.spec.shapes import parse_shape
+
+    if iters < 2 or show < 1:
+        raise ShapeError("--iters must be at least 2 (the first iteration is shown apart) and --show at least 1.")
+    task = plan_single(registry(kernels_dir), kernel, parse_shape(shape), direction)
+    require_gpu()
+    seed = fresh_seed(seed)
+    case = task.cases[0]
+    worker = ProcessWorker(worker_command())
+    try:
+        ready = worker.request({"op": "hello", "kernels_dirs": [str(d) for d in kernels_dir or ()]}, HELLO_TIMEOUT)
+        if ready.get("type") != "ready":
+            raise CudabenchError(str(ready.get("message")), str(ready.get("hint", "")))
+        out.print(f"[dim]{report.environment_line(_environment(ready['environment']))}[/]")
+        reply = worker.request({"op": "sync-modes", "family": task.family.name, "case": case_to_dict(case),
+                                "subject": task.variants[0].name, "seed": seed, "iterations": iters,
+                                "warmup": warmup, "busy_ms": busy_ms}, HELLO_TIMEOUT + 60 * iters)
+    except WorkerLost as lost:
+        raise CudabenchError(f"{kernel} could not be measured: {lost.reason}") from None
+    finally:
+        worker.close()
+    if reply.get("type") != "sync-modes":
+        error = CudabenchError(str(reply.get("message", reply)), str(reply.get("hint", "")))
+        error.exit_code = int(reply.get("exit_code", 1))
+        raise error
+    results = [sync_modes.ModeResult(m["name"], tuple(m["samples"]), m["valid"], m["contains"]) for m in reply["modes"]]
+    worst = max(reply["check"]["errors"].values())
+    out.print(f"{task.variants[0].name} at {case.shape_text} ({direction}): checked against fp64, "
+              f"error {worst:.1e}. {iters} iterations per mode, each mode after {warmup} "
+              f"unsynchronised warm-up calls" + (f" queued behind {busy_ms:g} ms of earlier GPU work." if busy_ms
+                                                 else " (the tutorial exactly)."), markup=False)
+    out.print(report.sync_modes_table(results))
+    out.print(report.iteration_view(results[:len(sync_modes.PLACEMENTS)], show))
+    out.print(sync_modes.EXPLANATION, markup=False)
+
+
+def _environment(data: dict):
+    from cudabench.cli.run import environment_record
+
+    return environment_record(data)

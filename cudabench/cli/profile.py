@@ -1,0 +1,55 @@
+"""`cudabench profile`: one worker, answering one request, under Nsight Systems, Nsight Compute or
+torch.profiler; then the tool's findings as tables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from cudabench.cli.common import KernelsDir, err, fresh_seed, out, registry
+from cudabench.errors import ShapeError
+
+PROFILE_TIMEOUT = 1800.0  # the worker's start, a first build, and the tool's own overhead (ncu replays)
+
+
+def profile(
+    kernel: str = typer.Option(..., "--kernel", "-k", help="One kernel variant, e.g. timex-v4."),
+    tool: str = typer.Option("nsys", "--tool", "-t", help="nsys (Nsight Systems), ncu (Nsight Compute) or "
+                             "torch (torch.profiler, Chrome trace)."),
+    shape: str = typer.Option("", "--shape", "-s", help="Shape, e.g. B=32,C=768,T=768."),
+    direction: str = typer.Option("fwd", "--direction", "-d", help="fwd, bwd or fwdbwd."),
+    out_dir: Path = typer.Option(Path("cudabench-profiles"), "--output-dir", "-o", help="Where reports go."),
+    name: str = typer.Option("", "--name", help="Report name (default KERNEL-DIRECTION-TOOL)."),
+    iters: int = typer.Option(0, "--iters", "-n", help="Calls in the profiled region (0: nsys and torch "
+                              "20, ncu 1)."),
+    nsys: Optional[str] = typer.Option(None, "--nsys", help="The nsys to use (else $CUDABENCH_NSYS, PATH, "
+                                       "usual install folders)."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Seed of the random inputs."),
+    kernels_dir: Optional[List[Path]] = KernelsDir,
+) -> None:
+    """Run the kernel under Nsight Systems, Nsight Compute or torch.profiler; print its kernels and
+    NVTX ranges."""
+    from cudabench.engine.worker import case_to_dict
+    from cudabench.engine.workers import run_one_shot
+    from cudabench.profile.launch import TOOLS, ProfileRequest
+    from cudabench.profile.view import profile_and_report
+    from cudabench.engine.plan import plan_single
+    from cudabench.spec.shapes import parse_shape
+
+    if tool not in TOOLS:
+        raise ShapeError(f"Unknown --tool '{tool}'.", f"Choose one of: {', '.join(TOOLS)}.")
+    task = plan_single(registry(kernels_dir), kernel, parse_shape(shape), direction)  # user errors first
+    if tool == "nsys":
+        from cudabench.profile.nsys import find_nsys
+
+        find_nsys(nsys)
+    from cudabench.device import require_gpu
+
+    require_gpu()
+    req = ProfileRequest(kernel=kernel, tool=tool, shape=shape, direction=direction, out_dir=out_dir,
+                         name=name, iterations=iters, kernels_dirs=tuple(kernels_dir or ()),
+                         seed=fresh_seed(seed), case=case_to_dict(task.cases[0]))
+    profile_and_report(req, nsys, out, err,
+                       lambda command, env, echo: run_one_shot(command, env, echo, timeout=PROFILE_TIMEOUT))

@@ -1,0 +1,314 @@
+"""`cudabench run` and `cudabench check`: plan here, run every subject in an isolated worker
+process, print the tables, and keep the results files current after each result."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, List, Optional
+
+import typer
+
+from cudabench.cli.common import KernelsDir, check_writable, err, out, registry, split
+from cudabench.errors import ShapeError
+
+
+def stop_rule(repeat: Optional[int], min_time: Optional[float], noise: float, max_time: float):
+    from cudabench.measure.stop import Adaptive, FixedCount, MinTime
+
+    if repeat is not None and min_time is not None:
+        raise ShapeError("--repeat and --min-time are alternatives: give one.")
+    if repeat is not None:
+        if repeat < 1:
+            raise ShapeError("--repeat must be at least 1.")
+        return FixedCount(repeat)
+    if min_time is not None:
+        return MinTime(min_time)
+    return Adaptive(target=noise, max_time=max_time)
+
+
+def parse_warmup(text: str):
+    """'25' = 25 calls; '100ms' / '0.5s' = at least that long (and at least 3 calls)."""
+    from cudabench.measure.loop import Warmup
+
+    t = text.strip().lower()
+    try:
+        if t.endswith("ms"):
+            return Warmup(calls=3, seconds=float(t[:-2]) / 1e3)
+        if t.endswith("s"):
+            return Warmup(calls=3, seconds=float(t[:-1]))
+        calls = int(t)
+        if calls < 1:
+            raise ValueError(t)
+        return Warmup(calls=calls, seconds=0.0)
+    except ValueError:
+        raise ShapeError(f"Cannot read --warmup '{text}'.", "Give a count (25) or a duration (100ms, 0.5s).") from None
+
+
+def renames(pairs: Optional[List[str]]) -> dict[str, str]:
+    found = {}
+    for pair in pairs or ():
+        old, sep, new = pair.partition("=")
+        if not sep or not old.strip() or not new.strip():
+            raise ShapeError(f"Cannot read --record-as '{pair}'.", "Write VARIANT=NAME, e.g. timex-v3=timex-v4.")
+        found[old.strip()] = new.strip()
+    return found
+
+
+def start_runner(options: Any, kernels_dirs: Any, settings: Optional[dict] = None, on_result=lambda r: None,
+                 on_status=lambda s: None):
+    """A Runner whose workers are fresh `python -m cudabench.engine.worker` processes."""
+    from cudabench.engine.scheduler import Runner
+    from cudabench.engine.workers import ProcessWorker, worker_command
+
+    return Runner(options, lambda: ProcessWorker(worker_command()), kernels_dirs, settings, on_result, on_status)
+
+
+@dataclass
+class Outputs:
+    """The results files of a run, rewritten atomically after each result."""
+
+    json: Optional[Path]
+    csv: Optional[Path]
+    markdown: Optional[Path]
+
+    def check(self) -> None:
+        for path in (self.json, self.csv, self.markdown):
+            check_writable(path)
+
+    def save(self, doc: dict) -> None:
+        from cudabench.results.export import to_csv, to_markdown, write_json_atomic, write_text_atomic
+
+        if self.json:
+            write_json_atomic(self.json, doc)
+        if self.csv:
+            write_text_atomic(self.csv, to_csv(doc))
+        if self.markdown:
+            write_text_atomic(self.markdown, to_markdown(doc))
+
+    def tell(self) -> None:
+        for label, path in (("results", self.json), ("csv", self.csv), ("markdown", self.markdown)):
+            if path:
+                out.print(f"[dim]{label}: {path}[/]")
+
+
+def run(
+    kernel: Optional[List[str]] = typer.Option(None, "--kernel", "-k", help="Kernel or family (repeatable; a "
+                                               "family means all its variants), e.g. timex-v4."),
+    config: Optional[Path] = typer.Option(None, "--config", "-c", help="A TOML suite (see configs/): kernels, "
+                                          "shapes and sweeps, directions, baselines, timing policy."),
+    shape: str = typer.Option("", "--shape", "-s", help="Shape parameters, e.g. B=32,C=768,T=768 "
+                              "(defaults from `cudabench list`)."),
+    direction: Optional[List[str]] = typer.Option(None, "--direction", "-d", help="fwd, bwd or fwdbwd "
+                                                  "(repeatable; default fwd, plus fwdbwd with a backward)."),
+    baseline: Optional[List[str]] = typer.Option(None, "--baseline", "-b", help="Baseline(s) to time "
+                                                 "beside, or 'all' (default: the family's default)."),
+    no_baseline: bool = typer.Option(False, "--no-baseline", help="Time no baseline."),
+    timing: Optional[str] = typer.Option(None, "--timing", help="sync (default): wall time per call "
+                                         "(two-sided synchronize); events: GPU time (CUDA events); graph: "
+                                         "CUDA-graph replay; cupti: kernel durations (torch.profiler)."),
+    cold: Optional[bool] = typer.Option(None, "--cold/--hot", help="Flush L2 (write 2× its size) before "
+                                        "every timed call, or not (default hot)."),
+    repeat: Optional[int] = typer.Option(None, "--repeat", "-r", help="Exactly N timed samples."),
+    min_time: Optional[float] = typer.Option(None, "--min-time", help="Sample for at least S seconds."),
+    noise: Optional[float] = typer.Option(None, "--noise", help="Adaptive stop: target IQR/median "
+                                          "(default 0.005)."),
+    max_time: Optional[float] = typer.Option(None, "--max-time", help="Adaptive stop: time limit per "
+                                             "subject in seconds (default 2)."),
+    warmup: Optional[str] = typer.Option(None, "--warmup", help="Untimed warm-up: calls (25) or time "
+                                         "(default 100ms)."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", help="Seconds one subject may take (check, "
+                                            "timing, integrity checks) before its worker is killed "
+                                            "(default 300)."),
+    integrity: bool = typer.Option(True, "--integrity/--no-integrity", help="After timing, check that the "
+                                   "figure can be trusted (stale outputs, work outside the timed window, no "
+                                   "work, impossible throughput). --no-integrity skips them, and says so."),
+    force: bool = typer.Option(False, "--force", help="Time subjects even when they fail the check."),
+    json_path: Optional[Path] = typer.Option(None, "--json", help="Write every sample and the environment "
+                                             "here (rewritten after each result)."),
+    csv_path: Optional[Path] = typer.Option(None, "--csv", help="Also write a CSV summary here."),
+    markdown_path: Optional[Path] = typer.Option(None, "--markdown", help="Also write a Markdown table here."),
+    record_as: Optional[List[str]] = typer.Option(None, "--record-as", help="VARIANT=NAME: record a "
+                                                  "variant's results under another name (A/B comparisons)."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Seed of the random inputs (default: fresh)."),
+    arch: Optional[str] = typer.Option(None, "--arch", help="Build target (default: this GPU)."),
+    inputs: str = typer.Option("uniform", "--inputs", help="Input distribution, e.g. rwkv for timex "
+                               "(`cudabench list` shows each family's)."),
+    nvtx_on: bool = typer.Option(False, "--nvtx/--no-nvtx", help="Emit NVTX ranges (for Nsight): build, "
+                                 "check, warm-up, each case, the timed region, baselines."),
+    nvtx_iterations: bool = typer.Option(False, "--nvtx-iterations", help="Also one NVTX range per timed call."),
+    kernels_dir: Optional[List[Path]] = KernelsDir,
+) -> None:
+    """Check kernels against the fp64 reference, then time them (and the baseline) correctly, each in
+    an isolated worker process."""
+    from cudabench.device import require_gpu
+    from cudabench.engine.plan import RunOptions, plan
+    from cudabench.engine.suite import effective_timing, plan_suite
+    from cudabench.measure.timers import TIMERS
+    from cudabench.results.config import TimingPolicy, load_suite
+    from cudabench.spec.shapes import parse_shape
+
+    if bool(kernel) == bool(config):
+        raise ShapeError("Name what to run: --kernel NAME (repeatable) or --config FILE, one of the two.",
+                         "`cudabench list` shows the kernels; configs/ holds example suites.")
+    suite = load_suite(config) if config else None
+    kernels_dirs = [*(kernels_dir or []), *(suite.kernels_dirs if suite else ())]
+    policy = effective_timing(TimingPolicy(timing, cold, repeat, min_time, noise, max_time, warmup, timeout),
+                              suite.timing if suite else None)
+    if policy.timing not in TIMERS:
+        raise ShapeError(f"Unknown --timing '{policy.timing}'.", f"Choose one of: {', '.join(TIMERS)}.")
+    if config and shape:
+        raise ShapeError("--shape goes with --kernel; a suite names its shapes in the file.",
+                         "Edit the suite's shape tables, or run the kernel with --kernel and --shape.")
+    if policy.timeout <= 0:
+        raise ShapeError("--timeout must be a positive number of seconds.")
+    outputs = Outputs(json_path, csv_path, markdown_path)
+    outputs.check()
+    options = RunOptions(
+        directions=split(direction), baselines=() if no_baseline else split(baseline), timing=policy.timing,
+        rule=stop_rule(policy.repeat, policy.min_time, policy.noise, policy.max_time),
+        warmup=parse_warmup(policy.warmup), force=force, arch=arch, seed=seed, cold=policy.cold, inputs=inputs,
+        renames=renames(record_as), integrity=integrity, nvtx=nvtx_on or nvtx_iterations,
+        nvtx_iterations=nvtx_iterations, timeout=policy.timeout)
+    reg = registry(kernels_dirs)
+    tasks = plan_suite(reg, suite, options) if suite else plan(reg, kernel, parse_shape(shape), options)
+    planned = {n for t in tasks for n in [*(v.name for v in t.variants), *(b.name for b in t.baselines)]}
+    for name in set(options.renames) - planned:
+        err.print(f"[yellow]note:[/] --record-as names {name}, which this run does not time.")
+    require_gpu()
+    settings = {"timing": policy.timing, "cache": "cold" if policy.cold else "hot", "tf32": "off",
+                "integrity": "on" if integrity else "off", **({"config": str(config)} if config else {})}
+    command = "cudabench " + shlex.join(sys.argv[1:])
+    execute(tasks, options, kernels_dirs, settings, outputs, command, policy)
+
+
+def execute(tasks: list, options: Any, kernels_dirs: list, settings: dict, outputs: Outputs, command: str,
+            policy: Any) -> None:
+    """Run the planned tasks in workers; print tables and notes; exit non-zero when a subject failed."""
+    from cudabench.results import report
+    from cudabench.results.export import document, source_hash
+
+    hashes = {t.family.name: source_hash(t.family) for t in tasks}
+    state: dict[str, Any] = {"env": None}
+
+    def save() -> None:
+        if state["env"] is not None:
+            outputs.save(document(runner.results, state["env"], command, runner.seed, hashes))
+
+    with progress_for(tasks) as progress, start_runner(options, kernels_dirs, settings, on_status=progress.status) \
+            as runner:
+        def on_result(result) -> None:
+            progress.advance()
+            save()
+
+        runner.on_result = on_result
+        interrupted = False
+        try:
+            runner.start()
+            state["env"] = environment_record(runner.environment)
+            out.print(f"[dim]{report.environment_line(state['env'])}[/]")
+            runner.run(tasks)
+        except KeyboardInterrupt:
+            interrupted = True
+    for table in report.tables(runner.results):
+        out.print(table)
+    print_notes(runner, options, policy)
+    save()
+    outputs.tell()
+    if interrupted:
+        err.print(f"[yellow]interrupted:[/] kept {len(runner.results)} result(s) measured so far.")
+        raise typer.Exit(130)
+    if failed(runner.results):
+        raise typer.Exit(1)
+
+
+def environment_record(data: dict):
+    from cudabench.results.model import Environment
+
+    return Environment(**{**data, "settings": tuple(sorted((data.get("settings") or {}).items()))})
+
+
+def print_notes(runner: Any, options: Any, policy: Any) -> None:
+    from cudabench.measure.ceilings import Ceilings
+    from cudabench.measure.timers import TIMERS
+    from cudabench.results import report
+
+    cache = "cold L2 (flushed before each call)" if policy.cold else "hot L2"
+    out.print(f"[dim]timing: {policy.timing} — {TIMERS[policy.timing].describes}; {cache}; inputs seed "
+              f"{runner.seed}[/]")
+    out.print(f"[dim]{report.isolation_line(runner.results, runner.workers_started, options.integrity)}[/]")
+    summary = report.stop_summary(runner.results)
+    if summary:
+        out.print(f"[dim]{summary}[/]")
+    if runner.ceilings:
+        out.print(f"[dim]{Ceilings(**runner.ceilings).describe()}[/]")
+    for line in report.notes(runner.results):
+        style = "yellow" if line.startswith(("warning", "INVALID", "ERROR")) else "dim"
+        out.print(line, style=style, markup=False)
+
+
+def failed(results: list) -> bool:
+    return any(r.status != "ok" and not r.skipped.startswith("constraint") for r in results)
+
+
+class progress_for:
+    """A Rich progress bar over every subject of every case on a terminal; status lines otherwise."""
+
+    def __init__(self, tasks) -> None:
+        self.total = sum(len(t.cases) * (len(t.variants) + len(t.baselines) + len(t.skipped)) for t in tasks)
+        self.bar = None
+
+    def __enter__(self) -> "progress_for":
+        if err.is_terminal:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                TimeElapsedColumn(), console=err, transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task("starting", total=self.total)
+        return self
+
+    def status(self, text: str) -> None:
+        if self.bar is not None:
+            self.bar.update(self.task, description=text[:70])
+        else:
+            err.print(f"… {text}", style="dim", markup=False)
+
+    def advance(self) -> None:
+        if self.bar is not None:
+            self.bar.advance(self.task)
+
+    def __exit__(self, *exc) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def check(
+    kernel: List[str] = typer.Option(..., "--kernel", "-k", help="Kernel or family (repeatable)."),
+    shape: str = typer.Option("", "--shape", "-s", help="Shape parameters (each family takes its own)."),
+    direction: Optional[List[str]] = typer.Option(None, "--direction", "-d", help="fwd, bwd or fwdbwd."),
+    baselines: bool = typer.Option(False, "--baselines", help="Check the family's default baselines too."),
+    inputs: str = typer.Option("uniform", "--inputs", help="Input distribution, e.g. rwkv for timex."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Seed of the random inputs (default: fresh)."),
+    kernels_dir: Optional[List[Path]] = KernelsDir,
+) -> None:
+    """Check kernels against the fp64 reference on fresh random inputs, without timing them."""
+    from cudabench.device import require_gpu
+    from cudabench.engine.plan import RunOptions, plan
+    from cudabench.results import report
+    from cudabench.spec.shapes import parse_shape
+
+    options = RunOptions(directions=split(direction), baselines=None if baselines else (), seed=seed, time=False,
+                         inputs=inputs)
+    tasks = plan(registry(kernels_dir), kernel, parse_shape(shape), options)
+    require_gpu()
+    with start_runner(options, kernels_dir or []) as runner:
+        results = runner.run(tasks)
+    out.print(report.check_table(results))
+    for line in report.notes(results):
+        out.print(line, style="dim", markup=False)
+    if failed(results):
+        raise typer.Exit(1)
+

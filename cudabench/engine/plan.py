@@ -1,0 +1,155 @@
+"""Planning a run, with no GPU: resolve kernel names, complete and check shapes, pick directions
+and baselines, and list the subjects (a variant or baseline at one case) to hand to workers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
+
+from cudabench.errors import ShapeError
+from cudabench.measure.loop import Warmup
+from cudabench.measure.stop import Adaptive, StopRule, rule_to_dict
+from cudabench.measure.subject import Settings
+from cudabench.results.model import Case
+from cudabench.spec.family import Baseline, Family, Variant
+from cudabench.spec.registry import Registry
+from cudabench.spec.shapes import check_shape, complete_shape, violation
+
+# The slowest shipped subject (conv1d forward+backward on a large sweep shape: ~40 ms a call, its
+# warm-up, 2 s of sampling, the check, the CUPTI pass and the integrity re-checks) takes well under
+# a minute; five minutes leaves room for slower GPUs and longer --min-time/--max-time.
+DEFAULT_TIMEOUT = 300.0
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    directions: Optional[tuple[str, ...]] = None   # None: fwd, plus fwdbwd where there is a backward
+    baselines: Optional[tuple[str, ...]] = None    # None: the family's default baselines; () none
+    timing: str = "sync"
+    rule: StopRule = field(default_factory=Adaptive)
+    warmup: Warmup = field(default_factory=Warmup)
+    force: bool = False                             # time subjects that fail the check
+    arch: Optional[str] = None
+    seed: Optional[int] = None
+    time: bool = True                               # False: check against the reference only
+    inputs: str = "uniform"                         # input distribution (a family's input_kinds)
+    renames: dict = field(default_factory=dict)     # record a subject's results under another name
+    cold: bool = False                              # flush L2 before every timed call
+    kernel_time_below: float = 100e-6               # also read CUPTI kernel time for calls this short
+    integrity: bool = True                          # the integrity checks after timing
+    timeout: float = DEFAULT_TIMEOUT                # seconds per subject before the watchdog kills it
+    nvtx: bool = False
+    nvtx_iterations: bool = False
+
+    def settings(self, seed: int) -> Settings:
+        """What a worker needs to treat a subject as asked."""
+        return Settings(timing=self.timing, rule=rule_to_dict(self.rule), warmup_calls=self.warmup.calls,
+                        warmup_seconds=self.warmup.seconds, force=self.force, time=self.time, cold=self.cold,
+                        integrity=self.integrity, seed=seed, arch=self.arch,
+                        kernel_time_below=self.kernel_time_below, nvtx=self.nvtx,
+                        nvtx_iterations=self.nvtx_iterations)
+
+
+@dataclass(frozen=True)
+class Task:
+    """One family at one shape: the cases (directions) and subjects to run there."""
+
+    family: Family
+    cases: tuple[Case, ...]
+    variants: tuple[Variant, ...]
+    baselines: tuple[Baseline, ...]
+    skipped: tuple[tuple[Variant, str], ...] = ()   # variants whose constraints the shape breaks
+
+
+# ---- planning: everything that can be checked without a GPU ----------------------------------
+
+def plan(registry: Registry, names: Sequence[str], shape: dict[str, int],
+         options: RunOptions, strict: bool = True) -> list[Task]:
+    """Resolve names, complete the shape, check constraints and directions. A variant named
+    explicitly that cannot run at the shape is an error (`strict`, the default) or skipped like one
+    implied by a family name."""
+    picked = registry.resolve(names)
+    families = list(dict.fromkeys(f for f, _ in picked))
+    if len(families) > 1:  # each family takes the parameters it has; a name none has is an error
+        known = {p.name for f in families for p in f.params}
+        complete_shape(families[0], {k: v for k, v in shape.items() if k not in known})
+    tasks = []
+    for family in families:
+        own = {p.name for p in family.params}
+        given = {k: v for k, v in shape.items() if k in own or len(families) == 1}
+        full = complete_shape(family, given)
+        check_shape(family, None, full)
+        variants, skipped = [], []
+        for fam, variant in picked:
+            if fam is not family:
+                continue
+            reason = violation(family, variant, full)
+            if reason is None:
+                variants.append(variant)
+            elif strict and variant.name in names:
+                check_shape(family, variant, full)  # raises with the full message
+            else:
+                skipped.append((variant, reason))
+        directions = _directions(family, options.directions)
+        if options.inputs not in family.input_kinds:
+            raise ShapeError(f"{family.name} has no '{options.inputs}' inputs.",
+                             f"Its input kinds: {', '.join(family.input_kinds)}.")
+        cases = tuple(Case(family.name, tuple(full.items()), d, inputs=options.inputs) for d in directions)
+        tasks.append(Task(family, cases, tuple(variants), _baselines(family, options.baselines),
+                          tuple(skipped)))
+    return tasks
+
+
+def plan_single(registry: Registry, kernel: str, shape: dict[str, int], direction: str,
+                inputs: str = "uniform") -> Task:
+    """A task for exactly one kernel variant (commands that time or profile one thing)."""
+    if kernel not in {v.name for _, v in registry.variants()} and kernel in {f.name for f in registry.families}:
+        raise ShapeError(f"Name one kernel variant, not the family '{kernel}'.",
+                         "`cudabench list` shows the variants, e.g. add2 or timex-v4.")
+    if direction not in ("fwd", "bwd", "fwdbwd"):
+        raise ShapeError(f"Unknown --direction '{direction}'.", "Choose fwd, bwd or fwdbwd.")
+    return plan(registry, [kernel], shape, RunOptions(directions=(direction,), baselines=(), inputs=inputs))[0]
+
+
+def _directions(family: Family, asked: Optional[tuple[str, ...]]) -> tuple[str, ...]:
+    if asked is None:
+        return ("fwd", "fwdbwd") if family.grad_inputs else ("fwd",)
+    unknown = [d for d in asked if d not in ("fwd", "bwd", "fwdbwd")]
+    if unknown:
+        raise ShapeError(f"Unknown --direction '{unknown[0]}'.", "Choose fwd, bwd or fwdbwd.")
+    missing = [d for d in asked if d not in family.directions]
+    if missing:
+        raise ShapeError(f"{family.name} has no backward, so it cannot run --direction {','.join(missing)}.",
+                         "Use --direction fwd for it.")
+    return asked
+
+
+def _baselines(family: Family, asked: Optional[tuple[str, ...]]) -> tuple[Baseline, ...]:
+    if asked is None:
+        return tuple(b for b in family.baselines if b.default)
+    if "all" in asked:
+        return family.baselines
+    chosen = []
+    for name in asked:
+        try:
+            chosen.append(family.baseline(name))
+        except KeyError:
+            known = ", ".join(b.name for b in family.baselines) or "none"
+            raise ShapeError(f"{family.name} has no baseline '{name}'.",
+                             f"Its baselines: {known} (or 'all').") from None
+    return tuple(chosen)
+
+
+@dataclass(frozen=True)
+class Subject:
+    """One variant or baseline at one case: what a worker runs."""
+
+    family: Family
+    case: Case
+    name: str
+    role: str                       # "variant" | "baseline"
+
+
+def subjects(task: Task, case: Case) -> list[Subject]:
+    return ([Subject(task.family, case, v.name, "variant") for v in task.variants]
+            + [Subject(task.family, case, b.name, "baseline") for b in task.baselines])

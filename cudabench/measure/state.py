@@ -1,0 +1,139 @@
+"""Process-wide state a subject could leave behind for the next one in the same worker, and the
+guard that notices and undoes it.
+
+Two kinds:
+- settings the harness itself depends on for honest figures: the functions the timers call
+  (a patched `time.perf_counter` or `torch.cuda.synchronize` fakes every later figure) — changed
+  ones are restored and the subject that changed them is INVALID;
+- settings that change how kernels run: TF32 and cuDNN flags, the current stream, grad mode, the
+  default dtype, the persisting-L2 carve-out (an access-policy window set by one subject would
+  keep its data in L2 through the next subject's cold-cache flush). These are reset before the
+  next subject; the subject that changed them gets a note (and under --cold, a persisting-L2
+  carve-out invalidates its own cold figure).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+CU_LIMIT_PERSISTING_L2_CACHE_SIZE = 0x06  # CUlimit in cuda.h
+
+
+def _harness_functions() -> dict[str, tuple[Any, str, Any]]:
+    """name -> (owner, attribute, current value) of what the timers and the check rely on."""
+    import torch
+    import torch.profiler
+
+    owners = {
+        "time.perf_counter": (time, "perf_counter"),
+        "torch.cuda.synchronize": (torch.cuda, "synchronize"),
+        "torch.cuda._sleep": (torch.cuda, "_sleep"),
+        "torch.cuda.Event.record": (torch.cuda.Event, "record"),
+        "torch.cuda.Event.elapsed_time": (torch.cuda.Event, "elapsed_time"),
+        "torch.cuda.Event.synchronize": (torch.cuda.Event, "synchronize"),
+        "torch.cuda.CUDAGraph.replay": (torch.cuda.CUDAGraph, "replay"),
+        "torch.profiler.profile": (torch.profiler, "profile"),
+        "torch.linalg.vector_norm": (torch.linalg, "vector_norm"),
+    }
+    return {name: (owner, attr, getattr(owner, attr)) for name, (owner, attr) in owners.items()}
+
+
+def _settings(cuda: bool) -> dict[str, tuple[Callable[[], Any], Callable[[Any], None]]]:
+    """name -> (read, write) of the settings that change how kernels run."""
+    import torch
+
+    b = torch.backends
+    found = {
+        "torch.backends.cuda.matmul.allow_tf32": (lambda: b.cuda.matmul.allow_tf32,
+                                                  lambda v: setattr(b.cuda.matmul, "allow_tf32", v)),
+        "torch.backends.cudnn.allow_tf32": (lambda: b.cudnn.allow_tf32, lambda v: setattr(b.cudnn, "allow_tf32", v)),
+        "torch.backends.cudnn.benchmark": (lambda: b.cudnn.benchmark, lambda v: setattr(b.cudnn, "benchmark", v)),
+        "torch.backends.cudnn.deterministic": (lambda: b.cudnn.deterministic,
+                                               lambda v: setattr(b.cudnn, "deterministic", v)),
+        "float32 matmul precision": (torch.get_float32_matmul_precision, torch.set_float32_matmul_precision),
+        "default dtype": (torch.get_default_dtype, torch.set_default_dtype),
+        "grad mode": (torch.is_grad_enabled, torch.set_grad_enabled),
+    }
+    if cuda:
+        found["current stream"] = (torch.cuda.current_stream, torch.cuda.set_stream)
+        driver = _driver()
+        if driver is not None:
+            found["persisting-L2 limit"] = (lambda: _get_limit(driver), lambda v: _reset_persisting_l2(driver, v))
+    return found
+
+
+_DRIVER: list[Optional[ctypes.CDLL]] = []
+
+
+def _driver() -> Optional[ctypes.CDLL]:
+    """The CUDA driver library (the persisting-L2 limit is a property of the context, which the
+    driver API reaches whatever runtime copy torch uses)."""
+    if not _DRIVER:
+        try:
+            _DRIVER.append(ctypes.CDLL("libcuda.so.1"))
+        except OSError:
+            _DRIVER.append(None)
+    return _DRIVER[0]
+
+
+def _get_limit(driver: ctypes.CDLL) -> int:
+    value = ctypes.c_size_t(0)
+    if driver.cuCtxGetLimit(ctypes.byref(value), CU_LIMIT_PERSISTING_L2_CACHE_SIZE) != 0:
+        return -1  # unreadable (no context, or not supported): compares equal to itself
+    return int(value.value)
+
+
+def _reset_persisting_l2(driver: ctypes.CDLL, limit: int) -> None:
+    if limit >= 0:
+        driver.cuCtxSetLimit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE, ctypes.c_size_t(limit))
+    driver.cuCtxResetPersistingL2Cache()  # lines already marked persisting become normal again
+
+
+@dataclass(frozen=True)
+class Leftover:
+    patched: tuple[str, ...]      # harness functions that were replaced (restored now)
+    changed: tuple[str, ...]      # settings that were changed (reset now), "name: before -> after"
+
+    def __bool__(self) -> bool:
+        return bool(self.patched or self.changed)
+
+    def describe(self) -> str:
+        parts = []
+        if self.patched:
+            parts.append("replaced " + ", ".join(self.patched))
+        if self.changed:
+            parts.append("changed " + ", ".join(self.changed))
+        return "; ".join(parts)
+
+
+class StateGuard:
+    """Remembers the pristine state once (at worker start, after the harness set TF32 off) and,
+    after each subject, restores whatever differs, saying what it was."""
+
+    def __init__(self, cuda: bool) -> None:
+        self.cuda = cuda
+        self.functions = _harness_functions()
+        self.settings = _settings(cuda)
+        self.pristine = {name: read() for name, (read, _) in self.settings.items()}
+
+    def restore(self) -> Leftover:
+        patched = []
+        for name, (owner, attr, original) in self.functions.items():
+            if getattr(owner, attr) is not original:
+                setattr(owner, attr, original)
+                patched.append(name)
+        changed = []
+        for name, (read, write) in self.settings.items():
+            now = read()
+            if now != self.pristine[name]:
+                changed.append(f"{name}: {_show(self.pristine[name])} -> {_show(now)}")
+                write(self.pristine[name])
+        return Leftover(tuple(patched), tuple(changed))
+
+
+def _show(value: Any) -> str:
+    return f"{value / 2**20:.0f} MiB" if isinstance(value, int) and not isinstance(value, bool) and value > 4096 \
+        else str(value)

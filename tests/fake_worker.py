@@ -1,0 +1,75 @@
+"""A stand-in worker process speaking the real protocol, for CPU tests of the engine. What it does
+with a subject depends on the subject's name: `hang` sleeps forever, `exit` calls os._exit(3),
+`segv` kills itself with SIGSEGV, `garbage` writes a garbled message, `chatty` prints log lines
+first, `broken` reports a broken CUDA context; any other name gets an ok result.
+
+    python tests/fake_worker.py [slow-start]"""
+
+import json
+import os
+import signal
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+from cudabench.engine.protocol import MARK, encode  # noqa: E402
+from cudabench.engine.worker import case_from_dict  # noqa: E402
+from cudabench.results.export import result_to_dict  # noqa: E402
+from cudabench.results.model import Check, Measurement, Result  # noqa: E402
+from cudabench.results.stats import summarize  # noqa: E402
+
+
+def send(message):
+    sys.stdout.write(encode(message))
+    sys.stdout.flush()
+
+
+def result(request, **fields):
+    samples = (1e-3, 1.1e-3, 0.9e-3)
+    m = Measurement(samples=samples, timing="sync", warmup_calls=1, warmup_seconds=0.0, stop_reason="test")
+    r = Result(case_from_dict(request["case"]), request["subject"], request["role"], check=Check((("out", 0.0),), 1e-5),
+               measurement=m, stats=summarize(samples), host="fake", gpu="fake GPU", **fields)
+    return result_to_dict(r)
+
+
+def main():
+    if "slow-start" in sys.argv:
+        time.sleep(60)
+    for line in sys.stdin:
+        request = json.loads(line)
+        op = request["op"]
+        if op == "exit":
+            return
+        if op == "hello":
+            send({"type": "ready", "pid": os.getpid(), "environment": {"gpu": "fake GPU", "hostname": "fake"},
+                  "ceilings": None})
+        elif op == "build":
+            send({"type": "built", "ok": True, "seconds": 0.0, "cache_hit": True})
+        elif op == "subject":
+            name = request["subject"]
+            send({"type": "status", "text": f"running {name}"})
+            if name == "hang":
+                time.sleep(3600)
+            elif name == "exit":
+                sys.stderr.write("about to exit\n")
+                sys.stderr.flush()
+                os._exit(3)
+            elif name == "segv":
+                os.kill(os.getpid(), signal.SIGSEGV)
+            elif name == "garbage":
+                sys.stdout.write(MARK + "{this is not json\n")
+                sys.stdout.flush()
+                time.sleep(3600)
+            elif name == "broken":
+                send({"type": "result", "result": result(request, error="CUDA error: an illegal memory access "
+                                                                        "was encountered"), "healthy": False})
+                return
+            else:
+                if name == "chatty":
+                    print("a kernel's printf, not a message", flush=True)
+                send({"type": "result", "result": result(request), "healthy": True})
+
+
+if __name__ == "__main__":
+    main()

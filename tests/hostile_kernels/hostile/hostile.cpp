@@ -1,0 +1,23 @@
+#include "cudabench/binding.h"
+#include "hostile.h"
+
+// y = 2 * x + 1, written into the caller's y (so the check can hand in a NaN-poisoned output).
+// mode: a HostileMode (hostile.h). Every mode is handed PyTorch's current stream; the side-stream
+// mode ignores it on purpose, inside the launcher.
+void hostile(const at::Tensor& x, at::Tensor& y, int64_t mode) {
+  cudabench::check_tensor(x, "x");
+  cudabench::check_tensor(y, "y");
+  TORCH_CHECK(x.numel() == y.numel(),
+              cudabench::message("x and y must have the same number of elements (got ", x.numel(), " and ",
+                                 y.numel(), ")"));
+  cudabench::check_same_device(x, y, "x", "y");
+  const c10::cuda::CUDAGuard guard(x.device());
+  cudabench::check_launch(hostile_launch((int)mode, x.data_ptr<float>(), y.data_ptr<float>(), x.numel(),
+                                         cudabench::stream_of(x)),
+                          "hostile kernel");
+}
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("hostile", &hostile, "y = 2 * x + 1 for a float32 CUDA tensor x, misbehaving as `mode` says",
+        py::arg("x"), py::arg("y"), py::arg("mode") = 0);
+}

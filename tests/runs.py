@@ -1,0 +1,20 @@
+"""Runners for tests: in this process through a worker Handler (CPU tests of the run logic, with a
+fake timer), or in real worker processes (GPU tests, as `cudabench run` does)."""
+
+from cudabench.engine.scheduler import Runner
+from cudabench.engine.worker import Handler
+from cudabench.engine.workers import InlineWorker, ProcessWorker, worker_command
+
+
+def inline_runner(options, timer_factory=None, device="cpu", **kw):
+    handler = Handler(device=device, timer_factory=timer_factory)
+    return Runner(options, lambda: InlineWorker(handler), **kw)
+
+
+def process_runner(options, kernels_dirs=(), **kw):
+    return Runner(options, lambda: ProcessWorker(worker_command()), kernels_dirs, **kw)
+
+
+def run_in_workers(options, tasks, kernels_dirs=()):
+    with process_runner(options, kernels_dirs) as runner:
+        return runner.run(tasks)

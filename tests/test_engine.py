@@ -1,0 +1,123 @@
+"""The engine on the CPU with stand-in workers (tests/fake_worker.py speaks the real protocol): the
+watchdog, crashes, garbage, and a run that records each failure against its own subject and goes
+on with a fresh worker."""
+
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from cudabench.engine.plan import RunOptions, Task
+from cudabench.engine.protocol import MARK, ProtocolError, decode, encode
+from cudabench.engine.scheduler import Runner, WorkerStartError
+from cudabench.engine.workers import ProcessWorker, WorkerLost, describe_exit
+from cudabench.measure.stop import FixedCount, rule_from_dict, rule_to_dict
+from cudabench.results.model import Case
+from cudabench.spec.family import Variant
+
+FAKE = [sys.executable, str(Path(__file__).parent / "fake_worker.py")]
+CASE = {"family": "add2", "shape": {"n": 64}, "direction": "fwd"}
+
+
+def subject(name):
+    return {"op": "subject", "family": "add2", "case": CASE, "subject": name, "role": "variant", "settings": {}}
+
+
+@pytest.fixture
+def worker():
+    w = ProcessWorker(FAKE)
+    assert w.request({"op": "hello"}, 30)["type"] == "ready"
+    yield w
+    w.close()
+
+
+def test_protocol_round_trip_and_garbage():
+    assert decode(encode({"type": "status", "text": "x"})) == {"type": "status", "text": "x"}
+    assert decode("plain log line\n") is None
+    with pytest.raises(ProtocolError, match="garbled"):
+        decode(MARK + "{nope\n")
+    with pytest.raises(ProtocolError, match="without a type"):
+        decode(MARK + "[1, 2]\n")
+
+
+def test_stop_rules_cross_the_process_boundary():
+    assert rule_from_dict(rule_to_dict(FixedCount(7))) == FixedCount(7)
+
+
+def test_a_healthy_subject_answers_with_status_on_the_side(worker):
+    seen = []
+    reply = worker.request(subject("chatty"), 30, seen.append)
+    assert reply["type"] == "result" and reply["result"]["status"] == "ok"
+    assert seen == ["running chatty"]
+    assert "a kernel's printf, not a message" in worker.tail  # log text, not a protocol error
+
+
+def test_watchdog_kills_a_hanging_worker_and_its_group(worker):
+    start = time.monotonic()
+    with pytest.raises(WorkerLost, match="timed out after 1 s"):
+        worker.request(subject("hang"), 1.0)
+    assert time.monotonic() - start < 10
+    assert worker.proc.poll() is not None  # killed, not left running
+
+
+@pytest.mark.parametrize("name, reason", [("exit", "exited with code 3: about to exit"),
+                                          ("segv", "was killed by SIGSEGV"),
+                                          ("garbage", "broke the protocol: a garbled message")])
+def test_a_dying_or_garbling_worker_says_how(worker, name, reason):
+    with pytest.raises(WorkerLost, match=reason):
+        worker.request(subject(name), 30)
+
+
+def test_exit_descriptions():
+    assert describe_exit(-9) == "was killed by SIGKILL" and describe_exit(2) == "exited with code 2"
+
+
+def fake_task(registry, *names):
+    family = registry.family("add2")
+    variants = tuple(Variant(n, "fake", bind=lambda ext: None) for n in names)
+    return Task(family, (Case("add2", (("n", 64),)),), variants, ())
+
+
+def test_run_survives_crash_and_hang_and_blames_each_subject_alone(registry):
+    started = []
+
+    def start():
+        started.append(1)
+        return ProcessWorker(FAKE)
+
+    options = RunOptions(rule=FixedCount(3), timeout=2.0)
+    results = []
+    with Runner(options, start, on_result=results.append) as runner:
+        runner.run([fake_task(registry, "honest", "exit", "hang", "segv", "garbage", "broken", "after", "chatty")])
+    status = {r.subject: (r.status, r.error) for r in results}
+    assert status["honest"] == ("ok", "") and status["after"] == ("ok", "") and status["chatty"] == ("ok", "")
+    assert status["exit"][0] == "ERROR" and "exited with code 3" in status["exit"][1]
+    assert status["hang"][0] == "ERROR" and "timed out after 2 s (the kernel may not terminate)" in status["hang"][1]
+    assert "SIGSEGV" in status["segv"][1] and "garbled" in status["garbage"][1]
+    assert status["broken"] == ("ERROR", "CUDA error: an illegal memory access was encountered")
+    assert len(results) == 8  # every subject recorded, in order
+    assert [r.subject for r in results] == ["honest", "exit", "hang", "segv", "garbage", "broken", "after", "chatty"]
+    assert len(started) == 6  # a fresh worker after each of the five failures that end a worker
+
+
+def test_results_before_an_interrupt_are_kept(registry):
+    results = []
+
+    def record(r):
+        results.append(r)
+        if len(results) == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        with Runner(RunOptions(), lambda: ProcessWorker(FAKE), on_result=record) as runner:
+            runner.run([fake_task(registry, "a", "b", "c")])
+    assert [r.subject for r in runner.results] == ["a", "b"]
+    assert runner._worker is None  # closed on the way out
+
+
+def test_a_worker_that_cannot_start_is_a_clear_error(monkeypatch):
+    monkeypatch.setattr("cudabench.engine.scheduler.HELLO_TIMEOUT", 1.0)
+    runner = Runner(RunOptions(), lambda: ProcessWorker([*FAKE, "slow-start"]))
+    with pytest.raises(WorkerStartError, match="could not start: timed out"):
+        runner.start()
