@@ -91,7 +91,8 @@ class Handler:
         registry = discover([Path(d) for d in request.get("kernels_dirs", ())])
         if self.device == "cuda":
             require_gpu()
-            torch.cuda.init()
+            torch.zeros(1, device="cuda").add_(1)  # the context now, so its pristine state can be read
+            torch.cuda.synchronize()
         # TF32 off for the worker's whole life: every subject computes in true fp32 (and the state
         # guard restores this after any subject that changes it)
         torch.backends.cuda.matmul.allow_tf32 = False

@@ -241,11 +241,11 @@ class Bench:
 
         checks = [self._stale_output(family, case, op, inputs, grad_out, check, settings),
                   self._stream_order(family, case, op, inputs, grad_out, pristine, reference, check, result)]
-        shown = figure(result)
         checks.append(integrity.timed_window(result.stats.median, cupti.busy if cupti else [], settings.timing))
         checks.append(integrity.no_work(cupti.counts if cupti else [], result.flops, result.bytes))
         l2 = int(getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "L2_cache_size", 0))
-        checks.append(integrity.impossible(shown, result.flops, result.bytes, self.ceilings, l2, settings.cold))
+        flops, nbytes = own_work(family, case, result)
+        checks.append(integrity.impossible(figure(result), flops, nbytes, self.ceilings, l2, settings.cold))
         leftover = self.guard.restore()
         checks.append(integrity.process_state(leftover.patched, leftover.changed, settings.cold))
         return tuple(checks)
@@ -321,6 +321,15 @@ def figure(result: Result) -> float:
     mostly launch, else the median."""
     extra = dict(result.measurement.extra) if result.measurement else {}
     return extra.get("kernel_time_cupti", result.stats.median if result.stats else 0.0)
+
+
+def own_work(family: Family, case: Case, result: Result) -> tuple[float, float]:
+    """The work a subject's algorithm must do: its variant's own count where it declares one."""
+    if result.role == "variant":
+        variant = family.variant(result.subject)
+        if variant.work is not None:
+            return variant.work(case.params, case.direction)
+    return result.flops, result.bytes
 
 
 def _is_tensor(value: Any) -> bool:

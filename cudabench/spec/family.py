@@ -51,6 +51,10 @@ class Variant:
     bind: Callable[[Any], Op]
     constraints: tuple[Constraint, ...] = ()
     has_backward: bool = True
+    # (flops, bytes) the variant's own algorithm needs when fewer than the family's count (e.g. an
+    # FFT formulation of a direct sum): the impossible-figure check bounds this, while tables keep
+    # the family's count so rates compare along the ladder
+    work: Optional[Callable[[Shape, str], tuple[float, float]]] = None
 
 
 @dataclass(frozen=True)

@@ -98,6 +98,19 @@ def work(shape, direction):
     }[direction]
 
 
+def fft_work(shape, direction):
+    """What an FFT formulation must compute at least (for the impossible-figure check; the table
+    keeps the direct-sum count, so rates stay comparable along the ladder): per row a real
+    transform of N = 2T points each way (2.5 N log2 N flops each) and the spectrum product."""
+    import math
+
+    B, C, T = shape["B"], shape["C"], shape["T"]
+    n = 2 * T
+    pass_flops = float(B) * C * (2 * 2.5 * n * math.log2(n) + 3 * n)
+    flops = {"fwd": pass_flops, "bwd": 2 * pass_flops, "fwdbwd": 3 * pass_flops}[direction]
+    return flops, work(shape, direction)[1]
+
+
 T_MAX = Constraint(f"T <= {TMAX}", lambda s: s["T"] <= TMAX,
                    f"T must be at most {TMAX}: one thread block holds a whole row")
 T_VEC = Constraint("T % 4 == 0", lambda s: s["T"] % 4 == 0,
@@ -125,7 +138,7 @@ FAMILY = Family(
         Variant("timex-v5", f"v4 with equal work per thread (output quads q and T/4-1-q); backward "
                             f"{BB5} rows per block", bind(5), (T_MAX, T_PAIRS, B_GROUP)),
         Variant("timex-fft", "products of spectra, FFTs on chip (Stockham radix-8, two rows per FFT), "
-                             "gw summed over the batch in frequency space", bind(6), (T_MAX,)),
+                             "gw summed over the batch in frequency space", bind(6), (T_MAX,), work=fft_work),
     ),
     baselines=(
         Baseline("conv1d", "eps + conv1d(pad(k, (T-1, 0)), w.unsqueeze(1), groups=C)", conv1d_baseline),

@@ -1,0 +1,98 @@
+"""The adversary families (tests/hostile_kernels) against every timer: each misbehaviour is caught,
+each crash or hang is recorded against its own subject, and the honest subjects around them are
+measured normally."""
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from cudabench.cli.app import app
+from cudabench.engine.plan import RunOptions, plan
+from cudabench.measure.loop import Warmup
+from cudabench.measure.stop import FixedCount
+from cudabench.spec.registry import discover
+from runs import run_in_workers
+
+pytestmark = pytest.mark.gpu
+HOSTILE = Path(__file__).parents[1] / "hostile_kernels"
+SHAPE = {"n": 1 << 24}
+
+
+@pytest.fixture(scope="module")
+def hostile():
+    return discover([HOSTILE])
+
+
+def run(hostile, names, timeout=60.0, **kw):
+    options = RunOptions(rule=FixedCount(20), warmup=Warmup(3, 0.0), timeout=timeout, **kw)
+    return {r.subject: r for r in run_in_workers(options, plan(hostile, names, SHAPE, options), [HOSTILE])}
+
+
+def failed_checks(result):
+    return {c.name for c in result.integrity if c.failed}
+
+
+@pytest.mark.parametrize("timing", ["sync", "events", "graph", "cupti"])
+def test_every_misbehaviour_is_caught_under_every_timer(hostile, timing):
+    results = run(hostile, ["hostile-honest", "hostile-side-stream", "hostile-cached"], timing=timing)
+    honest, side, cached, torch_ = (results[n] for n in ("hostile-honest", "hostile-side-stream", "hostile-cached",
+                                                         "torch"))
+    assert honest.status == "ok" and torch_.status == "ok", (honest.integrity, torch_.integrity)
+    assert side.status == "INVALID" and "stream-order" in failed_checks(side)
+    if timing in ("events", "graph"):  # the timer saw less than the GPU did
+        assert "timed-window" in failed_checks(side)
+    assert cached.status == "INVALID"
+    assert {"stale-output", "no-work"} <= failed_checks(cached)
+    if timing != "sync":
+        assert "impossible" in failed_checks(cached)
+
+
+def test_an_impossible_figure_is_invalid(hostile):
+    result = run(hostile, ["boastful-honest"])["boastful-honest"]
+    assert result.status == "INVALID" and failed_checks(result) == {"impossible"}
+    assert "exceeds the DRAM copy bandwidth" in result.invalid_because
+
+
+def test_crashes_and_hangs_cost_only_their_own_subject(hostile):
+    names = ["hostile-honest", "hostile-crash", "hostile-hang", "hostile-assert", "hostile-exit",
+             "hostile-segfault", "hostile-persist-l2"]
+    results = run(hostile, names, timeout=20.0)
+    assert "illegal memory access" in results["hostile-crash"].error
+    assert "timed out after 20 s" in results["hostile-hang"].error
+    assert "device-side assert" in results["hostile-assert"].error
+    assert "exited with code 3" in results["hostile-exit"].error
+    assert "SIGSEGV" in results["hostile-segfault"].error
+    for name in ("hostile-honest", "hostile-persist-l2", "torch"):  # before, between and after the failures
+        r = results[name]
+        assert r.status == "ok" and r.stats.n == 20, (name, r.error, r.invalid_because)
+
+
+def test_state_left_behind_is_reset_and_invalidates_a_cold_run(hostile):
+    results = run(hostile, ["hostile-persist-l2", "hostile-honest"], cold=True)
+    persist, honest = results["hostile-persist-l2"], results["hostile-honest"]
+    assert persist.status == "INVALID" and "persisting-L2" in persist.invalid_because
+    assert honest.status == "ok" and honest.measurement.cache == "cold"
+    state = next(c for c in honest.integrity if c.name == "process-state")
+    assert state.detail == ""  # the next subject found the pristine state
+
+
+def test_cli_run_of_honest_crash_hang_honest_baseline_keeps_every_result(tmp_path):
+    path = tmp_path / "r.json"
+    res = CliRunner().invoke(app, ["run", "--kernels-dir", str(HOSTILE), "-k", "hostile-honest", "-k", "hostile-crash",
+                                   "-k", "hostile-hang", "-k", "hostile-persist-l2", "--timeout", "20",
+                                   "--repeat", "10", "--json", str(path)])
+    assert res.exit_code == 1, res.output  # the two failures
+    assert "Traceback" not in res.output and "ERROR" in res.output
+    doc = json.loads(path.read_text())
+    status = {r["subject"]: r["status"] for r in doc["results"]}
+    assert status == {"hostile-honest": "ok", "hostile-crash": "ERROR", "hostile-hang": "ERROR",
+                      "hostile-persist-l2": "ok", "torch": "ok"}
+
+
+def test_no_integrity_says_the_figures_are_unverified(hostile):
+    res = CliRunner().invoke(app, ["run", "--kernels-dir", str(HOSTILE), "-k", "hostile-cached", "--repeat", "5",
+                                   "--no-integrity"])
+    assert res.exit_code == 0, res.output
+    assert "integrity checks SKIPPED" in res.output
