@@ -17,7 +17,7 @@ from cudabench.profile.nsys import with_ext
 
 TOOLS = ("nsys", "ncu", "torch")
 DEFAULT_ITERATIONS = {"nsys": 20, "ncu": 1, "torch": 20}
-OUTPUTS = (".nsys-rep", ".qdstrm", ".sqlite", ".ncu-rep", ".ncu.csv", ".trace.json")
+OUTPUTS = (".worker.json", ".nsys-rep", ".qdstrm", ".sqlite", ".ncu-rep", ".ncu.csv", ".trace.json")
 
 
 @dataclass(frozen=True)
@@ -74,6 +74,13 @@ def read_summary(rc: int, log: str, reply: Optional[dict]) -> dict:
         raise CudabenchError(f"The profiled worker failed (exit {rc}) before its timed region ended: {said}",
                              "Its full output is printed above; `cudabench run` on the same case shows more.")
     return reply["summary"]
+
+
+def keep_summary(req: ProfileRequest, summary: dict) -> Path:
+    """The worker's summary beside the report (its CUDA-event figure, check errors, NVTX backend)."""
+    path = with_ext(req.base, ".worker.json")
+    path.write_text(json.dumps(summary, indent=1))
+    return path
 
 
 def child_env(req: ProfileRequest, tool_path: Optional[str]) -> tuple[dict, str]:

@@ -16,7 +16,7 @@ from cudabench.profile import nsys_report
 from cudabench.results import report
 from cudabench.errors import CudabenchError
 from cudabench.profile.nsys import with_ext
-from cudabench.profile.launch import OUTPUTS, ProfileRequest, child_command, child_env, read_summary
+from cudabench.profile.launch import OUTPUTS, ProfileRequest, child_command, child_env, keep_summary, read_summary
 
 RunChild = Callable[..., tuple[int, str, Optional[dict]]]
 
@@ -44,6 +44,8 @@ def profile_and_report(req: ProfileRequest, nsys_path: Optional[str], out: Conso
     if why:
         out.print(f"[dim]NVTX ranges through torch.cuda.nvtx: {why}.[/]")
     rc, log, reply = run_child(command, env, lambda line: print(f"│ {line}", file=sys.stderr, flush=True))
+    if reply is not None and reply.get("type") == "profile":
+        keep_summary(req, reply["summary"])
     if req.tool == "nsys":
         report_nsys(req, tool_path, rc, log, reply, out)
     elif req.tool == "ncu":
