@@ -121,3 +121,18 @@ def test_a_worker_that_cannot_start_is_a_clear_error(monkeypatch):
     runner = Runner(RunOptions(), lambda: ProcessWorker([*FAKE, "slow-start"]))
     with pytest.raises(WorkerStartError, match="could not start: timed out"):
         runner.start()
+
+
+def test_a_launched_worker_starts_while_the_caller_plans_and_is_closed_if_never_used(registry):
+    runner = Runner(RunOptions(), lambda: ProcessWorker(FAKE))
+    runner.launch()
+    pending = runner._starting
+    assert pending is not None and pending.proc.poll() is None
+    runner.start()  # the hello sent at launch is answered now
+    assert runner.environment["gpu"] == "fake GPU" and runner._starting is None
+    runner.close()
+    unused = Runner(RunOptions(), lambda: ProcessWorker(FAKE))
+    unused.launch()
+    proc = unused._starting.proc
+    unused.close()  # e.g. planning raised a user error: the worker must not outlive the command
+    assert proc.poll() is not None

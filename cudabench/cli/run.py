@@ -172,49 +172,57 @@ def run(
         warmup=parse_warmup(policy.warmup), force=force, arch=arch, seed=seed, cold=policy.cold, inputs=inputs,
         renames=renames(record_as), integrity=integrity, nvtx=nvtx_on or nvtx_iterations,
         nvtx_iterations=nvtx_iterations, timeout=policy.timeout)
-    reg = registry(kernels_dirs)
-    tasks = plan_suite(reg, suite, options) if suite else plan(reg, kernel, parse_shape(shape), options)
-    planned = {n for t in tasks for n in [*(v.name for v in t.variants), *(b.name for b in t.baselines)]}
-    for name in set(options.renames) - planned:
-        err.print(f"[yellow]note:[/] --record-as names {name}, which this run does not time.")
-    require_gpu()
     settings = {"timing": policy.timing, "cache": "cold" if policy.cold else "hot", "tf32": "off",
                 "integrity": "on" if integrity else "off", **({"config": str(config)} if config else {})}
-    command = "cudabench " + shlex.join(sys.argv[1:])
-    execute(tasks, options, kernels_dirs, settings, outputs, command, policy)
+    with start_runner(options, kernels_dirs, settings) as runner:
+        if gpu_present():
+            runner.launch()  # the worker starts (Python, torch, CUDA) while this process plans
+        reg = registry(kernels_dirs)
+        tasks = plan_suite(reg, suite, options) if suite else plan(reg, kernel, parse_shape(shape), options)
+        planned = {n for t in tasks for n in [*(v.name for v in t.variants), *(b.name for b in t.baselines)]}
+        for name in set(options.renames) - planned:
+            err.print(f"[yellow]note:[/] --record-as names {name}, which this run does not time.")
+        require_gpu()  # after planning: a user's mistake is reported first, with or without a GPU
+        execute(runner, tasks, outputs, "cudabench " + shlex.join(sys.argv[1:]), policy)
 
 
-def execute(tasks: list, options: Any, kernels_dirs: list, settings: dict, outputs: Outputs, command: str,
-            policy: Any) -> None:
+def gpu_present() -> bool:
+    import torch
+
+    return torch.version.cuda is not None and torch.cuda.is_available()
+
+
+def execute(runner: Any, tasks: list, outputs: Outputs, command: str, policy: Any) -> None:
     """Run the planned tasks in workers; print tables and notes; exit non-zero when a subject failed."""
     from cudabench.results import report
     from cudabench.results.export import document, source_hash
 
     hashes = {t.family.name: source_hash(t.family) for t in tasks}
-    state: dict[str, Any] = {"env": None}
+    env: list = []
 
     def save() -> None:
-        if state["env"] is not None:
-            outputs.save(document(runner.results, state["env"], command, runner.seed, hashes))
+        if env:
+            outputs.save(document(runner.results, env[0], command, runner.seed, hashes))
 
-    with progress_for(tasks) as progress, start_runner(options, kernels_dirs, settings, on_status=progress.status) \
-            as runner:
-        def on_result(result) -> None:
-            progress.advance()
-            save()
+    def on_result(result) -> None:
+        progress.advance()
+        save()
 
-        runner.on_result = on_result
-        interrupted = False
+    interrupted = False
+    with progress_for(tasks) as progress:
+        runner.on_result, runner.on_status = on_result, progress.status
         try:
             runner.start()
-            state["env"] = environment_record(runner.environment)
-            out.print(f"[dim]{report.environment_line(state['env'])}[/]")
+            env.append(environment_record(runner.environment))
+            out.print(f"[dim]{report.environment_line(env[0])}[/]")
             runner.run(tasks)
         except KeyboardInterrupt:
             interrupted = True
+        finally:
+            runner.close()  # workers end here, before the tables, also on Ctrl-C
     for table in report.tables(runner.results):
         out.print(table)
-    print_notes(runner, options, policy)
+    print_notes(runner, runner.options, policy)
     save()
     outputs.tell()
     if interrupted:

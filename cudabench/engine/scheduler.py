@@ -42,21 +42,37 @@ class Runner:
         self.ceilings: Optional[dict[str, Any]] = None
         self.workers_started = 0
         self._worker: Optional[Worker] = None
+        self._starting: Optional[Worker] = None    # launched, hello sent, not yet answered
         self._loaded: set[str] = set()
         self._build_failures: dict[str, str] = {}
 
     # ---- workers ---------------------------------------------------------------------------------
 
+    def launch(self) -> None:
+        """Start the first worker's process and send its hello without waiting: its start-up
+        (Python, torch, CUDA) overlaps whatever the caller does next, e.g. planning."""
+        if self._worker is None and self._starting is None:
+            worker = self.start_worker()
+            if hasattr(worker, "send"):
+                worker.send(self.hello)
+                self._starting = worker
+            else:
+                self._starting = None
+                worker.close()
+
     def start(self) -> None:
-        """Start the first worker now (its start-up overlaps whatever the caller does next)."""
+        """Wait until the first worker is ready (its environment and ceilings are then known)."""
         self._ready()
 
     def _ready(self) -> Worker:
         if self._worker is not None:
             return self._worker
-        worker = self.start_worker()
+        worker, launched, self._starting = self._starting or self.start_worker(), self._starting is not None, None
         try:
-            reply = worker.request(self.hello, HELLO_TIMEOUT, self.on_status)
+            if launched:
+                reply = worker.wait(HELLO_TIMEOUT, self.on_status)
+            else:
+                reply = worker.request(self.hello, HELLO_TIMEOUT, self.on_status)
         except WorkerLost as lost:
             worker.close()
             raise WorkerStartError(f"The worker process could not start: {lost.reason}",
@@ -77,6 +93,9 @@ class Runner:
         self._worker = None
 
     def close(self) -> None:
+        if self._starting is not None:
+            self._starting.close()
+            self._starting = None
         self._replace()
 
     def __enter__(self) -> "Runner":

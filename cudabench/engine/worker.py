@@ -105,7 +105,7 @@ class Handler:
         if request.get("ceilings") and self.device == "cuda":
             from cudabench.measure import ceilings as device_ceilings
 
-            self.on_status("measuring this GPU's ceilings (once; cached)")
+            self.on_status("this GPU's ceilings (measured once, then cached)")
             ceilings = device_ceilings.get()
         self.bench = Bench(registry, self.device, self.timer_factory or make_timer, ceilings,
                            on_status=lambda text: self.on_status(text))

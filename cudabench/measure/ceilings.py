@@ -111,7 +111,9 @@ def measure() -> Ceilings:
 
 
 def _path():
-    return cache_root() / "ceilings.json"
+    # format 2 (with the L2 ceiling) has its own file: cudabench 0.1 reading ceilings.json would
+    # stop at the new key
+    return cache_root() / "ceilings-2.json"
 
 
 def load(gpu: str, driver: str) -> Optional[Ceilings]:
