@@ -127,3 +127,21 @@ def test_non_numeric_samples_are_unmeasured_not_a_crash():
     bad["results"][0]["measurement"]["samples"] = ["fast", "slow"]
     comparison = compare_documents(bad, one(1e-3), 0.05)
     assert not comparison.rows and comparison.only_new
+
+
+def test_an_invalid_or_crashed_result_in_new_fails_the_gate_and_is_never_compared():
+    from dataclasses import replace
+
+    from cudabench.results.model import IntegrityCheck
+
+    shape = {"B": 32, "C": 768, "T": 768}
+    old = doc([measured("timex", shape, "timex-v4", 1e-3), measured("timex", shape, "conv1d", 4e-3, role="baseline")])
+    cheat = replace(measured("timex", shape, "timex-v4", 1e-6),
+                    integrity=(IntegrityCheck("stale-output", "fail", "error 1.1"),))
+    crashed = replace(skipped("timex", shape, "conv1d"), skipped="", role="baseline",
+                      error="CUDA error: an illegal memory access was encountered")
+    comparison = compare_documents(old, doc([cheat, crashed]), 0.05)
+    assert comparison.rows == () and comparison.exit_code == 1
+    reasons = {u.subject: u.reason for u in comparison.failed}
+    assert reasons["timex-v4"] == "INVALID: stale-output: error 1.1"
+    assert reasons["conv1d"].startswith("ERROR: CUDA error")

@@ -111,3 +111,23 @@ def test_bars():
 def test_record_as_files_a_subject_under_another_name(registry):
     _, results = cpu_run(registry, ["add2"], {"n": 64}, renames={"torch-add": "add2-old"})
     assert [r.subject for r in results] == ["add2-old"]
+
+
+def test_an_invalid_subject_shows_no_figure_and_enters_no_speedup():
+    from synthetic import measured
+
+    from cudabench.results.model import IntegrityCheck
+
+    shape = {"n": 64}
+    cheat = replace(measured("add2", shape, "add2", 1e-9),
+                    integrity=(IntegrityCheck("no-work", "fail", "no GPU activity in 10 of 10 calls"),))
+    honest = measured("add2", shape, "add2-vec4", 2e-6)
+    base = measured("add2", shape, "torch-add", 4e-6, role="baseline")
+    console = Console(record=True, width=200)
+    for table in report.tables([cheat, honest, base]):
+        console.print(table)
+    text = console.export_text()
+    assert "INVALID" in text and "2.00×" in text  # the honest variant's speedup
+    assert "4000.00×" not in text  # the cheat's would-be speedup is never shown
+    notes = report.notes([cheat, honest, base])
+    assert any(n.startswith("INVALID add2 fwd") and "no-work: no GPU activity" in n for n in notes)
