@@ -2,6 +2,7 @@
 watchdog, crashes, garbage, and a run that records each failure against its own subject and goes
 on with a fresh worker."""
 
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -136,3 +137,27 @@ def test_a_launched_worker_starts_while_the_caller_plans_and_is_closed_if_never_
     proc = unused._starting.proc
     unused.close()  # e.g. planning raised a user error: the worker must not outlive the command
     assert proc.poll() is not None
+
+
+def test_planning_in_the_parent_does_not_import_torch():
+    """The worker starts before the parent plans; importing torch first (seconds on a cold machine)
+    would put that import on the critical path again."""
+    code = ("import sys\n"
+            "from cudabench.cli import app, run\n"
+            "from cudabench.engine import plan, scheduler, suite, workers\n"
+            "from cudabench.measure.settings import TIMINGS, Settings\n"
+            "from cudabench.results import config\n"
+            "from cudabench.spec import shapes\n"
+            "run.gpu_likely()\n"
+            "print('torch' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
+
+
+def test_timer_names_match_the_timers():
+    from cudabench.measure.settings import TIMINGS
+    from cudabench.measure.timers import TIMERS
+
+    assert set(TIMINGS) == set(TIMERS)
+    assert all(TIMERS[name].describes == TIMINGS[name] for name in TIMINGS)

@@ -3,6 +3,7 @@ process, print the tables, and keep the results files current after each result.
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 from dataclasses import dataclass
@@ -146,7 +147,7 @@ def run(
     from cudabench.device import require_gpu
     from cudabench.engine.plan import RunOptions, plan
     from cudabench.engine.suite import effective_timing, plan_suite
-    from cudabench.measure.timers import TIMERS
+    from cudabench.measure.settings import TIMINGS
     from cudabench.results.config import TimingPolicy, load_suite
     from cudabench.spec.shapes import parse_shape
 
@@ -157,8 +158,8 @@ def run(
     kernels_dirs = [*(kernels_dir or []), *(suite.kernels_dirs if suite else ())]
     policy = effective_timing(TimingPolicy(timing, cold, repeat, min_time, noise, max_time, warmup, timeout),
                               suite.timing if suite else None)
-    if policy.timing not in TIMERS:
-        raise ShapeError(f"Unknown --timing '{policy.timing}'.", f"Choose one of: {', '.join(TIMERS)}.")
+    if policy.timing not in TIMINGS:
+        raise ShapeError(f"Unknown --timing '{policy.timing}'.", f"Choose one of: {', '.join(TIMINGS)}.")
     if config and shape:
         raise ShapeError("--shape goes with --kernel; a suite names its shapes in the file.",
                          "Edit the suite's shape tables, or run the kernel with --kernel and --shape.")
@@ -175,7 +176,7 @@ def run(
     settings = {"timing": policy.timing, "cache": "cold" if policy.cold else "hot", "tf32": "off",
                 "integrity": "on" if integrity else "off", **({"config": str(config)} if config else {})}
     with start_runner(options, kernels_dirs, settings) as runner:
-        if gpu_present():
+        if gpu_likely():
             runner.launch()  # the worker starts (Python, torch, CUDA) while this process plans
         reg = registry(kernels_dirs)
         tasks = plan_suite(reg, suite, options) if suite else plan(reg, kernel, parse_shape(shape), options)
@@ -186,10 +187,11 @@ def run(
         execute(runner, tasks, outputs, "cudabench " + shlex.join(sys.argv[1:]), policy)
 
 
-def gpu_present() -> bool:
-    import torch
-
-    return torch.version.cuda is not None and torch.cuda.is_available()
+def gpu_likely() -> bool:
+    """Whether an NVIDIA driver is present, without importing torch (which would delay the worker's
+    start by the time of that import): only decides whether to start a worker early."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    return os.path.exists("/dev/nvidiactl") and visible not in ("", "-1")
 
 
 def execute(runner: Any, tasks: list, outputs: Outputs, command: str, policy: Any) -> None:
@@ -240,11 +242,11 @@ def environment_record(data: dict):
 
 def print_notes(runner: Any, options: Any, policy: Any) -> None:
     from cudabench.measure.ceilings import Ceilings
-    from cudabench.measure.timers import TIMERS
+    from cudabench.measure.settings import TIMINGS
     from cudabench.results import report
 
     cache = "cold L2 (flushed before each call)" if policy.cold else "hot L2"
-    out.print(f"[dim]timing: {policy.timing} — {TIMERS[policy.timing].describes}; {cache}; inputs seed "
+    out.print(f"[dim]timing: {policy.timing} — {TIMINGS[policy.timing]}; {cache}; inputs seed "
               f"{runner.seed}[/]")
     out.print(f"[dim]{report.isolation_line(runner.results, runner.workers_started, options.integrity)}[/]")
     summary = report.stop_summary(runner.results)

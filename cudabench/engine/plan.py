@@ -9,7 +9,7 @@ from typing import Optional, Sequence
 from cudabench.errors import ShapeError
 from cudabench.measure.loop import Warmup
 from cudabench.measure.stop import Adaptive, StopRule, rule_to_dict
-from cudabench.measure.subject import Settings
+from cudabench.measure.settings import Settings
 from cudabench.results.model import Case
 from cudabench.spec.family import Baseline, Family, Variant
 from cudabench.spec.registry import Registry

@@ -125,7 +125,8 @@ class Handler:
                 "arch": built.arch, "directory": str(built.directory)}
 
     def _subject(self, request: dict[str, Any]) -> dict[str, Any]:
-        from cudabench.measure.subject import Settings, first_line
+        from cudabench.measure.settings import Settings
+        from cudabench.measure.subject import first_line
 
         family = self.bench.registry.family(request["family"])
         case = case_from_dict(request["case"])
@@ -209,6 +210,21 @@ def serve(channel: Channel, handler: Handler, requests: TextIO) -> None:
             return  # a broken CUDA context: exit, the parent starts a fresh worker
 
 
+def preload() -> None:
+    """Import torch and the measuring code and create the CUDA context before the first request:
+    the parent is still planning meanwhile, so the hello finds them ready. A failure here is left
+    for the hello to report."""
+    try:
+        import torch
+
+        import cudabench.measure.subject  # noqa: F401
+
+        if torch.cuda.is_available():
+            torch.zeros(1, device="cuda")
+    except Exception:  # noqa: BLE001 - reported by the hello, which does the same steps
+        pass
+
+
 def main(argv: Optional[list[str]] = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m cudabench.engine.worker")
     parser.add_argument("--request", help="answer this one request (JSON) and exit")
@@ -216,6 +232,7 @@ def main(argv: Optional[list[str]] = None) -> None:
     channel = Channel()
     handler = Handler(on_status=lambda text: channel.send({"type": "status", "text": text}))
     try:
+        preload()
         if args.request:
             request = json.loads(args.request)
             for step in (request["hello"], request):

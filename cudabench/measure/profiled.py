@@ -9,7 +9,7 @@ from typing import Any, Callable, Optional
 from cudabench import nvtx
 from cudabench.measure.loop import Warmup, measure
 from cudabench.measure.stop import FixedCount
-from cudabench.measure.timers import EventTimer, gpu_activity
+from cudabench.measure.timers import EventTimer, cupti_session, gpu_activity
 from cudabench.results.stats import summarize
 
 CALL_SUFFIX = " call"
@@ -47,14 +47,14 @@ def timed_region(call: Callable[[], Any], name: str, iterations: int) -> None:
 def torch_profile(call: Callable[[], Any], name: str, iterations: int, trace_path: Optional[str]) -> list:
     """torch.profiler over the timed region: [kernel name, duration in seconds] per GPU activity."""
     import torch
-    from torch.profiler import ProfilerActivity, profile, record_function
+    from torch.autograd.profiler import record_function
 
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+    with cupti_session() as prof:
         for _ in range(iterations):
             with record_function(name + CALL_SUFFIX):
                 call()
                 torch.cuda.synchronize()
     if trace_path is not None:
         prof.export_chrome_trace(str(trace_path))
-    activity = gpu_activity(list(prof.events()), {name + CALL_SUFFIX})
+    activity = gpu_activity(list(prof.function_events), {name + CALL_SUFFIX})
     return [[e.name, e.time_range.elapsed_us() / 1e6] for e in activity]

@@ -25,7 +25,7 @@ CU_LIMIT_PERSISTING_L2_CACHE_SIZE = 0x06  # CUlimit in cuda.h
 def _harness_functions() -> dict[str, tuple[Any, str, Any]]:
     """name -> (owner, attribute, current value) of what the timers and the check rely on."""
     import torch
-    import torch.profiler
+    import torch.autograd.profiler
 
     owners = {
         "time.perf_counter": (time, "perf_counter"),
@@ -35,7 +35,8 @@ def _harness_functions() -> dict[str, tuple[Any, str, Any]]:
         "torch.cuda.Event.elapsed_time": (torch.cuda.Event, "elapsed_time"),
         "torch.cuda.Event.synchronize": (torch.cuda.Event, "synchronize"),
         "torch.cuda.CUDAGraph.replay": (torch.cuda.CUDAGraph, "replay"),
-        "torch.profiler.profile": (torch.profiler, "profile"),
+        "torch.autograd.profiler.profile": (torch.autograd.profiler, "profile"),
+        "torch.autograd.profiler.record_function": (torch.autograd.profiler, "record_function"),
         "torch.linalg.vector_norm": (torch.linalg, "vector_norm"),
     }
     return {name: (owner, attr, getattr(owner, attr)) for name, (owner, attr) in owners.items()}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import statistics
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any, Callable, Iterator, Optional
 
 from cudabench import nvtx
@@ -17,7 +17,8 @@ from cudabench.measure import integrity
 from cudabench.measure.check import check_workload, reference_results
 from cudabench.measure.clocks import ClockMonitor, L2Flusher
 from cudabench.measure.loop import Warmup, measure
-from cudabench.measure.stop import FixedCount, StopRule, rule_from_dict
+from cudabench.measure.settings import Settings
+from cudabench.measure.stop import FixedCount
 from cudabench.measure.timers import make_timer, sleep_cycles
 from cudabench.measure.workload import Workload, make_workload
 from cudabench.results.model import Case, Check, IntegrityCheck, Measurement, Result
@@ -25,33 +26,6 @@ from cudabench.results.stats import summarize
 from cudabench.spec.build import build
 from cudabench.spec.family import Family
 from cudabench.spec.registry import Registry
-
-
-@dataclass(frozen=True)
-class Settings:
-    """How to treat a subject: plain data, sent by the parent to the worker."""
-
-    timing: str = "sync"
-    rule: dict = field(default_factory=lambda: {"kind": "adaptive"})
-    warmup_calls: int = 3
-    warmup_seconds: float = 0.1
-    force: bool = False                 # time subjects that fail the check
-    time: bool = True                   # False: check against the reference only
-    cold: bool = False                  # flush L2 before every timed call
-    integrity: bool = True
-    seed: int = 0
-    arch: Optional[str] = None
-    kernel_time_below: float = 100e-6   # also read CUPTI kernel time for calls this short
-    nvtx: bool = False
-    nvtx_iterations: bool = False
-
-    @property
-    def stop_rule(self) -> StopRule:
-        return rule_from_dict(self.rule)
-
-    @property
-    def warmup(self) -> Warmup:
-        return Warmup(self.warmup_calls, self.warmup_seconds)
 
 
 def first_line(exc: BaseException) -> str:
@@ -74,9 +48,14 @@ def case_inputs(family: Family, case: Case, seed: int, device: str = "cuda") -> 
     inputs = family.inputs(case.params, gen, device, case.inputs)
     grad_out = None
     if case.direction != "fwd":
-        shape = reference_results(family, inputs, "fwd")["out"].shape
-        grad_out = torch.empty(shape, device=device).uniform_(-1, 1, generator=gen)
+        grad_out = torch.empty(output_shape(family, inputs), device=device).uniform_(-1, 1, generator=gen)
     return inputs, grad_out
+
+
+def output_shape(family: Family, inputs: dict) -> tuple[int, ...]:
+    """The forward output's shape: the reference run once in the inputs' own precision (the shape
+    does not depend on it, and float64 can be many times slower)."""
+    return tuple(make_workload(family.reference, inputs, "fwd").results()["out"].shape)
 
 
 @contextlib.contextmanager
@@ -106,7 +85,7 @@ class Bench:
         self.ceilings = ceilings
         self.on_status = on_status
         self.modules: dict[str, Any] = {}
-        self._reference: tuple[Any, Any] = (None, None)    # (case key and seed, reference)
+        self._references: dict[tuple[str, int], dict] = {}  # (case key, seed) -> fp64 reference
         self._flusher: Any = None
         self.guard = StateGuard(cuda=device == "cuda")
 
@@ -124,13 +103,15 @@ class Bench:
         return family.variant(name).bind(self.module(family, arch))
 
     def reference(self, family: Family, case: Case, seed: int, inputs: dict, grad_out: Any) -> dict:
-        """The fp64 reference of this case, computed once for all its subjects."""
+        """The fp64 reference of this case on the inputs drawn from `seed`, computed once for all its
+        subjects (the stale-output check's refreshed inputs have a seed of their own)."""
         key = (case.key(), seed)
-        if self._reference[0] != key:
-            self._reference = (None, None)  # free the previous case's reference first
+        if key not in self._references:
+            if any(k[0] != key[0] for k in self._references):
+                self._references.clear()  # free the previous case's references first
             with nvtx.range("reference", "check"):
-                self._reference = (key, reference_results(family, inputs, case.direction, grad_out))
-        return self._reference[1]
+                self._references[key] = reference_results(family, inputs, case.direction, grad_out)
+        return self._references[key]
 
     def flusher(self) -> Any:
         if self._flusher is None:
@@ -260,7 +241,7 @@ class Bench:
             with torch.no_grad():
                 _copy_into(inputs, fresh, grad_out, fresh_grad)
             del fresh
-            new_reference = reference_results(family, inputs, case.direction, grad_out)
+            new_reference = self.reference(family, case, settings.seed + 1, inputs, grad_out)
             again = check_workload(make_workload(op, inputs, case.direction, family.grad_inputs, grad_out),
                                    new_reference, family.tolerance)
         except (RuntimeError, ValueError, TypeError) as exc:

@@ -5,7 +5,7 @@
             the call from its first to its last command
     graph   the call captured R times in a CUDA graph; one replay timed with events, divided by R:
             GPU time per call without per-launch host cost (graph node gaps remain)
-    cupti   the durations of the call's kernels as recorded by CUPTI (torch.profiler), summed:
+    cupti   the durations of the call's kernels as recorded by CUPTI (Kineto), summed:
             pure kernel time, no gaps, no launch
 
 Only these are measurements. sync_modes.py holds the tutorial's broken placements, for
@@ -14,13 +14,16 @@ demonstration."""
 from __future__ import annotations
 
 import bisect
+import contextlib
 import math
 import time
 import warnings
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import torch
+
+from cudabench.measure.settings import TIMINGS
 
 Call = Callable[[], Any]
 Hook = Optional[Callable[[], None]]
@@ -28,7 +31,7 @@ Hook = Optional[Callable[[], None]]
 
 class SyncTimer:
     name = "sync"
-    describes = "wall time per call: host clock between two torch.cuda.synchronize(), launch included"
+    describes = TIMINGS["sync"]
     batch = 1
 
     def prepare(self, call: Call, estimate: float) -> None:
@@ -58,7 +61,7 @@ class EventTimer:
     is GPU time, not host launch latency (the way nvbench hides launches behind a blocking kernel)."""
 
     name = "events"
-    describes = "GPU time per call: CUDA events around the call, launch hidden behind a GPU sleep"
+    describes = TIMINGS["events"]
     batch = 1
 
     def __init__(self) -> None:
@@ -98,7 +101,7 @@ def calls_per_graph(estimate: float, target: float = 1e-3, cap: int = 100) -> in
 
 class GraphTimer:
     name = "graph"
-    describes = "GPU time per call from CUDA-graph replays of R calls (no per-call launch cost)"
+    describes = TIMINGS["graph"]
     batch = 1
 
     def __init__(self) -> None:
@@ -188,9 +191,22 @@ def gpu_activity(events: list[Any], ranges: set[str]) -> list[Any]:
             and not getattr(e, "is_user_annotation", False) and e.name not in ranges]
 
 
+@contextlib.contextmanager
+def cupti_session() -> Iterator[Any]:
+    """CPU ranges and GPU activity recorded through Kineto and CUPTI; `.function_events` after
+    the block. torch.autograd.profiler.profile directly: torch.profiler.profile wraps it but first
+    imports Inductor's configuration, seconds of Python on a cold machine that every worker paid."""
+    from torch.autograd.profiler import profile
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the profiler's notes about its own cycles
+        with profile(use_kineto=True, use_device="cuda") as prof:
+            yield prof
+
+
 class CuptiTimer:
     name = "cupti"
-    describes = "kernel time per call: CUPTI kernel durations (torch.profiler) summed per call"
+    describes = TIMINGS["cupti"]
 
     def __init__(self) -> None:
         self.batch = 20
@@ -201,20 +217,18 @@ class CuptiTimer:
         self.batch = max(5, min(200, int(0.2 / max(estimate, 1e-6))))
 
     def samples(self, call: Call, count: int, before_each: Hook = None) -> list[float]:
-        from torch.profiler import ProfilerActivity, profile, record_function
+        from torch.autograd.profiler import record_function
 
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # torch.profiler's notes about its own cycles
-            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-                call()  # primer: CUPTI may miss activity at the very start of a session
-                for _ in range(count):
-                    if before_each:
-                        before_each()
+        with cupti_session() as prof:
+            call()  # primer: CUPTI may miss activity at the very start of a session
+            for _ in range(count):
+                if before_each:
+                    before_each()
+                torch.cuda.synchronize()
+                with record_function(CALL_RANGE):
+                    call()
                     torch.cuda.synchronize()
-                    with record_function(CALL_RANGE):
-                        call()
-                        torch.cuda.synchronize()
-            events = list(prof.events())
+        events = list(prof.function_events)
         per_call = activity_per_call(events)
         self.counts += [a.count for a in per_call]
         self.busy += [a.busy for a in per_call]

@@ -1,0 +1,46 @@
+"""How the parent asks a worker to treat a subject: plain data, kept free of torch so planning
+(in the parent) does not import it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from cudabench.measure.loop import Warmup
+from cudabench.measure.stop import StopRule, rule_from_dict
+
+
+# The timers (timers.py) by name, and what each one's figure is.
+TIMINGS = {
+    "sync": "wall time per call: host clock between two torch.cuda.synchronize(), launch included",
+    "events": "GPU time per call: CUDA events around the call, launch hidden behind a GPU sleep",
+    "graph": "GPU time per call from CUDA-graph replays of R calls (no per-call launch cost)",
+    "cupti": "kernel time per call: CUPTI kernel durations (torch.profiler) summed per call",
+}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How to treat a subject: plain data, sent by the parent to the worker."""
+
+    timing: str = "sync"
+    rule: dict = field(default_factory=lambda: {"kind": "adaptive"})
+    warmup_calls: int = 3
+    warmup_seconds: float = 0.1
+    force: bool = False                 # time subjects that fail the check
+    time: bool = True                   # False: check against the reference only
+    cold: bool = False                  # flush L2 before every timed call
+    integrity: bool = True
+    seed: int = 0
+    arch: Optional[str] = None
+    kernel_time_below: float = 100e-6   # also read CUPTI kernel time for calls this short
+    nvtx: bool = False
+    nvtx_iterations: bool = False
+
+    @property
+    def stop_rule(self) -> StopRule:
+        return rule_from_dict(self.rule)
+
+    @property
+    def warmup(self) -> Warmup:
+        return Warmup(self.warmup_calls, self.warmup_seconds)
