@@ -7,7 +7,7 @@ from typing import List, Optional
 
 import typer
 
-from cudabench.cli.common import KernelsDir, err, out, registry
+from cudabench.cli.common import KernelsDir, err, registry, say
 from cudabench.errors import ShapeError
 
 
@@ -33,8 +33,8 @@ def build_cmd(
         failed = 0
         for family in families:
             for c in check_compile(family, arch):
-                status = "[green]ok[/]" if c.ok else "[bold red]FAILED[/]"
-                out.print(f"{status} {family.name}: {c.source.name} ({c.seconds:.1f} s)")
+                status = ("ok", "green") if c.ok else ("FAILED", "bold red")
+                say(status, f" {family.name}: {c.source.name} ({c.seconds:.1f} s)")
                 if not c.ok:
                     failed += 1
                     from cudabench.spec.build import compiler_errors
@@ -50,4 +50,4 @@ def build_cmd(
     for family in families:
         b = build(family, arch, verbose)
         state = "cache hit" if b.cache_hit else "compiled"
-        out.print(f"[green]ok[/] {family.name} for {b.arch}: {b.seconds:.1f} s ({state}) → {b.directory}")
+        say(("ok", "green"), f" {family.name} for {b.arch}: {b.seconds:.1f} s ({state}) → {b.directory}")

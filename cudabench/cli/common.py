@@ -11,13 +11,22 @@ from typing import Callable, List, Optional
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from cudabench.errors import ConfigError, CudabenchError
 
-# Piped output (logs, CI) gets a fixed width so tables do not wrap at 80 columns.
+# Piped output (logs, CI) gets a fixed width so tables do not wrap at 80 columns. Markup is off on
+# both consoles, tables included: names, shapes (add2[n=1024]), paths, compiler and tool output print
+# verbatim. Our own styling goes through `say` (or a style= argument), never through markup.
 _WIDTH = None if sys.stdout.isatty() else 130
-out = Console(highlight=False, width=_WIDTH)
-err = Console(stderr=True, highlight=False, width=_WIDTH)
+out = Console(highlight=False, markup=False, width=_WIDTH)
+err = Console(stderr=True, highlight=False, markup=False, width=_WIDTH)
+
+
+def say(*parts: "str | tuple[str, str]", console: Console = out, style: str = "") -> None:
+    """Print one line from plain strings and (text, style) pairs, e.g.
+    say(("note: ", "yellow"), message, console=err). Nothing in the text is read as markup."""
+    console.print(Text.assemble(*parts, style=style))
 
 KernelsDir = typer.Option(None, "--kernels-dir", help="Extra folder of kernel families (repeatable).")
 
@@ -30,9 +39,9 @@ def report_errors(fn: Callable) -> Callable:
         try:
             return fn(*args, **kwargs)
         except CudabenchError as exc:
-            err.print(f"[bold red]error:[/] {exc.message}", markup=True, highlight=False)
+            say(("error: ", "bold red"), exc.message, console=err)
             if exc.hint:
-                err.print(f"[dim]hint:[/] {exc.hint}")
+                say(("hint: ", "dim"), exc.hint, console=err)
             raise typer.Exit(exc.exit_code) from None
 
     return wrapper

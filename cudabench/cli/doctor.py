@@ -9,8 +9,9 @@ from pathlib import Path
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
-from cudabench.cli.common import out
+from cudabench.cli.common import out, say
 from cudabench.device import environment, nvml_driver_version, read_clocks
 from cudabench.profile.tools import find_tool, tool_version
 
@@ -103,12 +104,15 @@ def doctor_cmd(
 
         require_gpu()
         measured = device_ceilings.get(remeasure=True)
-        out.print(measured.describe() if measured else "[yellow]could not measure the ceilings[/] (out of memory?)")
+        if measured:
+            out.print(measured.describe())
+        else:
+            say(("could not measure the ceilings", "yellow"), " (out of memory?)")
 
     table = Table(header_style="bold", show_header=False)
     table.add_column("item")
     table.add_column("ok")
     table.add_column("detail")
     for f in findings():
-        table.add_row(f.item, "[green]ok[/]" if f.ok else "[yellow]missing[/]", f.detail)
+        table.add_row(f.item, Text("ok", "green") if f.ok else Text("missing", "yellow"), f.detail)
     out.print(table)

@@ -47,7 +47,7 @@ def compare_sync_modes(
         ready = worker.request({"op": "hello", "kernels_dirs": [str(d) for d in kernels_dir or ()]}, HELLO_TIMEOUT)
         if ready.get("type") != "ready":
             raise CudabenchError(str(ready.get("message")), str(ready.get("hint", "")))
-        out.print(f"[dim]{report.environment_line(_environment(ready['environment']))}[/]")
+        out.print(report.environment_line(_environment(ready['environment'])), style="dim")
         reply = worker.request({"op": "sync-modes", "family": task.family.name, "case": case_to_dict(case),
                                 "subject": task.variants[0].name, "seed": seed, "iterations": iters,
                                 "warmup": warmup, "busy_ms": busy_ms}, HELLO_TIMEOUT + 60 * iters)
@@ -64,10 +64,10 @@ def compare_sync_modes(
     out.print(f"{task.variants[0].name} at {case.shape_text} ({direction}): checked against fp64, "
               f"error {worst:.1e}. {iters} iterations per mode, each mode after {warmup} "
               f"unsynchronised warm-up calls" + (f" queued behind {busy_ms:g} ms of earlier GPU work." if busy_ms
-                                                 else " (the tutorial exactly)."), markup=False)
+                                                 else " (the tutorial exactly)."))
     out.print(report.sync_modes_table(results))
     out.print(report.iteration_view(results[:len(sync_modes.PLACEMENTS)], show))
-    out.print(sync_modes.EXPLANATION, markup=False)
+    out.print(sync_modes.EXPLANATION)
 
 
 def _environment(data: dict):

@@ -6,9 +6,8 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.text import Text
 
-from cudabench.cli.common import err, out
+from cudabench.cli.common import err, out, say
 
 
 def compare(
@@ -26,17 +25,17 @@ def compare(
     old_doc, new_doc = load_results(old), load_results(new)
     comparison = compare_documents(old_doc, new_doc, limit)
     for line in report.environment_differences(old_doc, new_doc):
-        out.print(f"[yellow]note:[/] {line}")
+        say(("note: ", "yellow"), line)
     out.print(report.compare_table(comparison))
     for title, items in (("only in old", comparison.only_old), ("only in new", comparison.only_new),
                          ("measured in neither", comparison.unmeasured)):
         for line in describe(items):
-            out.print(f"[yellow]{title}:[/] {line}")
+            say((f"{title}: ", "yellow"), line)
     for line in describe(comparison.failed):
-        err.print(Text.assemble(("failed in new: ", "bold red"), line))  # case keys hold [..]: no markup
+        say(("failed in new: ", "bold red"), line, console=err)
     if comparison.regressions:
         names = ", ".join(f"{r.subject} {r.key}" for r in comparison.regressions)
-        err.print(f"[bold red]regression[/] beyond {limit:.0%}: {names}")
+        say(("regression", "bold red"), f" beyond {limit:.0%}: {names}", console=err)
     raise typer.Exit(comparison.exit_code)
 
 

@@ -12,7 +12,7 @@ from typing import Any, List, Optional
 
 import typer
 
-from cudabench.cli.common import KernelsDir, check_writable, err, out, registry, split
+from cudabench.cli.common import KernelsDir, check_writable, err, out, registry, say, split
 from cudabench.errors import ShapeError
 
 
@@ -92,7 +92,7 @@ class Outputs:
     def tell(self) -> None:
         for label, path in (("results", self.json), ("csv", self.csv), ("markdown", self.markdown)):
             if path:
-                out.print(f"[dim]{label}: {path}[/]")
+                out.print(f"{label}: {path}", style="dim")
 
 
 def run(
@@ -182,7 +182,7 @@ def run(
         tasks = plan_suite(reg, suite, options) if suite else plan(reg, kernel, parse_shape(shape), options)
         planned = {n for t in tasks for n in [*(v.name for v in t.variants), *(b.name for b in t.baselines)]}
         for name in set(options.renames) - planned:
-            err.print(f"[yellow]note:[/] --record-as names {name}, which this run does not time.")
+            say(("note: ", "yellow"), f"--record-as names {name}, which this run does not time.", console=err)
         require_gpu()  # after planning: a user's mistake is reported first, with or without a GPU
         execute(runner, tasks, outputs, "cudabench " + shlex.join(sys.argv[1:]), policy)
 
@@ -216,7 +216,7 @@ def execute(runner: Any, tasks: list, outputs: Outputs, command: str, policy: An
         try:
             runner.start()
             env.append(environment_record(runner.environment))
-            out.print(f"[dim]{report.environment_line(env[0])}[/]")
+            out.print(report.environment_line(env[0]), style="dim")
             runner.run(tasks)
         except KeyboardInterrupt:
             interrupted = True
@@ -228,7 +228,7 @@ def execute(runner: Any, tasks: list, outputs: Outputs, command: str, policy: An
     save()
     outputs.tell()
     if interrupted:
-        err.print(f"[yellow]interrupted:[/] kept {len(runner.results)} result(s) measured so far.")
+        say(("interrupted: ", "yellow"), f"kept {len(runner.results)} result(s) measured so far.", console=err)
         raise typer.Exit(130)
     if failed(runner.results):
         raise typer.Exit(1)
@@ -246,17 +246,16 @@ def print_notes(runner: Any, options: Any, policy: Any) -> None:
     from cudabench.results import report
 
     cache = "cold L2 (flushed before each call)" if policy.cold else "hot L2"
-    out.print(f"[dim]timing: {policy.timing} — {TIMINGS[policy.timing]}; {cache}; inputs seed "
-              f"{runner.seed}[/]")
-    out.print(f"[dim]{report.isolation_line(runner.results, runner.workers_started, options.integrity)}[/]")
+    out.print(f"timing: {policy.timing} — {TIMINGS[policy.timing]}; {cache}; inputs seed {runner.seed}", style="dim")
+    out.print(report.isolation_line(runner.results, runner.workers_started, options.integrity), style="dim")
     summary = report.stop_summary(runner.results)
     if summary:
-        out.print(f"[dim]{summary}[/]")
+        out.print(summary, style="dim")
     if runner.ceilings:
-        out.print(f"[dim]{Ceilings(**runner.ceilings).describe()}[/]")
+        out.print(Ceilings(**runner.ceilings).describe(), style="dim")
     for line in report.notes(runner.results):
         style = "yellow" if line.startswith(("warning", "INVALID", "ERROR")) else "dim"
-        out.print(line, style=style, markup=False)
+        out.print(line, style=style)
 
 
 def failed(results: list) -> bool:
@@ -284,7 +283,7 @@ class progress_for:
         if self.bar is not None:
             self.bar.update(self.task, description=text[:70])
         else:
-            err.print(f"… {text}", style="dim", markup=False)
+            err.print(f"… {text}", style="dim")
 
     def advance(self) -> None:
         if self.bar is not None:
@@ -318,7 +317,7 @@ def check(
         results = runner.run(tasks)
     out.print(report.check_table(results))
     for line in report.notes(results):
-        out.print(line, style="dim", markup=False)
+        out.print(line, style="dim")
     if failed(results):
         raise typer.Exit(1)
 

@@ -9,6 +9,7 @@ import sys
 from typing import Callable, Optional
 
 from rich.console import Console
+from rich.text import Text
 
 from cudabench.profile import ncu as ncu_tool
 from cudabench.profile import nsys as nsys_tool
@@ -29,10 +30,10 @@ def profile_and_report(req: ProfileRequest, nsys_path: Optional[str], out: Conso
     if req.tool == "nsys":
         found = nsys_tool.find_nsys(nsys_path)
         tool_path = found.path
-        out.print(f"[dim]nsys: {found.path} (found via {found.how})[/]")
+        out.print(f"nsys: {found.path} (found via {found.how})", style="dim")
         if not nsys_tool.importer_present(found.path):
-            err.print(f"[yellow]note:[/] no QdstrmImporter beside {found.path}: this nsys may only be able to "
-                      "write a .qdstrm.")
+            err.print(Text.assemble(("note: ", "yellow"), f"no QdstrmImporter beside {found.path}: this nsys "
+                                    "may only be able to write a .qdstrm."))
     elif req.tool == "ncu":
         tool_path = ncu_tool.find_ncu()
     req.out_dir.mkdir(parents=True, exist_ok=True)
@@ -40,9 +41,9 @@ def profile_and_report(req: ProfileRequest, nsys_path: Optional[str], out: Conso
         with_ext(req.base, ext).unlink(missing_ok=True)
     command = child_command(req, tool_path)
     env, why = child_env(req, tool_path)
-    out.print(f"[dim]$ {' '.join(command)}[/]")
+    out.print(f"$ {' '.join(command)}", style="dim")
     if why:
-        out.print(f"[dim]NVTX ranges through torch.cuda.nvtx: {why}.[/]")
+        out.print(f"NVTX ranges through torch.cuda.nvtx: {why}.", style="dim")
     rc, log, reply = run_child(command, env, lambda line: print(f"│ {line}", file=sys.stderr, flush=True))
     if reply is not None and reply.get("type") == "profile":
         keep_summary(req, reply["summary"])
@@ -73,8 +74,8 @@ def report_nsys(req: ProfileRequest, nsys: str, rc: int, log: str, reply: Option
     if ranges:
         out.print(report.range_stat_table(ranges))
     else:
-        out.print("[yellow]no NVTX ranges in the report[/] (the nvtx package's ranges are not recorded by "
-                  "this nsys; set CUDABENCH_NVTX_BACKEND=torch)")
+        out.print(Text.assemble(("no NVTX ranges in the report", "yellow"), " (the nvtx package's ranges are "
+                                "not recorded by this nsys; set CUDABENCH_NVTX_BACKEND=torch)"))
     launch = nsys_report.launch_overhead(data)
     if launch.launches:
         latency = report.fmt_time(launch.latency_median) if launch.latency_median is not None else "-"
