@@ -1,13 +1,15 @@
 """Build helpers, the cache key, compiler-error extraction, and a compile-only check of every
 kernel source with nvcc (and the bindings against torch's headers) where nvcc is installed."""
 
+import os
 import shutil
+import stat
 from dataclasses import replace
 
 import pytest
 
-from cudabench.spec.build import (build_key, check_compile, compiler_errors, gencode, normalize_arch,
-                             torch_arch_list)
+from cudabench.spec.build import (build_key, check_compile, compiler_errors, cuda_home_for_torch, gencode,
+                                  normalize_arch, torch_arch_list)
 from cudabench.errors import BuildError
 
 
@@ -71,3 +73,36 @@ def test_every_kernel_compiles_for_sm_90(registry):
     for family in registry.families:
         for c in check_compile(family, "sm_90"):
             assert c.ok, f"{c.source}:\n{compiler_errors(c.output)}"
+
+
+@pytest.fixture
+def nvcc_wrapper(tmp_path, monkeypatch):
+    """PATH's nvcc is a wrapper script around a toolkit elsewhere; the user set no CUDA_HOME."""
+    wrapper = tmp_path / "bin" / "nvcc"
+    wrapper.parent.mkdir()
+    wrapper.write_text('#!/bin/sh\n[ "$1" = --dryrun ] && echo "#$ TOP=/opt/cuda-12.4/bin/.." >&2\n')
+    wrapper.chmod(wrapper.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", str(wrapper.parent))
+    for name in ("CUDA_HOME", "CUDA_PATH", "CUDABENCH_NVCC"):
+        monkeypatch.delenv(name, raising=False)
+    return wrapper
+
+
+def test_jit_build_takes_cuda_home_from_the_nvcc_it_finds(nvcc_wrapper):
+    from torch.utils import cpp_extension
+
+    before = cpp_extension.CUDA_HOME
+    with cuda_home_for_torch(cpp_extension) as home:
+        assert home == "/opt/cuda-12.4" and os.environ["CUDA_HOME"] == home
+        # what torch's JIT compiles against: the toolkit's headers, not <folder above the wrapper>/include
+        assert cpp_extension.include_paths("cuda")[-1] == "/opt/cuda-12.4/include"
+    assert cpp_extension.CUDA_HOME == before and "CUDA_HOME" not in os.environ
+
+
+def test_jit_build_leaves_a_cuda_home_the_user_set_alone(nvcc_wrapper, monkeypatch):
+    from torch.utils import cpp_extension
+
+    monkeypatch.setenv("CUDA_HOME", "/opt/mine")
+    before = cpp_extension.CUDA_HOME
+    with cuda_home_for_torch(cpp_extension) as home:
+        assert home is None and cpp_extension.CUDA_HOME == before and os.environ["CUDA_HOME"] == "/opt/mine"

@@ -5,8 +5,13 @@ import stat
 from pathlib import Path
 
 import pytest
+import torch
+from rich.console import Console
+from typer.testing import CliRunner
 
+from cudabench.cli.app import app
 from cudabench.profile import nsys
+from cudabench.profile.view import find_profiler
 from cudabench.errors import ToolNotFoundError
 from cudabench.profile.ncu import METRICS, import_command, parse_raw_csv
 from cudabench.profile.launch import ProfileRequest, child_command, worker_command
@@ -65,13 +70,14 @@ def test_discovery_order(tmp_path, monkeypatch):
     assert nsys.find_nsys(None, {"PATH": str(tmp_path / "c")}) == nsys.Found(on_path, "PATH")
     installed = executable(tmp_path / "opt" / "2025.1" / "bin" / "nsys")
     monkeypatch.setattr(nsys, "INSTALL_GLOBS", (str(tmp_path / "opt" / "*" / "bin" / "nsys"),))
-    assert nsys.find_nsys(None, {"PATH": str(tmp_path / "none")}) == nsys.Found(installed, "install folder")
+    folder = str(tmp_path / "opt" / "*" / "bin")  # "found via" names the install folder it matched
+    assert nsys.find_nsys(None, {"PATH": str(tmp_path / "none")}) == nsys.Found(installed, folder)
     assert nsys.nsys_version(on_path) == (2023, 4, 4)
 
 
 def test_a_bad_explicit_path_and_no_nsys_are_clear(tmp_path, monkeypatch):
     with pytest.raises(ToolNotFoundError, match="not an executable"):
-        nsys.find_nsys(str(tmp_path / "missing"), {})
+        nsys.find_nsys(str(tmp_path / "missing"), {"PATH": str(tmp_path)})
     monkeypatch.setattr(nsys, "INSTALL_GLOBS", ())
     with pytest.raises(ToolNotFoundError) as info:
         nsys.find_nsys(None, {"PATH": str(tmp_path)})
@@ -138,3 +144,28 @@ def test_report_names_keep_dots_in_the_name():
     assert nsys.report_paths(Path("/o/run.v2")) == (Path("/o/run.v2.nsys-rep"), Path("/o/run.v2.qdstrm"),
                                                     Path("/o/run.v2.sqlite"))
     assert "--output=/out/a.b" in child_command(request(name="a.b"), "/opt/nsys")
+
+
+@pytest.mark.parametrize("tool", ["ncu", "torch"])
+def test_nsys_option_with_another_tool_is_a_usage_error(tool, tmp_path, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    nsys_path = executable(tmp_path / "nsys")
+    res = CliRunner().invoke(app, ["profile", "-k", "timex-v4", "--tool", tool, "--nsys", nsys_path])
+    assert res.exit_code == 2, res.output
+    assert f"error: --nsys only applies to --tool nsys (this is --tool {tool})" in res.output
+
+
+def test_profile_ncu_with_a_broken_cudabench_ncu_stops_before_the_gpu(tmp_path, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setenv("CUDABENCH_NCU", str(tmp_path / "ncu"))
+    res = CliRunner().invoke(app, ["profile", "-k", "timex-v4", "--tool", "ncu"])
+    assert res.exit_code == 2 and f"$CUDABENCH_NCU names {tmp_path / 'ncu'}, which is not an executable" in res.output
+
+
+def test_profile_says_which_binary_it_runs_and_why(tmp_path, monkeypatch):
+    ncu = executable(tmp_path / "ncu")
+    monkeypatch.setenv("CUDABENCH_NCU", ncu)
+    out, err = Console(record=True, width=300), Console(record=True, width=300)
+    assert find_profiler("ncu", None, out, err) == ncu
+    assert f"ncu: {ncu} (found via $CUDABENCH_NCU)" in out.export_text()
+    assert find_profiler("torch", None, out, err) is None

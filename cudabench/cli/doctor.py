@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Callable, Optional
 
 import typer
 from rich.table import Table
@@ -13,7 +14,8 @@ from rich.text import Text
 
 from cudabench.cli.common import out, say
 from cudabench.device import environment, nvml_driver_version, read_clocks
-from cudabench.profile.tools import find_tool, tool_version
+from cudabench.errors import ToolNotFoundError
+from cudabench.profile.tools import Found, tool_version
 
 
 @dataclass(frozen=True)
@@ -21,6 +23,11 @@ class Finding:
     item: str
     ok: bool
     detail: str
+    label: str = ""  # the status word when not ok and not simply "missing"
+    where: Optional[Found] = None  # for tools: the binary and where it came from
+
+    def status(self) -> Text:
+        return Text("ok", "green") if self.ok else Text(self.label or "missing", "yellow")
 
 
 def gpu_findings() -> list[Finding]:
@@ -45,18 +52,88 @@ def gpu_findings() -> list[Finding]:
 def software_findings() -> list[Finding]:
     import torch
 
+    from cudabench.profile import ncu, nsys, tools
+
     found = [Finding("torch", True, f"{torch.__version__} (CUDA {torch.version.cuda or 'none'})")]
-    for name, why in [("nvcc", "build and build --check"), ("ninja", "JIT builds"),
-                      ("nsys", "profile --tool nsys"), ("ncu", "profile --tool ncu"),
-                      ("compute-sanitizer", "memcheck / racecheck")]:
-        path = find_tool(name)
-        if path:
-            found.append(Finding(name, True, f"{path}  {tool_version(path)}"))
-        else:
-            found.append(Finding(name, False, f"not found on PATH or in /usr/local/cuda/bin (needed for {why})"))
+    nvcc = tool_finding("nvcc", "build and build --check", tools.find_nvcc)
+    found += [nvcc, cuda_home_finding(nvcc.where)] if nvcc.ok else [nvcc]
+    found.append(tool_finding("ninja", "JIT builds", lambda: tools.locate("ninja"), fix="pip install ninja"))
+    nsys_found = nsys_finding(tool_finding("nsys", "profile --tool nsys", nsys.find_nsys))
+    found += [nsys_found, tool_finding("ncu", "profile --tool ncu", ncu.find_ncu),
+              tool_finding("compute-sanitizer", "memcheck / racecheck",
+                           lambda: tools.locate("compute-sanitizer", SANITIZER_GLOBS))]
+    found += [nvtx_finding(nsys_found), matplotlib_finding()]
     if not nvml_driver_version():
         found.append(Finding("NVML", False, "nvidia-ml-py cannot read the driver: no clock readings"))
     return found
+
+
+SANITIZER_GLOBS = ("/usr/local/cuda/bin/compute-sanitizer", "/usr/local/cuda/compute-sanitizer/compute-sanitizer")
+
+
+def tool_finding(name: str, needed_for: str, find: Callable[[], Found], fix: str = "") -> Finding:
+    """Where the tool was found, by the same search the commands use, and its version."""
+    try:
+        where = find()
+    except ToolNotFoundError as exc:
+        return Finding(name, False, f"{exc.message} Needed for {needed_for}." + (f" Fix: {fix}" if fix else ""))
+    return Finding(name, True, f"{where.describe()}  {tool_version(where.path)}", where=where)
+
+
+def nsys_finding(found: Finding) -> Finding:
+    """An nsys without its importer (the copy inside Nsight Compute) records but writes no report."""
+    from cudabench.profile.nsys import importer_present
+
+    if not found.ok or importer_present(found.where.path):
+        return found
+    return replace(found, ok=False, label="limited", detail=f"{found.detail}; no QdstrmImporter beside it: it "
+                   "writes only a .qdstrm, no report (install Nsight Systems, or --tool torch / ncu)")
+
+
+def cuda_home_finding(nvcc: Found) -> Finding:
+    """The toolkit nvcc compiles with against the CUDA_HOME torch's JIT would use on its own."""
+    from cudabench.profile import tools
+
+    ours, theirs = tools.cuda_home_of(nvcc.path), tools.torch_cuda_home()
+    if tools.same_folder(ours, theirs):
+        return Finding("CUDA_HOME", True, f"{ours} (the toolkit of {nvcc.path}; torch uses the same)")
+    if tools.user_cuda_home():
+        return Finding("CUDA_HOME", False, f"torch builds with $CUDA_HOME={theirs}, but {nvcc.path} (build --check) "
+                       f"belongs to {ours}: unset one or make them agree", label="differs")
+    return Finding("CUDA_HOME", False, f"torch alone would use {theirs or 'none'}, but {nvcc.path} runs the "
+                   f"toolkit in {ours}, which cudabench build uses (set CUDA_HOME={ours} for other torch builds)",
+                   label="differs")
+
+
+def nvtx_finding(nsys_found: Finding) -> Finding:
+    from cudabench.profile.nsys import nvtx_backend_for, parse_nsys_version
+
+    version = package_version("nvtx")
+    if version is None:
+        return Finding("nvtx", False, "not installed: NVTX ranges go through torch.cuda.nvtx (pip install nvtx)")
+    if nsys_found.where:
+        nsys_version = parse_nsys_version(nsys_found.detail)
+        backend, why = nvtx_backend_for(nsys_version, version)
+        if backend != "nvtx":
+            return Finding("nvtx", True, f"{version}; profile --tool nsys marks ranges with torch.cuda.nvtx: {why}")
+    return Finding("nvtx", True, version)
+
+
+def matplotlib_finding() -> Finding:
+    version = package_version("matplotlib")
+    if version is None:
+        return Finding("matplotlib", False, 'not installed (needed for cudabench plot): pip install "cudabench[plot]"')
+    return Finding("matplotlib", True, version)
+
+
+def package_version(name: str) -> Optional[str]:
+    """The installed version, without importing the package (matplotlib takes a while)."""
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 def host_compiler_finding() -> Finding:
@@ -97,7 +174,8 @@ def doctor_cmd(
     ceilings: bool = typer.Option(False, "--ceilings", help="(Re)measure this GPU's copy bandwidth and SGEMM "
                                   "throughput, the ceilings runs compare against (cached)."),
 ) -> None:
-    """GPU, driver, clocks, torch, nvcc, ninja, nsys, ncu: what works here and what is missing."""
+    """GPU, driver, clocks, torch, nvcc and CUDA_HOME, ninja, nsys, ncu, nvtx, matplotlib: what works
+    here, where each tool was found, and what is missing."""
     if ceilings:
         from cudabench.measure import ceilings as device_ceilings
         from cudabench.device import require_gpu
@@ -114,5 +192,5 @@ def doctor_cmd(
     table.add_column("ok")
     table.add_column("detail")
     for f in findings():
-        table.add_row(f.item, Text("ok", "green") if f.ok else Text("missing", "yellow"), f.detail)
+        table.add_row(f.item, f.status(), f.detail)
     out.print(table)

@@ -9,7 +9,7 @@ from typing import List, Optional
 import typer
 
 from cudabench.cli.common import KernelsDir, err, fresh_seed, out, registry
-from cudabench.errors import ShapeError
+from cudabench.errors import ConfigError, ShapeError
 
 PROFILE_TIMEOUT = 1800.0  # the worker's start, a first build, and the tool's own overhead (ncu replays)
 
@@ -24,8 +24,8 @@ def profile(
     name: str = typer.Option("", "--name", help="Report name (default KERNEL-DIRECTION-TOOL)."),
     iters: int = typer.Option(0, "--iters", "-n", help="Calls in the profiled region (0: nsys and torch "
                               "20, ncu 1)."),
-    nsys: Optional[str] = typer.Option(None, "--nsys", help="The nsys to use (else $CUDABENCH_NSYS, PATH, "
-                                       "usual install folders)."),
+    nsys: Optional[str] = typer.Option(None, "--nsys", help="The nsys to use with --tool nsys (else "
+                                       "$CUDABENCH_NSYS, PATH, usual install folders). ncu: $CUDABENCH_NCU."),
     seed: Optional[int] = typer.Option(None, "--seed", help="Seed of the random inputs."),
     kernels_dir: Optional[List[Path]] = KernelsDir,
 ) -> None:
@@ -40,11 +40,19 @@ def profile(
 
     if tool not in TOOLS:
         raise ShapeError(f"Unknown --tool '{tool}'.", f"Choose one of: {', '.join(TOOLS)}.")
+    if nsys and tool != "nsys":
+        # An error, not a warning: the user named a binary and would otherwise believe it was used.
+        other = "; $CUDABENCH_NCU chooses the ncu binary." if tool == "ncu" else "."
+        raise ConfigError(f"--nsys only applies to --tool nsys (this is --tool {tool}).", "Drop --nsys" + other)
     task = plan_single(registry(kernels_dir), kernel, parse_shape(shape), direction)  # user errors first
     if tool == "nsys":
         from cudabench.profile.nsys import find_nsys
 
         find_nsys(nsys)
+    elif tool == "ncu":
+        from cudabench.profile.ncu import find_ncu
+
+        find_ncu()
     from cudabench.device import require_gpu
 
     require_gpu()

@@ -7,10 +7,9 @@ import csv
 import io
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
-from cudabench.profile.tools import find_tool
-from cudabench.errors import ToolNotFoundError
+from cudabench.profile.tools import Found, locate
 
 METRICS = {  # metric -> column title
     "gpu__time_duration.sum": "duration",
@@ -26,12 +25,19 @@ TIME_UNITS = {"nsecond": 1e-9, "ns": 1e-9, "usecond": 1e-6, "us": 1e-6, "msecond
               "second": 1.0, "s": 1.0}
 
 
-def find_ncu() -> str:
-    path = find_tool("ncu")
-    if not path:
-        raise ToolNotFoundError("Nsight Compute (ncu) was not found on PATH or in /usr/local/cuda/bin.",
-                                "Install Nsight Compute (it comes with the CUDA toolkit) and put its folder on PATH.")
-    return path
+# Where ncu usually lives after PATH, newest first within each pattern.
+INSTALL_GLOBS = (
+    "/usr/local/cuda/bin/ncu",
+    "/opt/nvidia/nsight-compute/*/ncu",
+    "/usr/local/cuda/nsight-compute-*/ncu",
+)
+
+
+def find_ncu(env: Optional[Mapping[str, str]] = None) -> Found:
+    """$CUDABENCH_NCU, then PATH, then the usual install folders."""
+    return locate("ncu", INSTALL_GLOBS, env_var="CUDABENCH_NCU", env=env, title="Nsight Compute (ncu)",
+                  hint="Install Nsight Compute (it comes with the CUDA toolkit) and put its folder on PATH, or "
+                  "set $CUDABENCH_NCU. Without it: `cudabench profile --tool torch` (torch.profiler).")
 
 
 def ncu_command(ncu: str, report: Path, child: Sequence[str]) -> list[str]:

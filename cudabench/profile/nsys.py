@@ -3,19 +3,16 @@ and exporting the report to SQLite."""
 
 from __future__ import annotations
 
-import glob
-import os
 import re
-import shutil
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
-from cudabench.errors import CudabenchError, ToolNotFoundError
+from cudabench.errors import CudabenchError
+from cudabench.profile.tools import Found, locate
 
-# Where nsys usually lives, newest first within each pattern. The copy bundled inside Nsight
-# Compute comes last: it records but cannot import its .qdstrm into a report.
+# Where nsys usually lives after PATH, newest first within each pattern. The copy bundled inside
+# Nsight Compute comes last: it records but cannot import its .qdstrm into a report.
 INSTALL_GLOBS = (
     "/usr/local/cuda/bin/nsys",
     "/opt/nvidia/nsight-systems/*/bin/nsys",
@@ -29,35 +26,11 @@ class NsysImporterMissing(CudabenchError):
     """nsys recorded a .qdstrm but could not turn it into a .nsys-rep (exit 2, like a missing tool)."""
 
 
-@dataclass(frozen=True)
-class Found:
-    path: str
-    how: str  # which rule found it
-
-
-def find_nsys(explicit: Optional[str] = None, env: Optional[dict] = None) -> Found:
+def find_nsys(explicit: Optional[str] = None, env: Optional[Mapping[str, str]] = None) -> Found:
     """--nsys PATH, then $CUDABENCH_NSYS, then PATH, then the usual install folders."""
-    env = os.environ if env is None else env
-    looked = []
-    for value, how in ((explicit, "--nsys"), (env.get("CUDABENCH_NSYS"), "$CUDABENCH_NSYS")):
-        if value:
-            if Path(value).is_file() and os.access(value, os.X_OK):
-                return Found(value, how)
-            raise ToolNotFoundError(f"{how} names {value}, which is not an executable file.",
-                                    "Point it at the nsys binary of an Nsight Systems install.")
-    on_path = shutil.which("nsys", path=env.get("PATH"))
-    if on_path:
-        return Found(on_path, "PATH")
-    looked.append("PATH")
-    for pattern in INSTALL_GLOBS:
-        looked.append(pattern)
-        for candidate in sorted(glob.glob(pattern), reverse=True):
-            if os.access(candidate, os.X_OK):
-                return Found(candidate, "install folder")
-    raise ToolNotFoundError(
-        "Nsight Systems (nsys) was not found. Looked at --nsys, $CUDABENCH_NSYS, " + ", ".join(looked) + ".",
-        "Install Nsight Systems (e.g. the nsight-systems package or the CUDA toolkit's), or pass --nsys PATH. "
-        "Without it: `cudabench profile --tool torch` (torch.profiler) or `--tool ncu`.")
+    return locate("nsys", INSTALL_GLOBS, explicit, "--nsys", "CUDABENCH_NSYS", env, title="Nsight Systems (nsys)",
+                  hint="Install Nsight Systems (e.g. the nsight-systems package or the CUDA toolkit's), or pass "
+                  "--nsys PATH. Without it: `cudabench profile --tool torch` (torch.profiler) or `--tool ncu`.")
 
 
 def nsys_version(nsys: str) -> Optional[tuple[int, ...]]:
@@ -66,7 +39,11 @@ def nsys_version(nsys: str) -> Optional[tuple[int, ...]]:
         out = subprocess.run([nsys, "--version"], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    m = re.search(r"(\d{4})\.(\d+)\.(\d+)", out.stdout + out.stderr)
+    return parse_nsys_version(out.stdout + out.stderr)
+
+
+def parse_nsys_version(text: str) -> Optional[tuple[int, ...]]:
+    m = re.search(r"(\d{4})\.(\d+)\.(\d+)", text)
     return tuple(int(x) for x in m.groups()) if m else None
 
 

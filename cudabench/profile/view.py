@@ -26,16 +26,7 @@ def profile_and_report(req: ProfileRequest, nsys_path: Optional[str], out: Conso
                        run_child: RunChild) -> None:
     """`run_child(command, env, echo)` runs the tool and its worker and returns (exit code, log, the
     worker's reply or None): the engine's one-shot worker, with its watchdog."""
-    tool_path = None
-    if req.tool == "nsys":
-        found = nsys_tool.find_nsys(nsys_path)
-        tool_path = found.path
-        out.print(f"nsys: {found.path} (found via {found.how})", style="dim")
-        if not nsys_tool.importer_present(found.path):
-            err.print(Text.assemble(("note: ", "yellow"), f"no QdstrmImporter beside {found.path}: this nsys "
-                                    "may only be able to write a .qdstrm."))
-    elif req.tool == "ncu":
-        tool_path = ncu_tool.find_ncu()
+    tool_path = find_profiler(req.tool, nsys_path, out, err)
     req.out_dir.mkdir(parents=True, exist_ok=True)
     for ext in OUTPUTS:  # never read an earlier run's report as this one's
         with_ext(req.base, ext).unlink(missing_ok=True)
@@ -53,6 +44,18 @@ def profile_and_report(req: ProfileRequest, nsys_path: Optional[str], out: Conso
         report_ncu(req, tool_path, rc, log, reply, out)
     else:
         report_torch(req, rc, log, reply, out)
+
+
+def find_profiler(tool: str, nsys_path: Optional[str], out: Console, err: Console) -> Optional[str]:
+    """The nsys or ncu binary to run (None for torch), printed with where it was found."""
+    if tool not in ("nsys", "ncu"):
+        return None
+    found = nsys_tool.find_nsys(nsys_path) if tool == "nsys" else ncu_tool.find_ncu()
+    out.print(f"{tool}: {found.describe()}", style="dim")
+    if tool == "nsys" and not nsys_tool.importer_present(found.path):
+        err.print(Text.assemble(("note: ", "yellow"), f"no QdstrmImporter beside {found.path}: this nsys "
+                                "may only be able to write a .qdstrm."))
+    return found.path
 
 
 def agreement_line(what: str, per_call: float, summary: dict) -> str:

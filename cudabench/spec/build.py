@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
-from cudabench.errors import BuildError, NoGPUError, ToolNotFoundError
+from cudabench.errors import BuildError, NoGPUError
+from cudabench.profile import tools
 from cudabench.spec.family import Family
 
 INCLUDE_DIR = Path(__file__).resolve().parent / "include"
@@ -121,6 +122,27 @@ def _env(**values: str) -> Iterator[None]:
                 os.environ[k] = v
 
 
+@contextlib.contextmanager
+def cuda_home_for_torch(cpp_extension: Any) -> Iterator[Optional[str]]:
+    """Build with the toolkit of the nvcc cudabench finds, unless the user set CUDA_HOME/CUDA_PATH.
+    torch's own guess is the folder above `which nvcc`: wrong when nvcc is a wrapper script (e.g.
+    /usr/local/bin/nvcc exec'ing /opt/cuda-12.4/bin/nvcc), where it then misses cuda_runtime.h.
+    torch.utils.cpp_extension copies CUDA_HOME into a module global when first imported, and
+    load() reads only that global, so setting the environment variable now would come too late:
+    set the global for the build (the variable too, for anything the build starts)."""
+    if tools.user_cuda_home():
+        yield None
+        return
+    home = tools.cuda_home_of(tools.find_nvcc().path)
+    saved = cpp_extension.CUDA_HOME
+    cpp_extension.CUDA_HOME = home
+    try:
+        with _env(CUDA_HOME=home):
+            yield home
+    finally:
+        cpp_extension.CUDA_HOME = saved
+
+
 def build(family: Family, arch: Optional[str] = None, verbose: bool = False) -> BuildResult:
     """Build (or load from the cache) the family's extension for `arch` (default: this GPU's)."""
     import torch
@@ -139,7 +161,7 @@ def build(family: Family, arch: Optional[str] = None, verbose: bool = False) -> 
     cache_hit = any(directory.glob(f"{name}*.so"))
     start = time.perf_counter()
     try:
-        with _env(TORCH_CUDA_ARCH_LIST=torch_arch_list(arch)):
+        with _env(TORCH_CUDA_ARCH_LIST=torch_arch_list(arch)), cuda_home_for_torch(cpp_extension):
             module = cpp_extension.load(
                 name=name,
                 sources=[str(p) for p in family.source_paths()],
@@ -179,20 +201,17 @@ def compiler_errors(log: str, limit: int = 8) -> str:
 # ---- compile-only check (no GPU, no torch link) --------------------------------------------------
 
 def find_nvcc() -> str:
-    for candidate in (os.environ.get("CUDABENCH_NVCC"), shutil.which("nvcc"),
-                      *(str(Path(h) / "bin" / "nvcc") for h in cuda_home_candidates())):
-        if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
-            return candidate
-    raise ToolNotFoundError("nvcc was not found (looked at $CUDABENCH_NVCC, PATH, $CUDA_HOME, /usr/local/cuda).",
-                            "Install the CUDA toolkit or put its bin/ folder on PATH.")
+    return tools.find_nvcc().path
 
 
-def cuda_home_candidates() -> list[str]:
-    return [p for p in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda") if p]
+def cuda_home_candidates(nvcc: Optional[str] = None) -> list[str]:
+    """Where the CUDA headers may be: what the user set, the toolkit of the nvcc in use, the default."""
+    derived = tools.cuda_home_of(nvcc) if nvcc else None
+    return [p for p in (tools.user_cuda_home(), derived, "/usr/local/cuda") if p]
 
 
-def cuda_include_dir() -> Optional[Path]:
-    for home in cuda_home_candidates():
+def cuda_include_dir(nvcc: Optional[str] = None) -> Optional[Path]:
+    for home in cuda_home_candidates(nvcc):
         inc = Path(home) / "include"
         if (inc / "cuda_runtime.h").is_file():
             return inc
@@ -203,12 +222,12 @@ def nvcc_command(nvcc: str, source: Path, arch: str, output: Path) -> list[str]:
     return [nvcc, "-c", *CUDA_FLAGS, gencode(arch), f"-I{source.parent}", str(source), "-o", str(output)]
 
 
-def binding_command(cxx: str, source: Path, scratch: Path) -> Optional[list[str]]:
+def binding_command(cxx: str, source: Path, scratch: Path, nvcc: Optional[str] = None) -> Optional[list[str]]:
     """Host-compiler syntax check of a .cpp binding against torch's headers, or None if impossible."""
     import torch
     from torch.utils import cpp_extension
 
-    cuda_inc = cuda_include_dir()
+    cuda_inc = cuda_include_dir(nvcc)
     if cuda_inc is None:
         return None
     torch_includes = cpp_extension.include_paths("cpu")
@@ -243,7 +262,7 @@ def check_compile(family: Family, arch: str, bindings: bool = True) -> list[Comp
             if source.suffix == ".cu":
                 jobs.append((nvcc_command(nvcc, source, arch, Path(tmp) / f"{source.stem}.o"), source))
             elif source.suffix == ".cpp" and bindings and cxx:
-                command = binding_command(cxx, source, Path(tmp))
+                command = binding_command(cxx, source, Path(tmp), nvcc)
                 if command:
                     jobs.append((command, source))
         with ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as pool:
