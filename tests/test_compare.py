@@ -1,10 +1,17 @@
 """`cudabench compare`'s logic on synthetic sample sets: verdicts, regressions and exit codes,
-results present on one side only, and threshold parsing."""
+results present on one side only, threshold parsing, and the command's gate and outputs."""
+
+import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
+from typer.testing import CliRunner
 
+from cudabench.cli.app import app
 from cudabench.results.compare import bootstrap_medians, compare_documents, parse_threshold, verdict, verdict_text
+from cudabench.results.export import write_json_atomic
+from cudabench.results.model import IntegrityCheck
 from cudabench.errors import ConfigError
 from synthetic import doc, measured, skipped, timex_sweep
 
@@ -85,7 +92,9 @@ def test_results_on_one_side_are_listed_not_dropped():
         ("timex-v3", "SKIP in new: build failed: boom"), ("conv1d", "not in the new results")]
     assert [(u.key, u.reason) for u in comparison.only_new] == [("timex[T=512]/fwd", "not in the old results")]
     assert [u.key for u in comparison.unmeasured] == ["timex[T=66]/fwd"]
-    assert comparison.exit_code == 0
+    assert comparison.exit_code == 1 and [p.split(" was ")[0] for p in comparison.problems] == [
+        "missing in new: timex[B=32,C=768,T=768]/fwd timex-v3", "missing in new: timex[B=32,C=768,T=768]/fwd conv1d"]
+    assert compare_documents(old, new, 0.05, allow_missing=True).exit_code == 0
 
 
 def test_verdicts_are_deterministic():
@@ -127,13 +136,10 @@ def test_non_numeric_samples_are_unmeasured_not_a_crash():
     bad["results"][0]["measurement"]["samples"] = ["fast", "slow"]
     comparison = compare_documents(bad, one(1e-3), 0.05)
     assert not comparison.rows and comparison.only_new
+    assert comparison.problems == ("nothing measured in old: the old results have no measured result (1 ok)",)
 
 
 def test_an_invalid_or_crashed_result_in_new_fails_the_gate_and_is_never_compared():
-    from dataclasses import replace
-
-    from cudabench.results.model import IntegrityCheck
-
     shape = {"B": 32, "C": 768, "T": 768}
     old = doc([measured("timex", shape, "timex-v4", 1e-3), measured("timex", shape, "conv1d", 4e-3, role="baseline")])
     cheat = replace(measured("timex", shape, "timex-v4", 1e-6),
@@ -145,3 +151,180 @@ def test_an_invalid_or_crashed_result_in_new_fails_the_gate_and_is_never_compare
     reasons = {u.subject: u.reason for u in comparison.failed}
     assert reasons["timex-v4"] == "INVALID: stale-output: error 1.1"
     assert reasons["conv1d"].startswith("ERROR: CUDA error")
+
+
+# ---- the gate: nothing measured, missing or not measured now, INVALID --------------------------------
+
+def cheat(median=1e-6):
+    """timex-v4 timed, but caught returning stale output: INVALID."""
+    return replace(measured("timex", SHAPE, "timex-v4", median),
+                   integrity=(IntegrityCheck("stale-output", "fail", "error 1.1"),))
+
+
+def crashed():
+    return replace(skipped("timex", SHAPE, "timex-v4"), skipped="", error="CUDA error: an illegal memory access")
+
+
+def wrong():
+    """Timed under --force although its output is wrong: FAIL, with samples."""
+    from cudabench.results.model import Check
+
+    return replace(measured("timex", SHAPE, "timex-v4", 1e-3), check=Check((("out", 0.5),), 1e-5))
+
+
+V3 = measured("timex", SHAPE, "timex-v3", 2e-3, seed=5)
+
+
+@pytest.mark.parametrize("new, why", [
+    (doc([]), "nothing measured in new: the new results have no measured result (no results at all)"),
+    (doc([skipped("timex", SHAPE, "timex-v4", "build failed: nvcc")]), "(1 SKIP)"),
+    (doc([skipped("timex", SHAPE, "timex-v4"), crashed(), wrong()]), "(1 SKIP, 1 ERROR, 1 FAIL)"),
+])
+def test_new_with_nothing_measured_fails_even_with_allow_missing(new, why):
+    for allow in (False, True):
+        comparison = compare_documents(one(1e-3), new, 0.05, allow_missing=allow)
+        assert comparison.exit_code == 1 and why in comparison.problems[0]
+
+
+def test_old_with_nothing_measured_fails():
+    comparison = compare_documents(doc([]), one(1e-3), 0.05, allow_missing=True)
+    assert comparison.exit_code == 1 and comparison.problems[0].startswith("nothing measured in old")
+
+
+@pytest.mark.parametrize("now, reason", [
+    (None, "not in the new results"),
+    (skipped("timex", SHAPE, "timex-v4", "build failed: nvcc"), "SKIP in new: build failed: nvcc"),
+    (wrong(), "FAIL in new"),
+])
+def test_a_subject_measured_in_old_but_not_now_fails_unless_allowed(now, reason):
+    old = doc([measured("timex", SHAPE, "timex-v4", 1e-3), V3])
+    new = doc([V3] + ([now] if now else []))
+    comparison = compare_documents(old, new, 0.05)
+    assert comparison.exit_code == 1 and comparison.problems == (
+        f"missing in new: timex[B=32,C=768,T=768]/fwd timex-v4 was measured in old, now {reason}",)
+    allowed = compare_documents(old, new, 0.05, allow_missing=True)
+    assert allowed.exit_code == 0 and allowed.only_old[0].reason == reason and not allowed.problems
+
+
+def test_a_wrong_result_is_never_compared():
+    comparison = compare_documents(one(1e-3), doc([wrong()]), 0.05)
+    assert comparison.rows == () and comparison.only_old[0].reason == "FAIL in new"
+
+
+@pytest.mark.parametrize("side", ["old", "new"])
+def test_an_invalid_result_on_either_side_fails_even_with_allow_missing(side):
+    docs = {"old": doc([cheat(), V3]), "new": doc([measured("timex", SHAPE, "timex-v4", 1e-3), V3])}
+    if side == "new":
+        docs = {"old": docs["new"], "new": doc([cheat(), V3])}
+    comparison = compare_documents(docs["old"], docs["new"], 0.05, allow_missing=True)
+    assert comparison.exit_code == 1
+    where = " in old" if side == "old" else ""
+    assert comparison.problems == (f"failed: timex[B=32,C=768,T=768]/fwd timex-v4: INVALID{where}: stale-output: "
+                                   "error 1.1",)
+
+
+def test_a_crash_in_new_fails_even_with_allow_missing_and_is_said_once():
+    comparison = compare_documents(doc([measured("timex", SHAPE, "timex-v4", 1e-3), V3]), doc([crashed(), V3]),
+                                   0.05, allow_missing=False)
+    assert comparison.exit_code == 1 and len(comparison.problems) == 1
+    assert comparison.problems[0].startswith("failed: timex[B=32,C=768,T=768]/fwd timex-v4: ERROR: CUDA error")
+    assert compare_documents(doc([V3]), doc([crashed(), V3]), 0.05, allow_missing=True).exit_code == 1
+
+
+# ---- the command: exit codes, --allow-missing, --json and --markdown ----------------------------------
+
+runner = CliRunner()
+
+
+def files(tmp_path, old, new):
+    paths = tmp_path / "old.json", tmp_path / "new.json"
+    for path, data in zip(paths, (old, new)):
+        write_json_atomic(path, data)
+    return [str(p) for p in paths]
+
+
+def compare_cli(tmp_path, old, new, *options):
+    res = runner.invoke(app, ["compare", *files(tmp_path, old, new), *map(str, options)])
+    assert "Traceback" not in res.output and (res.exception is None or isinstance(res.exception, SystemExit))
+    return res
+
+
+def said(res):
+    """The output as one line: the console wraps long messages."""
+    return " ".join(res.output.split())
+
+
+def test_cli_new_without_results_exits_1_and_says_why(tmp_path):
+    res = compare_cli(tmp_path, one(1e-3), doc([]))
+    assert res.exit_code == 1 and "FAIL nothing measured in new" in said(res)
+
+
+def test_cli_only_skipped_or_failed_in_new_exits_1(tmp_path):
+    res = compare_cli(tmp_path, one(1e-3), doc([skipped("timex", SHAPE, "timex-v4"), wrong()]), "--allow-missing")
+    assert res.exit_code == 1 and "no measured result (1 SKIP, 1 FAIL)" in said(res)
+
+
+def test_cli_a_missing_case_exits_1_and_0_with_allow_missing(tmp_path):
+    old, new = doc([measured("timex", SHAPE, "timex-v4", 1e-3), V3]), doc([V3])
+    res = compare_cli(tmp_path, old, new)
+    assert res.exit_code == 1 and "missing in new: timex[B=32,C=768,T=768]/fwd timex-v4" in said(res)
+    res = compare_cli(tmp_path, old, new, "--allow-missing")
+    assert res.exit_code == 0, res.output
+    assert "only in old (allowed): timex[B=32,C=768,T=768]/fwd timex-v4: not in the new results" in said(res)
+
+
+def test_cli_invalid_exits_1_even_with_allow_missing(tmp_path):
+    res = compare_cli(tmp_path, doc([measured("timex", SHAPE, "timex-v4", 1e-3), V3]), doc([cheat(), V3]),
+                      "--allow-missing")
+    assert res.exit_code == 1 and "INVALID: stale-output: error 1.1" in said(res)
+
+
+def slower_by_a_fifth(tmp_path, *options):
+    old = doc([measured("timex", SHAPE, "timex-v4", 1e-3, seed=1), V3])
+    new = doc([measured("timex", SHAPE, "timex-v4", 1.2e-3, seed=2), skipped("timex", SHAPE, "timex-v3")])
+    return compare_cli(tmp_path, old, new, *options)
+
+
+def test_cli_json_verdicts_to_a_file(tmp_path):
+    res = slower_by_a_fifth(tmp_path, "--json", tmp_path / "ci" / "verdicts.json")
+    assert res.exit_code == 1 and "new vs old" in said(res)   # the table still on the terminal
+    verdicts = json.loads((tmp_path / "ci" / "verdicts.json").read_text())
+    assert (verdicts["schema"], verdicts["threshold"], verdicts["exit_code"]) == ("cudabench.compare", 0.05, 1)
+    (row,) = verdicts["rows"]
+    assert (row["key"], row["subject"], row["role"], row["verdict"], row["regressed"]) == (
+        "timex[B=32,C=768,T=768]/fwd", "timex-v4", "variant", "slower", True)
+    assert row["old_median"] == pytest.approx(1e-3, rel=0.01) and row["new_median"] == pytest.approx(1.2e-3, rel=0.01)
+    assert row["old_n"] == row["new_n"] == 200 and row["low"] < row["ratio"] < row["high"]
+    assert verdicts["only_old"] == [{"key": "timex[B=32,C=768,T=768]/fwd", "subject": "timex-v3",
+                                     "reason": "SKIP in new: constraint: T must be a multiple of 4"}]
+    assert verdicts["failed"] == [] and len(verdicts["problems"]) == 2
+
+
+def test_cli_json_to_standard_output_is_only_json(tmp_path):
+    res = compare_cli(tmp_path, one(1e-3, seed=1), one(1e-3, seed=2), "--json", "-")
+    assert res.exit_code == 0
+    verdicts = json.loads(res.stdout)   # the table and notes went to standard error
+    assert verdicts["exit_code"] == 0 and verdicts["rows"][0]["verdict"] == "same" and verdicts["problems"] == []
+    assert "new vs old" in res.stderr
+
+
+def test_cli_markdown_to_a_file_and_to_standard_output(tmp_path):
+    res = slower_by_a_fifth(tmp_path, "--markdown", tmp_path / "comment.md")
+    text = (tmp_path / "comment.md").read_text()
+    assert res.exit_code == 1 and text.startswith("**cudabench compare**: **FAIL** (exit 1) · threshold 5%")
+    table = [line for line in text.splitlines() if line.startswith("|")]
+    assert table[0] == "| case | kernel | old median | new median | new/old | verdict | note |"
+    assert table[2].startswith("| timex[B=32,C=768,T=768]/fwd | timex-v4 | 1.000 ms | 1.20") and "REGRESSION**" in table[2]
+    assert "- missing in new: timex[B=32,C=768,T=768]/fwd timex-v3 was measured in old" in text
+    res = slower_by_a_fifth(tmp_path, "--markdown", "-")
+    assert res.stdout == text and "new vs old" in res.stderr
+
+
+def test_cli_both_outputs_on_standard_output_is_refused(tmp_path):
+    res = compare_cli(tmp_path, one(1e-3), one(1e-3), "--json", "-", "--markdown", "-")
+    assert res.exit_code == 2 and "Only one of --json and --markdown" in said(res)
+
+
+def test_cli_an_output_that_cannot_be_written_is_refused_before_comparing(tmp_path):
+    res = compare_cli(tmp_path, one(1e-3), one(1e-3), "--json", "/dev/null")
+    assert res.exit_code == 2 and "/dev/null: it is a character device" in said(res) and "new vs old" not in res.output

@@ -4,12 +4,15 @@ the CSV and Markdown exports."""
 import csv
 import io
 import json
+import os
+from pathlib import Path
 
 import pytest
 
 from cudabench.errors import ConfigError
-from cudabench.results.export import (SCHEMA, SCHEMA_VERSION, load_results, source_hash, to_csv, to_markdown,
-                              write_json_atomic)
+from cudabench.results.export import (SCHEMA, SCHEMA_VERSION, check_output_path, flat_rows, load_results,
+                                      source_hash, to_csv, to_markdown, write_json_atomic, write_text_atomic,
+                                      writes_to_stdout)
 from synthetic import doc, measured, skipped
 
 SHAPE = {"B": 32, "C": 768, "T": 768}
@@ -50,8 +53,8 @@ def test_source_hash_follows_the_sources(registry, tmp_path):
     ('{"results": []}', "not a cudabench results file"),
     ('[1, 2]', "not a cudabench results file"),
     (json.dumps({"schema": SCHEMA, "schema_version": 99, "results": []}), "schema version 99"),
-    (json.dumps({"schema": SCHEMA, "schema_version": 1, "results": {}}), '"results" is not a list'),
-    (json.dumps({"schema": SCHEMA, "schema_version": 1, "results": [{"subject": "x"}]}), "results[0] lacks"),
+    (json.dumps({"schema": SCHEMA, "schema_version": 1, "results": {}}), "results: Input should be a valid list"),
+    (json.dumps({"schema": SCHEMA, "schema_version": 1, "results": [{"subject": "x"}]}), "results[0].case: missing"),
 ])
 def test_schema_errors_name_the_file(tmp_path, content, fragment):
     path = tmp_path / "old.json"
@@ -91,6 +94,87 @@ def test_markdown_table_with_header_line():
     assert len(lines) == 2 + 3
     v4, base, skip = ([c.strip() for c in line.strip("|").split("|")] for line in lines[2:])
     assert v4[:7] == ["timex", "B=32,C=768,T=768", "fwd", "timex-v4", "variant", "ok", "2.0e-07"]
-    assert all(cell.endswith(" µs") for cell in v4[7:13]) and v4[13:] == ["20", "sync", "hot"]
+    assert all(cell.endswith(" µs") for cell in v4[7:13]) and v4[13:] == ["20", "-", "-", "sync", "hot"]
     assert base[7].startswith("4.4") and base[7].endswith(" ms")
-    assert skip[5] == "SKIP" and skip[7:] == ["-"] * 9
+    assert skip[5] == "SKIP" and skip[7:] == ["-"] * 11
+
+
+# ---- CUPTI kernel time and kernels per call ------------------------------------------------------------
+
+def with_kernel_figures():
+    from dataclasses import replace
+
+    timed = measured("timex", SHAPE, "timex-v4", 20e-6, n=20)
+    figures = replace(timed.measurement, extra=(("kernel_time_cupti", 4.5e-6), ("kernels_per_call", 3.0)))
+    return doc([replace(timed, measurement=figures), measured("timex", SHAPE, "conv1d", 4.47e-3, role="baseline")])
+
+
+def test_csv_has_the_cupti_kernel_time_and_kernels_per_call():
+    cupti, plain = csv.DictReader(io.StringIO(to_csv(with_kernel_figures())))
+    assert float(cupti["kernel_time"]) == pytest.approx(4.5e-6) and cupti["kernels_per_call"] == "3"
+    assert plain["kernel_time"] == "" and plain["kernels_per_call"] == ""
+
+
+def test_markdown_has_the_cupti_kernel_time_and_kernels_per_call():
+    lines = [line for line in to_markdown(with_kernel_figures()).splitlines() if line.startswith("|")]
+    head, cupti, plain = ([c.strip() for c in line.strip("|").split("|")] for line in (lines[0], *lines[2:]))
+    at = head.index("kernel time")
+    assert head[at + 1] == "kernels/call"
+    assert cupti[at:at + 2] == ["4.50 µs", "3"] and plain[at:at + 2] == ["-", "-"]
+
+
+def test_flat_rows_carry_the_kernel_figures_from_a_loaded_file(tmp_path):
+    write_json_atomic(tmp_path / "r.json", with_kernel_figures())
+    rows = flat_rows(load_results(tmp_path / "r.json"))
+    assert [(r["kernel_time"], r["kernels_per_call"]) for r in rows] == [(pytest.approx(4.5e-6), 3), (None, None)]
+
+
+# ---- where files are written: through symlinks, never onto devices, '-' for standard output -----------
+
+def test_a_symlink_to_a_results_file_stays_a_symlink_and_its_target_is_replaced(tmp_path):
+    (tmp_path / "runs").mkdir()
+    target = tmp_path / "runs" / "2024-06-01.json"
+    target.write_text("old")
+    target.chmod(0o640)
+    link = tmp_path / "latest.json"
+    link.symlink_to(Path("runs") / "2024-06-01.json")
+    write_json_atomic(link, sample_doc())
+    assert link.is_symlink() and load_results(link)["results"][0]["subject"] == "timex-v4"
+    assert load_results(target) == load_results(link) and (target.stat().st_mode & 0o777) == 0o640
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == ["2024-06-01.json"]  # no temporary left
+
+
+def test_a_dangling_symlink_creates_its_target(tmp_path):
+    link = tmp_path / "latest.md"
+    link.symlink_to(tmp_path / "out" / "report.md")
+    write_text_atomic(link, "# hello\n")
+    assert link.is_symlink() and (tmp_path / "out" / "report.md").read_text() == "# hello\n"
+
+
+@pytest.mark.parametrize("make, kind", [
+    (lambda tmp: Path("/dev/null"), "a character device"),
+    (lambda tmp: tmp, "a folder"),
+    (lambda tmp: (os.mkfifo(tmp / "pipe"), tmp / "pipe")[1], "a named pipe"),
+    (lambda tmp: (os.symlink("/dev/null", tmp / "sneaky.json"), tmp / "sneaky.json")[1], "a character device"),
+])
+def test_devices_folders_and_fifos_are_refused(tmp_path, make, kind):
+    path = make(tmp_path)
+    with pytest.raises(ConfigError) as info:
+        write_text_atomic(path, "text")
+    assert str(path) in info.value.message and kind in info.value.message and info.value.exit_code == 2
+    with pytest.raises(ConfigError):
+        check_output_path(path)
+
+
+def test_a_folder_that_cannot_be_made_is_a_config_error(tmp_path):
+    (tmp_path / "file").write_text("")
+    with pytest.raises(ConfigError, match="Cannot write .*file/r.csv"):
+        write_text_atomic(tmp_path / "file" / "r.csv", "a,b\n")
+
+
+@pytest.mark.parametrize("name", ["-", "/dev/stdout"])
+def test_dash_and_dev_stdout_write_to_standard_output(capsys, name):
+    assert writes_to_stdout(name) and writes_to_stdout(Path(name)) and not writes_to_stdout("results.json")
+    write_json_atomic(name, sample_doc())
+    assert json.loads(capsys.readouterr().out)["results"][0]["subject"] == "timex-v4"
+    assert not Path("-").exists()

@@ -2,10 +2,15 @@
 a real PNG written, and clear errors without matplotlib or without a sweep."""
 
 import sys
+from dataclasses import replace
 
 import pytest
+from typer.testing import CliRunner
 
+from cudabench.cli.app import app
 from cudabench.errors import ConfigError, ToolNotFoundError
+from cudabench.results.export import write_json_atomic
+from cudabench.results.model import IntegrityCheck
 from cudabench.results.plot import plot_sweep, speedups, sweep_axes, sweep_panels
 from synthetic import doc, measured, skipped, timex_sweep
 
@@ -75,3 +80,77 @@ def test_missing_matplotlib_says_how_to_install_it(monkeypatch, tmp_path):
         plot_sweep(timex_sweep(), tmp_path / "x.png")
     assert 'pip install "cudabench[plot]"' in info.value.hint
     assert not (tmp_path / "x.png").exists()
+
+
+def test_invalid_and_crashed_results_are_not_drawn():
+    results = [measured("timex", {"T": t}, "timex-v4", t * 1e-8, seed=t) for t in (64, 128, 256)]
+    results[1] = replace(results[1], integrity=(IntegrityCheck("stale-output", "fail", "error 1.1"),))
+    results[2] = replace(results[2], error="hung")
+    results += [measured("timex", {"T": t}, "conv1d", t * 1e-8, role="baseline", seed=t) for t in (64, 128, 256)]
+    (panel,) = sweep_panels(doc(results))
+    assert [(line.label, [x for x, _ in line.points]) for line in panel.lines] == [("conv1d", [64, 128, 256])]
+
+
+# ---- plot -o: exactly the path given ---------------------------------------------------------------------
+
+runner = CliRunner()
+
+
+def plot_cli(tmp_path, output):
+    pytest.importorskip("matplotlib")
+    results = tmp_path / "sweep.json"
+    write_json_atomic(results, timex_sweep())
+    res = runner.invoke(app, ["plot", str(results), "-o", str(output)])
+    assert "Traceback" not in res.output and (res.exception is None or isinstance(res.exception, SystemExit))
+    return res
+
+
+def said(res):
+    """The output as one line: the console wraps long messages."""
+    return " ".join(res.output.split())
+
+
+def test_cli_a_folder_is_refused(tmp_path):
+    res = plot_cli(tmp_path, tmp_path)
+    assert res.exit_code == 2 and f"Cannot write the plot to {tmp_path}: it names a folder" in said(res)
+    assert not tmp_path.with_suffix(".png").exists()
+
+
+def test_cli_a_path_ending_in_a_slash_is_a_folder(tmp_path):
+    res = plot_cli(tmp_path, f"{tmp_path}/plots/")
+    assert res.exit_code == 2 and "it names a folder" in said(res) and not (tmp_path / "plots").exists()
+
+
+def test_cli_writes_exactly_the_path_given(tmp_path):
+    res = plot_cli(tmp_path, tmp_path / "sweep")
+    assert res.exit_code == 0 and said(res) == f"wrote {tmp_path / 'sweep'}"
+    assert (tmp_path / "sweep").read_bytes()[:8] == PNG_MAGIC and not (tmp_path / "sweep.png").exists()
+
+
+def test_cli_the_suffix_picks_the_format(tmp_path):
+    res = plot_cli(tmp_path, tmp_path / "sweep.SVG")
+    assert res.exit_code == 0 and b"<svg" in (tmp_path / "sweep.SVG").read_bytes()[:500]
+
+
+def test_cli_an_unknown_suffix_says_which_work(tmp_path):
+    res = plot_cli(tmp_path, tmp_path / "sweep.jpeg2")
+    assert res.exit_code == 2 and "matplotlib does not write .jpeg2 files" in said(res)
+    assert ".png" in said(res) and ".svg" in said(res) and ".pdf" in said(res)
+    assert not list(tmp_path.glob("*sweep.jpeg2*"))
+
+
+def test_cli_a_device_is_refused(tmp_path):
+    res = plot_cli(tmp_path, "/dev/null")
+    assert res.exit_code == 2 and "it is a character device" in said(res)
+
+
+def test_cli_writes_through_a_symlink(tmp_path):
+    (tmp_path / "latest.png").symlink_to("2024-06-01.png")
+    res = plot_cli(tmp_path, tmp_path / "latest.png")
+    assert res.exit_code == 0 and (tmp_path / "latest.png").is_symlink()
+    assert (tmp_path / "2024-06-01.png").read_bytes()[:8] == PNG_MAGIC
+
+
+def test_cli_dash_writes_the_png_to_standard_output(tmp_path):
+    res = plot_cli(tmp_path, "-")
+    assert res.exit_code == 0 and res.stdout_bytes[:8] == PNG_MAGIC and not (tmp_path / "-").exists()

@@ -8,19 +8,37 @@ Verdict, for the 95 % interval [lo, hi] of the ratio and threshold t (5 % = 0.05
 - "faster"     hi < 1: new is faster beyond doubt;
 - "too noisy"  otherwise: the interval straddles 1 and reaches past the threshold.
 
-A pair *regresses* when it is "slower" and its point ratio exceeds 1+t; any regression makes the
-exit code 1 (a CI gate). Testing "same" first makes a real but sub-threshold change (a CI such as
-[1.01, 1.02] at t = 5 %, common with many samples and run-to-run drift) read "same"; it never
-changes which pairs regress. Pairs with fewer than MIN_SAMPLES samples on a side are "too noisy".
-Results measured on one side only (absent, skipped or failed on the other) are listed, not dropped;
-so are pairs timed differently (sync vs events, hot vs cold), which are not comparable. A result
-that is INVALID (it failed an integrity check) or ERROR (it crashed or hung) is never compared:
-in the new document it is a failure, and the exit code is 1 as for a regression.
+A pair *regresses* when it is "slower" and its point ratio exceeds 1+t. Testing "same" first makes a
+real but sub-threshold change (a CI such as [1.01, 1.02] at t = 5 %, common with many samples and
+run-to-run drift) read "same"; it never changes which pairs regress. Pairs with fewer than MIN_SAMPLES
+samples on a side are "too noisy". A result is *measured* when its status is ok and it has samples;
+results measured on one side only are listed, not dropped; so are pairs timed differently (sync vs
+events, hot vs cold), which are not comparable. An INVALID result (it failed an integrity check) or an
+ERROR (it crashed or hung) is never compared.
+
+The exit code is 1 (a CI gate) when any of these holds, else 0:
+
+- a pair regresses;
+- either document has no measured result at all (a benchmark that crashed or built nothing);
+- a result is INVALID, in either document, or ERROR in the new one;
+- a subject measured in old is missing, SKIP, FAIL, ERROR or INVALID in new, unless allow_missing
+  (`--allow-missing`), which relaxes only this rule.
+
+`to_json` gives the verdicts as a small object, "cudabench.compare" version 1:
+
+    schema, schema_version, threshold (a fraction: 0.05 is 5 %), allow_missing, exit_code,
+    problems[]      why the exit code is 1, one sentence each (empty when it is 0)
+    rows[]          key, subject, role, old_median, new_median (seconds per call), old_n, new_n,
+                    ratio (new/old), low, high (its 95 % interval), verdict, regressed, note
+    only_old[], only_new[], unmeasured[], failed[]      {key, subject, reason}: measured in old only,
+                    in new only, in neither (or timed differently), INVALID or ERROR
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Optional
 
@@ -68,19 +86,39 @@ class Unmatched:
 @dataclass(frozen=True)
 class Comparison:
     rows: tuple[Row, ...]
-    only_old: tuple[Unmatched, ...]    # measured in old only
+    only_old: tuple[Unmatched, ...]    # measured in old only: missing or not measured in new
     only_new: tuple[Unmatched, ...]    # measured in new only
     unmeasured: tuple[Unmatched, ...]  # in both, not comparable (skipped, or timed differently)
     threshold: float
-    failed: tuple[Unmatched, ...] = ()  # INVALID or ERROR in new: a failure like a regression
+    failed: tuple[Unmatched, ...] = ()  # INVALID in either, ERROR in new: a failure like a regression
+    nothing_measured: tuple[str, ...] = ()  # a sentence for each document without a measured result
+    allow_missing: bool = False         # only_old does not fail the gate
 
     @property
     def regressions(self) -> tuple[Row, ...]:
         return tuple(r for r in self.rows if r.regressed)
 
     @property
+    def problems(self) -> tuple[str, ...]:
+        """Why the gate fails, one sentence each; empty when it passes."""
+        lines = list(self.nothing_measured)
+        lines += [f"failed: {u.key} {u.subject}: {u.reason}" for u in self.failed]
+        if not self.allow_missing:
+            failed = {(u.key, u.subject) for u in self.failed}
+            lines += [f"missing in new: {u.key} {u.subject} was measured in old, now {u.reason}"
+                      for u in self.only_old if (u.key, u.subject) not in failed]
+        if self.regressions:
+            names = ", ".join(f"{r.subject} {r.key}" for r in self.regressions)
+            lines.append(f"regression beyond {percent(self.threshold)}: {names}")
+        return tuple(lines)
+
+    @property
     def exit_code(self) -> int:
-        return 1 if self.regressions or self.failed else 0
+        return 1 if self.problems else 0
+
+
+def percent(fraction: float) -> str:
+    return f"{fraction * 100:g}%"
 
 
 def parse_threshold(text: str) -> float:
@@ -147,18 +185,20 @@ def verdict(low: float, high: float, threshold: float) -> str:
 UNTRUSTED = ("INVALID", "ERROR")
 
 
-def _failure(result: Optional[Mapping[str, Any]]) -> Optional[str]:
+def _failure(result: Optional[Mapping[str, Any]], side: str = "") -> Optional[str]:
     """Why a result cannot be trusted (INVALID: its failed integrity checks; ERROR: its error)."""
     if not isinstance(result, Mapping) or result.get("status") not in UNTRUSTED:
         return None
     failed = [f"{i.get('name')}: {i.get('detail')}" for i in result.get("integrity") or []
               if isinstance(i, Mapping) and i.get("verdict") == "fail"]
-    return f"{result['status']}: " + ("; ".join(failed) or str(result.get("error") or "no reason recorded"))
+    where = f" in {side}" if side else ""
+    return f"{result['status']}{where}: " + ("; ".join(failed) or str(result.get("error") or "no reason recorded"))
 
 
 def _samples(result: Mapping[str, Any]) -> Optional[np.ndarray]:
-    if _failure(result):
-        return None  # measured, but not a figure anyone should compare
+    """The samples of a measured result: status ok (not SKIP, FAIL, ERROR, INVALID) and positive times."""
+    if result.get("status", "ok") != "ok":
+        return None  # not run, wrong, crashed or untrustworthy: not a figure anyone should compare
     values = (result.get("measurement") or {}).get("samples") or []
     try:
         xs = np.array([float(v) for v in values], dtype=np.float64)
@@ -166,6 +206,16 @@ def _samples(result: Mapping[str, Any]) -> Optional[np.ndarray]:
         return None  # not numbers: treated as unmeasured
     xs = xs[np.isfinite(xs) & (xs > 0)]
     return xs if xs.size else None
+
+
+def _nothing_measured(doc: Mapping[str, Any], side: str) -> list[str]:
+    """A sentence when `doc` has no measured result, saying what it has instead."""
+    results = list(doc.get("results", []))
+    if any(_samples(r) is not None for r in results):
+        return []
+    statuses = Counter(str(r.get("status") or "no status") for r in results)
+    has = ", ".join(f"{n} {status}" for status, n in statuses.items()) if results else "no results at all"
+    return [f"nothing measured in {side}: the {side} results have no measured result ({has})"]
 
 
 def _by_key(doc: Mapping[str, Any]) -> dict[Key, Mapping[str, Any]]:
@@ -178,7 +228,8 @@ def _why_not_measured(result: Optional[Mapping[str, Any]], side: str) -> str:
         return f"not in the {side} results"
     if _failure(result):
         return f"{_failure(result)} in {side}"
-    status = result.get("status") or "no samples"
+    status = result.get("status")
+    status = "no samples" if status in (None, "ok") else status
     return f"{status} in {side}" + (f": {result['skipped']}" if result.get("skipped") else "")
 
 
@@ -200,14 +251,22 @@ def compare_pair(old: Mapping[str, Any], new: Mapping[str, Any], xs_old: np.ndar
                said == "slower" and ratio > 1 + threshold, "; ".join(notes))
 
 
-def compare_documents(old: Mapping[str, Any], new: Mapping[str, Any], threshold: float = 0.05) -> Comparison:
-    """Match results by (case key, subject) and give each pair measured on both sides a verdict."""
+def _failures(olds: Mapping[Key, Mapping[str, Any]], news: Mapping[Key, Mapping[str, Any]]) -> list[Unmatched]:
+    """INVALID results on either side and ERROR results in new: failures whatever else happened."""
+    failed = [Unmatched(*key, _failure(r, "old")) for key, r in olds.items() if r.get("status") == "INVALID"]
+    return failed + [Unmatched(*key, _failure(r)) for key, r in news.items() if _failure(r)]
+
+
+def compare_documents(old: Mapping[str, Any], new: Mapping[str, Any], threshold: float = 0.05,
+                      allow_missing: bool = False) -> Comparison:
+    """Match results by (case key, subject) and give each pair measured on both sides a verdict;
+    `allow_missing` lets subjects measured in old only pass the gate (see the module docstring)."""
     olds, news = _by_key(old), _by_key(new)
     rows: list[Row] = []
     only_old: list[Unmatched] = []
     only_new: list[Unmatched] = []
     unmeasured: list[Unmatched] = []
-    failed = [Unmatched(*key, _failure(r)) for key, r in news.items() if _failure(r)]
+    failed = _failures(olds, news)
     for key in dict.fromkeys([*olds, *news]):
         a, b = olds.get(key), news.get(key)
         xa, xb = (_samples(a) if a else None), (_samples(b) if b else None)
@@ -221,7 +280,9 @@ def compare_documents(old: Mapping[str, Any], new: Mapping[str, Any], threshold:
             only_new.append(Unmatched(*key, _why_not_measured(a, "old")))
         else:
             unmeasured.append(Unmatched(*key, f"{_why_not_measured(a, 'old')}; {_why_not_measured(b, 'new')}"))
-    return Comparison(tuple(rows), tuple(only_old), tuple(only_new), tuple(unmeasured), threshold, tuple(failed))
+    nothing = _nothing_measured(old, "old") + _nothing_measured(new, "new")
+    return Comparison(tuple(rows), tuple(only_old), tuple(only_new), tuple(unmeasured), threshold, tuple(failed),
+                      tuple(nothing), allow_missing)
 
 
 def _change(ratio: float) -> str:
@@ -237,3 +298,52 @@ def verdict_text(row: Row) -> str:
 def describe(items: Iterable[Unmatched]) -> list[str]:
     """Plain lines for results that could not be compared."""
     return [f"{u.key} {u.subject}: {u.reason}" for u in items]
+
+
+# ---- machine-readable and Markdown verdicts ------------------------------------------------------------
+
+JSON_SCHEMA = "cudabench.compare"
+JSON_VERSION = 1
+
+
+def to_json(comparison: Comparison) -> dict[str, Any]:
+    """The verdicts as plain data (documented in the module docstring)."""
+    def unmatched(items: Iterable[Unmatched]) -> list[dict[str, str]]:
+        return [dataclasses.asdict(u) for u in items]
+
+    return {"schema": JSON_SCHEMA, "schema_version": JSON_VERSION, "threshold": comparison.threshold,
+            "allow_missing": comparison.allow_missing, "exit_code": comparison.exit_code,
+            "problems": list(comparison.problems), "rows": [dataclasses.asdict(r) for r in comparison.rows],
+            "only_old": unmatched(comparison.only_old), "only_new": unmatched(comparison.only_new),
+            "unmeasured": unmatched(comparison.unmeasured), "failed": unmatched(comparison.failed)}
+
+
+def _cell(text: Any) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ") or "-"
+
+
+def to_markdown(comparison: Comparison) -> str:
+    """A pull-request comment: the outcome, the verdict table, then why it fails and what was not compared."""
+    from cudabench.results.report import fmt_time
+
+    outcome = "**FAIL** (exit 1)" if comparison.exit_code else "**pass** (exit 0)"
+    lines = [f"**cudabench compare**: {outcome} · threshold {percent(comparison.threshold)} · "
+             "interval: 95 % bootstrap of the ratio of medians", ""]
+    if comparison.rows:
+        lines += ["| case | kernel | old median | new median | new/old | verdict | note |",
+                  "|---|---|---:|---:|---:|---|---|"]
+        for r in comparison.rows:
+            text = f"**{verdict_text(r)}**" if r.regressed else verdict_text(r)
+            cells = [r.key, r.subject, fmt_time(r.old_median), fmt_time(r.new_median), f"{r.ratio:.3f}", text, r.note]
+            lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    else:
+        lines.append("No subject was measured in both files.")
+    sections = [("Why it fails", list(comparison.problems)),
+                ("Measured in old only" + (" (allowed)" if comparison.allow_missing else ""),
+                 describe(comparison.only_old) if comparison.allow_missing else []),
+                ("Measured in new only", describe(comparison.only_new)),
+                ("Not compared", describe(comparison.unmeasured))]
+    for title, items in sections:
+        if items:
+            lines += ["", f"**{title}**", *(f"- {_cell(item)}" for item in items)]
+    return "\n".join(lines) + "\n"

@@ -59,7 +59,9 @@ CASE_KEYS = ("kernels", "shape", "directions", "baselines")
 RANGE_KEYS = ("from", "to", "times", "step")
 INT_TEXT = 'a positive integer (e.g. 768, "1_048_576" or "2^20")'
 VALUE_TEXT = "a positive integer, a list of them, or a range { from, to, times or step }"
-_WARMUP = re.compile(r"^\d+$|^\d+(\.\d+)?\s*(ms|s)$")
+_WARMUP = re.compile(r"^(?P<number>\d{1,12}(?:\.\d{1,12})?)\s*(?P<unit>ms|s)?$")
+MAX_SECONDS = 86_400.0        # a day: any time setting beyond it is a slip
+MAX_WARMUP_CALLS = 1_000_000
 _MISSING = object()
 
 
@@ -137,10 +139,16 @@ def _positive_int(value: Any, where: str, expected: str = INT_TEXT) -> int:
     return number
 
 
-def _positive_number(value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
-        _fail(where, "a positive number", value)
-    return float(value)
+def _bounded(value: Any, where: str, kind: type, largest: float, unit: str) -> Any:
+    """A positive int (kind int) or number (kind float) up to `largest`."""
+    numeric = (int,) if kind is int else (int, float)
+    if isinstance(value, bool) or not isinstance(value, numeric) or value != value:
+        _fail(where, f"a positive {'integer' if kind is int else 'number'} ({unit})", value)
+    if value <= 0:
+        raise ConfigError(f"{where} must be positive (got {value:g}).")
+    if value > largest:
+        raise ConfigError(f"{where} must be at most {largest:g} {unit} (got {value:g}).")
+    return kind(value)
 
 
 def _boolean(value: Any, where: str) -> bool:
@@ -156,11 +164,25 @@ def _choice(value: Any, allowed: Sequence[str], where: str) -> str:
     return value
 
 
-def _warmup(value: Any, where: str) -> str:
-    text = str(value).strip() if isinstance(value, (int, str)) and not isinstance(value, bool) else ""
-    if not _WARMUP.match(text.lower()):
+def parse_warmup(value: Any, where: str = "--warmup") -> tuple[int, float]:
+    """(calls, seconds): '25' (or 25) = 25 calls; '100ms' / '0.5s' = at least that long (and at
+    least 3 calls)."""
+    text = str(value).strip().lower() if isinstance(value, (int, str)) and not isinstance(value, bool) else ""
+    m = _WARMUP.match(text)
+    if not m:
         _fail(where, 'a number of calls (25) or a duration ("100ms", "0.5s")', value)
-    return text
+    if m.group("unit") is None:
+        number = float(m.group("number"))
+        if not number.is_integer():
+            _fail(where, 'a whole number of calls (25) or a duration ("100ms", "0.5s")', value)
+        return _bounded(int(number), where, int, MAX_WARMUP_CALLS, "calls"), 0.0
+    seconds = float(m.group("number")) / (1e3 if m.group("unit") == "ms" else 1.0)
+    return 3, _bounded(seconds, where, float, MAX_SECONDS, "seconds")
+
+
+def _warmup(value: Any, where: str) -> str:
+    parse_warmup(value, where)
+    return str(value).strip()
 
 
 def _names(value: Any, where: str, allowed: Optional[Sequence[str]] = None) -> tuple[str, ...]:
@@ -254,16 +276,23 @@ def _case(table: Any, where: str) -> CaseSpec:
     return CaseSpec(kernels, tuple(shapes), directions, baselines)
 
 
+# Each [timing] key's check, shared by suite files and the command line (check_timing).
 _TIMING_VALUES: dict[str, Callable[[Any, str], Any]] = {
     "timing": lambda v, where: _choice(v, TIMINGS, where),
     "cold": _boolean,
-    "repeat": _positive_int,
-    "min_time": _positive_number,
-    "noise": _positive_number,
-    "max_time": _positive_number,
+    "repeat": lambda v, where: _bounded(v, where, int, 10_000_000, "samples"),
+    "min_time": lambda v, where: _bounded(v, where, float, MAX_SECONDS, "seconds"),
+    "noise": lambda v, where: _bounded(v, where, float, 1.0, "(IQR / median)"),
+    "max_time": lambda v, where: _bounded(v, where, float, MAX_SECONDS, "seconds"),
     "warmup": _warmup,
-    "timeout": _positive_number,
+    "timeout": lambda v, where: _bounded(v, where, float, 7 * MAX_SECONDS, "seconds"),
 }
+
+
+def check_timing(policy: TimingPolicy, where: Callable[[str], str]) -> TimingPolicy:
+    """Every setting `policy` gives, checked as a suite's [timing] table is; `where(key)` names it in
+    messages (e.g. "--min-time" on the command line)."""
+    return TimingPolicy(**{key: _TIMING_VALUES[key](value, where(key)) for key, value in policy.given().items()})
 
 
 def _timing(table: Any, where: str) -> TimingPolicy:
@@ -272,7 +301,7 @@ def _timing(table: Any, where: str) -> TimingPolicy:
     _check_keys(table, tuple(_TIMING_VALUES), where)
     if "repeat" in table and "min_time" in table:
         raise ConfigError(f"{where}: repeat and min_time are alternatives; expected one of them.")
-    return TimingPolicy(**{key: _TIMING_VALUES[key](value, f"{where}.{key}") for key, value in table.items()})
+    return check_timing(TimingPolicy(**table), lambda key: f"{where}.{key}")
 
 
 def _kernels_dirs(value: Any, path: Path) -> tuple[Path, ...]:

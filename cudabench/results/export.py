@@ -1,13 +1,14 @@
 """Results as plain data: a versioned JSON document with every sample, written atomically, and
 its CSV and Markdown renderings.
 
-Schema "cudabench.results", version 2 (a reader refuses other names and versions; it reads 1 too):
+Schema "cudabench.results", version 2 (a reader refuses other names and versions, reads 1 too, and checks
+every field against cudabench.results.schema):
 
     schema, schema_version, command, seed
     environment     gpu, capability, sm_count, l2_bytes, memory_bytes, driver, cuda_runtime, torch,
                     python, cudabench, hostname, date (UTC, ISO 8601), settings {name: value}
     source_hashes   {family: sha256 of its sources and cudabench's shared headers}
-    results[]       case {family, shape {param: int}, direction, dtype, key}, subject, role
+    results[]       case {family, shape {param: int}, direction, dtype, inputs, key}, subject, role
                     (variant | baseline), status (ok | SKIP | FAIL | ERROR | INVALID), skipped
                     (reason or null), error (the crash, hang or exception's own text, or null),
                     host, gpu (where it ran), integrity [{name, verdict (pass | fail | not run),
@@ -17,6 +18,9 @@ Schema "cudabench.results", version 2 (a reader refuses other names and versions
                     calls_per_sample, clocks, extra, samples[]} | null
 
 Version 2 added error, integrity, host and gpu (absent in version 1 files). Times are seconds per call. JSON has no NaN or infinity: they are written as "nan", "inf", "-inf".
+
+Writers follow symlinks and replace the target atomically (a symlink stays a symlink), refuse folders,
+devices and FIFOs, and take "-" (or /dev/stdout) for standard output, written directly.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ import io
 import json
 import math
 import os
+import stat
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional
@@ -134,25 +140,90 @@ def _clean(value: Any) -> Any:
     return value
 
 
-def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
+# ---- writing -------------------------------------------------------------------------------------
+
+STDOUT_PATHS = ("-", "/dev/stdout")
+_NOT_REGULAR = ((stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a character device"),
+                (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
+                (stat.S_ISSOCK, "a socket"))
+
+
+def writes_to_stdout(path: Optional[Path | str]) -> bool:
+    """True for the paths that mean standard output: '-' and /dev/stdout."""
+    return path is not None and str(path) in STDOUT_PATHS
+
+
+def output_target(path: Path | str) -> Path:
+    """The regular file that writing `path` replaces: symlinks followed (a symlink to a results file
+    stays a symlink); ConfigError for a folder, a device, a FIFO or a socket."""
+    target = Path(os.path.realpath(path))
+    try:
+        mode = target.stat().st_mode
+    except FileNotFoundError:
+        return target  # a new file (or the missing target of a dangling symlink)
+    except OSError as exc:
+        raise ConfigError(f"Cannot write {path}: {exc.strerror}.") from None
+    if stat.S_ISREG(mode):
+        return target
+    kind = next((name for is_kind, name in _NOT_REGULAR if is_kind(mode)), "something else")
+    raise ConfigError(f"Cannot write {path}: it is {kind}, not a regular file.",
+                      "Give the path of a file to create or replace, or - for standard output.")
+
+
+def check_output_path(path: Optional[Path | str]) -> None:
+    """Fail before any work when `path` can never be written (see output_target)."""
+    if path is not None and not writes_to_stdout(path):
+        output_target(path)
+
+
+def write_json_atomic(path: Path | str, data: dict[str, Any]) -> None:
     write_text_atomic(path, json.dumps(_clean(data), indent=1) + "\n")
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write to a temporary file beside `path`, then rename over it: readers never see half a file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes it private; a results file is an ordinary file
+def write_text_atomic(path: Path | str, text: str) -> None:
+    """Write UTF-8 text; see write_bytes_atomic."""
+    if writes_to_stdout(path):
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    write_bytes_atomic(path, text.encode("utf-8"))
+
+
+def write_bytes_atomic(path: Path | str, data: bytes) -> None:
+    """Write to a temporary file beside the target, then rename over it: readers never see half a
+    file. '-' (or /dev/stdout) writes to standard output directly. ConfigError when it cannot."""
+    if writes_to_stdout(path):
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+        return
+    target = output_target(path)
     try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    except OSError as exc:
+        raise ConfigError(f"Cannot write {path}: {exc.strerror or exc}.", "Give a file path in a writable folder.") from None
+    try:
+        os.chmod(tmp, _file_mode(target))  # mkstemp makes it private; a results file is an ordinary file
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, target)
+    except OSError as exc:  # e.g. the disk is full
+        Path(tmp).unlink(missing_ok=True)
+        raise ConfigError(f"Cannot write {path}: {exc.strerror or exc}.") from None
+    except BaseException:   # an interrupt: leave no temporary file behind
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _file_mode(target: Path) -> int:
+    """Keep a replaced file's permissions; a new one gets what the umask allows."""
+    try:
+        return stat.S_IMODE(target.stat().st_mode)
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
 
 
 # ---- reading --------------------------------------------------------------------------------------
@@ -162,27 +233,31 @@ def _not_results(path: Path, why: str) -> ConfigError:
                        "Give a file written by `cudabench run --json PATH`.")
 
 
-def check_document(doc: Any, path: Path) -> None:
-    """Raise ConfigError naming `path` unless `doc` is a results document this version can read."""
+def check_document(doc: Any, path: Path) -> dict[str, Any]:
+    """`doc` validated against the results schema (cudabench.results.schema) and normalised: every
+    field present and typed, NaN strings as floats. ConfigError naming `path` and the wrong field."""
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         raise _not_results(path, f'no "schema": "{SCHEMA}"')
     version = doc.get("schema_version")
-    if version not in READABLE_VERSIONS:
+    if type(version) is not int or version not in READABLE_VERSIONS:
         raise ConfigError(f"{path} has results schema version {version}; cudabench {__version__} reads "
                           f"version {', '.join(map(str, READABLE_VERSIONS))}.",
                           "Use the cudabench version that wrote it, or run the benchmark again.")
-    results = doc.get("results")
-    if not isinstance(results, list):
-        raise _not_results(path, '"results" is not a list')
-    for i, r in enumerate(results):
-        case = r.get("case") if isinstance(r, dict) else None
-        if not isinstance(case, dict) or not {"family", "shape", "direction", "key"} <= case.keys() \
-                or "subject" not in r:
-            raise _not_results(path, f"results[{i}] lacks its case (family, shape, direction, key) or subject")
+    from pydantic import ValidationError
+
+    from cudabench.results import schema  # pydantic only where files are read, never in `run`
+
+    try:
+        return schema.normalised(doc)
+    except ValidationError as exc:
+        raise ConfigError(f"{path}: {schema.describe(exc)}.",
+                          f"This is not a results file as cudabench {__version__} writes them "
+                          f"(schema {SCHEMA}, version {SCHEMA_VERSION}); run the benchmark again "
+                          "with --json PATH.") from None
 
 
 def load_results(path: Path | str) -> dict[str, Any]:
-    """Read a results document, checking its schema name and version."""
+    """Read and validate a results document (see check_document)."""
     path = Path(path)
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
@@ -192,19 +267,26 @@ def load_results(path: Path | str) -> dict[str, Any]:
         raise ConfigError(f"Cannot read results file {path}: {exc.strerror}.") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise _not_results(path, f"not valid JSON ({exc})") from None
-    check_document(doc, path)
-    return doc
+    except RecursionError:
+        raise _not_results(path, "nested too deeply") from None
+    return check_document(doc, path)
 
 
 # ---- CSV and Markdown ----------------------------------------------------------------------------
 
 COLUMNS = ("family", "shape", "direction", "subject", "role", "status", "rel_error", "median", "q1", "q3",
-           "min", "mean", "stdev", "n", "timing", "cache", "skipped")
+           "min", "mean", "stdev", "n", "kernel_time", "kernels_per_call", "timing", "cache", "skipped")
 TIME_COLUMNS = ("median", "q1", "q3", "min", "mean", "stdev")
 
 
 def _number(value: Any) -> Optional[float]:
     return None if value is None else float(value)  # float() also reads the "nan"/"inf" strings
+
+
+def _count(value: Any) -> Optional[float | int]:
+    """A count stored as a float in measurement.extra: 2.0 reads 2, a fractional mean stays as it is."""
+    number = _number(value)
+    return int(number) if number is not None and number.is_integer() else number
 
 
 def _worst_error(check: Optional[Mapping[str, Any]]) -> Optional[float]:
@@ -222,13 +304,17 @@ def _why(r: Mapping[str, Any]) -> str:
 
 
 def flat_rows(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """One flat record per result, keyed by COLUMNS; times in seconds, None where not measured."""
+    """One flat record per result, keyed by COLUMNS; times in seconds (kernel_time: the GPU kernels'
+    own time per call, from CUPTI), None where not measured."""
     rows = []
     for r in doc.get("results", []):
         case, stats, m = r["case"], r.get("stats") or {}, r.get("measurement") or {}
+        extra = m.get("extra") or {}
         row = {"family": case["family"], "shape": ",".join(f"{k}={v}" for k, v in case["shape"].items()),
                "direction": case["direction"], "subject": r["subject"], "role": r.get("role"),
                "status": r.get("status"), "rel_error": _worst_error(r.get("check")), "n": stats.get("n"),
+               "kernel_time": _number(extra.get("kernel_time_cupti")),
+               "kernels_per_call": _count(extra.get("kernels_per_call")),
                "timing": m.get("timing"), "cache": m.get("cache"), "skipped": _why(r)}
         row.update({c: _number(stats.get(c)) for c in TIME_COLUMNS})
         rows.append(row)
@@ -262,13 +348,15 @@ def to_markdown(doc: Mapping[str, Any]) -> str:
     from cudabench.results.report import fmt_error, fmt_time
 
     head = ["family", "shape", "dir", "subject", "role", "status", "rel err", "median", "q1", "q3", "min",
-            "mean", "stdev", "n", "timing", "cache"]
+            "mean", "stdev", "n", "kernel time", "kernels/call", "timing", "cache"]
+    numeric = (*TIME_COLUMNS, "n", "rel err", "kernel time", "kernels/call")
     lines = [markdown_header(doc), "", "| " + " | ".join(head) + " |",
-             "|" + "|".join("---:" if h in (*TIME_COLUMNS, "n", "rel err") else "---" for h in head) + "|"]
+             "|" + "|".join("---:" if h in numeric else "---" for h in head) + "|"]
     for row in flat_rows(doc):
-        err = row["rel_error"]
+        err, per_call = row["rel_error"], row["kernels_per_call"]
         cells = [row["family"], row["shape"], row["direction"], row["subject"], row["role"], row["status"],
                  "-" if err is None else fmt_error(err), *(fmt_time(row[c]) for c in TIME_COLUMNS),
-                 "-" if row["n"] is None else str(row["n"]), row["timing"] or "-", row["cache"] or "-"]
+                 "-" if row["n"] is None else str(row["n"]), fmt_time(row["kernel_time"]),
+                 "-" if per_call is None else f"{per_call:g}", row["timing"] or "-", row["cache"] or "-"]
         lines.append("| " + " | ".join(str(c or "-").replace("|", "\\|") for c in cells) + " |")
     return "\n".join(lines) + "\n"

@@ -1,6 +1,7 @@
 """Plots of a sweep from a results document: time per call against the swept shape parameter
-(log scale), and the speedup over the family's baseline, as a PNG (or any format matplotlib writes
-from the file name). matplotlib is an optional extra: pip install "cudabench[plot]".
+(log scale), and the speedup over the family's baseline, as a PNG (or any format matplotlib writes,
+picked by the file name's suffix), written to exactly the path given. matplotlib is an optional
+extra: pip install "cudabench[plot]". INVALID and ERROR results are not drawn (as in the tables).
 
 Within one family, an *axis* is a shape parameter that varies, together with any parameters that
 always move with it (M = N = K in a square matmul sweep). Each axis gets a column of two panels.
@@ -12,6 +13,9 @@ gives lines per B in the T column and lines per T in the B column.
 
 from __future__ import annotations
 
+import importlib
+import io
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
@@ -19,6 +23,7 @@ from typing import Any, Mapping, Optional, Sequence
 from cudabench.errors import ConfigError, ToolNotFoundError
 
 Result = Mapping[str, Any]
+UNTRUSTED = ("INVALID", "ERROR")   # a figure that is in the file but must not be shown
 
 
 @dataclass(frozen=True)
@@ -38,7 +43,7 @@ class Panel:
 
 def _matplotlib() -> Any:
     try:
-        import matplotlib  # noqa: F401  (first, so a missing package fails here)
+        importlib.import_module("matplotlib")  # first: a missing package fails here, even if submodules are cached
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
         from matplotlib.ticker import FixedLocator, NullLocator
@@ -46,6 +51,35 @@ def _matplotlib() -> Any:
         raise ToolNotFoundError("Plotting needs matplotlib, which is not installed.",
                                 'pip install "cudabench[plot]"') from None
     return Figure, FigureCanvasAgg, FixedLocator, NullLocator
+
+
+def _image_formats() -> list[str]:
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    return sorted(FigureCanvasBase.get_supported_filetypes())
+
+
+def check_image_path(path: Path | str) -> str:
+    """The format to write `path` in: its suffix, PNG when it has none (or is '-', standard output).
+    ConfigError when it is a folder, a device, or a suffix matplotlib cannot write."""
+    from cudabench.results.export import output_target, writes_to_stdout
+
+    text = str(path)
+    if writes_to_stdout(text):
+        return "png"
+    if text.endswith(("/", os.sep)) or Path(text).is_dir():
+        raise ConfigError(f"Cannot write the plot to {text}: it names a folder.",
+                          f"Give a file name, e.g. {Path(text) / 'cudabench-plot.png'}")
+    output_target(text)  # devices, FIFOs
+    suffix = Path(text).suffix.lower().lstrip(".")
+    if not suffix:
+        return "png"
+    _matplotlib()
+    formats = _image_formats()
+    if suffix not in formats:
+        raise ConfigError(f"Cannot write the plot to {text}: matplotlib does not write .{suffix} files.",
+                          "Use one of " + ", ".join(f".{f}" for f in formats) + " (no suffix: PNG).")
+    return suffix
 
 
 # ---- finding the sweep: pure, testable without matplotlib -------------------------------------
@@ -97,7 +131,7 @@ def _fixed(lines: Sequence[Line], axis: tuple[str, ...]) -> str:
 
 def sweep_panels(doc: Mapping[str, Any], parameter: Optional[str] = None) -> list[Panel]:
     """One panel per (family, swept axis) with its lines; only measured results count."""
-    measured = [r for r in doc.get("results", []) if r.get("stats")]
+    measured = [r for r in doc.get("results", []) if r.get("stats") and r.get("status") not in UNTRUSTED]
     panels = []
     for family in dict.fromkeys(r["case"]["family"] for r in measured):
         results = [r for r in measured if r["case"]["family"] == family]
@@ -193,9 +227,13 @@ def _suptitle(doc: Mapping[str, Any]) -> str:
 
 
 def plot_sweep(doc: Mapping[str, Any], out_path: Path | str, parameter: Optional[str] = None) -> Path:
-    """Write the sweep plot of a results document to `out_path` and return that path. Raises
-    ToolNotFoundError without matplotlib, ConfigError when nothing (or not `parameter`) varies."""
+    """Write the sweep plot of a results document to exactly `out_path` (see check_image_path) and
+    return that path. Raises ToolNotFoundError without matplotlib, ConfigError when nothing (or not
+    `parameter`) varies or the path cannot be written."""
+    from cudabench.results.export import write_bytes_atomic
+
     Figure, Canvas, fixed, null = _matplotlib()
+    image_format = check_image_path(out_path)
     panels = sweep_panels(doc, parameter)
     fig = Figure(figsize=(6.4 * len(panels), 8.5), layout="constrained")
     Canvas(fig)
@@ -206,10 +244,10 @@ def plot_sweep(doc: Mapping[str, Any], out_path: Path | str, parameter: Optional
         _draw_speedups(axes[1][col], panel)
         _x_axis(axes[1][col], xs, " = ".join(panel.axis), (fixed, null))  # shared with the top panel
     fig.suptitle(_suptitle(doc), fontsize=12)
-    out = Path(out_path)
+    image = io.BytesIO()
     try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(out, dpi=120)
-    except (OSError, ValueError) as exc:  # an unknown extension, a folder that cannot be written
-        raise ConfigError(f"Cannot write the plot to {out}: {exc}", "Use a .png, .svg or .pdf path in a writable folder.") from None
-    return out
+        fig.savefig(image, format=image_format, dpi=120)
+    except (OSError, ValueError, RuntimeError) as exc:  # e.g. .pgf without LaTeX
+        raise ConfigError(f"Cannot write the plot to {out_path}: {exc}", "Use a .png, .svg or .pdf path.") from None
+    write_bytes_atomic(out_path, image.getvalue())  # through symlinks, never half a file
+    return Path(out_path)
