@@ -10,7 +10,7 @@ import pytest
 
 from cudabench.spec.build import (build_key, check_compile, compiler_errors, cuda_home_for_torch, gencode,
                                   normalize_arch, torch_arch_list)
-from cudabench.errors import BuildError
+from cudabench.errors import ShapeError
 
 
 @pytest.mark.parametrize("given, arch, listed", [
@@ -21,9 +21,10 @@ def test_arch_spellings(given, arch, listed):
     assert normalize_arch(given) == arch and torch_arch_list(arch) == listed
 
 
-def test_bad_arch():
-    with pytest.raises(BuildError):
+def test_bad_arch_is_a_usage_error():
+    with pytest.raises(ShapeError) as caught:
         normalize_arch("hopper")
+    assert caught.value.exit_code == 2
 
 
 def test_gencode():

@@ -48,7 +48,7 @@ def test_run_without_gpu_says_what_still_works(no_gpu):
     (["run", "--kernel", "timex-v4", "--shape", "T=oops"], "not a whole number"),
     (["run", "--kernel", "add2", "--direction", "bwd"], "has no backward"),
     (["run", "--kernel", "add2", "--direction", "sideways"], "Unknown --direction"),
-    (["run", "--kernel", "add2", "--timing", "sundial"], "Unknown --timing"),
+    (["run", "--kernel", "add2", "--timing", "sundial"], "--timing: expected one of sync, events"),
     (["run", "--kernel", "add2", "--repeat", "5", "--min-time", "1"], "alternatives"),
     (["run", "--kernel", "add2", "--warmup", "lots"], "--warmup"),
     (["run", "--kernel", "add2", "--baseline", "numpy"], "no baseline 'numpy'"),

@@ -3,17 +3,39 @@ codes in cudabench.cli.common.report_errors, and nowhere else."""
 
 from __future__ import annotations
 
+from typing import Optional
+
 import typer
 
+from cudabench import __version__
 from cudabench.cli import build, doctor, lessons, listing, profile, results, run
-from cudabench.cli.common import report_errors
+from cudabench.cli.common import FLAGS, report_errors
 
 app = typer.Typer(
     help="Build, check, time and profile custom CUDA operators for PyTorch.",
     no_args_is_help=True,
-    add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # help text is printed as written: brackets such as cudabench[plot] stay
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+# Two or three examples under each command's --help ("\b" keeps click from re-wrapping them).
+EXAMPLES = {
+    "list": ["cudabench list", "cudabench list --kernels-dir ./my_kernels"],
+    "doctor": ["cudabench doctor", "cudabench doctor --ceilings"],
+    "build": ["cudabench build --kernel timex-v4", "cudabench build --all --check --arch sm_90",
+              "cudabench build -k add2 --check --arch sm_90 -v"],
+    "check": ["cudabench check --kernel timex", "cudabench check -k timex-v4 -d fwdbwd --inputs rwkv --baselines"],
+    "run": ["cudabench run --kernel timex-v4",
+            "cudabench run -k timex-v4 --shape B=32,C=768,T=768 -d fwdbwd --baseline fft --timing events",
+            "cudabench run --config configs/timex.toml --json results.json --markdown -"],
+    "compare": ["cudabench compare old.json new.json", "cudabench compare old.json new.json --threshold 3%",
+                "cudabench compare old.json new.json --markdown verdicts.md --allow-missing"],
+    "plot": ["cudabench plot sweep.json -o sweep.png", "cudabench plot sweep.json --param T -o sweep.svg"],
+    "compare-sync-modes": ["cudabench compare-sync-modes", "cudabench compare-sync-modes --kernel timex-v4 --iters 30"],
+    "profile": ["cudabench profile --kernel timex-v4", "cudabench profile -k timex-fft -d fwdbwd --tool ncu",
+                "cudabench profile -k add2 --tool torch"],
+}
 
 COMMANDS = [
     ("list", listing.list_kernels),
@@ -27,7 +49,27 @@ COMMANDS = [
     ("profile", profile.profile),
 ]
 for name, command in COMMANDS:
-    app.command(name)(report_errors(command))
+    epilog = "Examples:\n\n\b\n" + "\n".join(f"  {line}" for line in EXAMPLES[name])
+    app.command(name, epilog=epilog)(report_errors(command))
+
+
+def _version(show: bool) -> None:
+    if show:
+        typer.echo(f"cudabench {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def options(
+    version: Optional[bool] = typer.Option(None, "--version", callback=_version, is_eager=True,
+                                           help="Print cudabench's version and exit."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Only tables, warnings and errors: no progress "
+                               "or context lines (for CI logs)."),
+    traceback: bool = typer.Option(False, "--traceback", help="On an error, also print the Python traceback "
+                                   "(e.g. to debug your own spec.py)."),
+) -> None:
+    """Build, check, time and profile custom CUDA operators for PyTorch."""
+    FLAGS.quiet, FLAGS.traceback = quiet, traceback
 
 
 def main() -> None:

@@ -21,8 +21,9 @@ def build_cmd(
     kernels_dir: Optional[List[Path]] = KernelsDir,
 ) -> None:
     """JIT-build kernel families (cached by a hash of sources, flags, arch and torch version)."""
-    from cudabench.spec.build import build, check_compile
+    from cudabench.spec.build import build, check_compile, normalize_arch
 
+    arch = normalize_arch(arch) if arch else None  # a typo is a usage error (exit 2), before any work
     reg = registry(kernels_dir)
     if not all_ and not kernel:
         raise ShapeError("Name what to build: --kernel NAME (repeatable) or --all.")

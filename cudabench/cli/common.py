@@ -6,6 +6,8 @@ from __future__ import annotations
 import functools
 import os
 import sys
+import tempfile
+import traceback
 from pathlib import Path
 from typing import Callable, List, Optional
 
@@ -21,6 +23,22 @@ from cudabench.errors import ConfigError, CudabenchError
 _WIDTH = None if sys.stdout.isatty() else 130
 out = Console(highlight=False, markup=False, width=_WIDTH)
 err = Console(stderr=True, highlight=False, markup=False, width=_WIDTH)
+
+
+class Flags:
+    """The global options (cudabench --quiet / --traceback COMMAND ...)."""
+
+    quiet = False
+    traceback = False
+
+
+FLAGS = Flags()
+
+
+def detail(text: str, console: Console = out) -> None:
+    """A dim line of context (environment, timing notes, output paths), left out under --quiet."""
+    if not FLAGS.quiet:
+        console.print(text, style="dim")
 
 
 def say(*parts: "str | tuple[str, str]", console: Console = out, style: str = "") -> None:
@@ -39,6 +57,9 @@ def report_errors(fn: Callable) -> Callable:
         try:
             return fn(*args, **kwargs)
         except CudabenchError as exc:
+            if FLAGS.traceback:
+                cause = getattr(exc, "original", None) or exc
+                err.print("".join(traceback.format_exception(type(cause), cause, cause.__traceback__)).rstrip())
             say(("error: ", "bold red"), exc.message, console=err)
             if exc.hint:
                 say(("hint: ", "dim"), exc.hint, console=err)
@@ -60,17 +81,30 @@ def split(values: Optional[List[str]]) -> Optional[tuple[str, ...]]:
     return tuple(v.strip() for item in values for v in item.split(",") if v.strip())
 
 
+def is_stdout(path: Optional[Path]) -> bool:
+    """`-` (and /dev/stdout) as an output path means standard output."""
+    from cudabench.results.export import writes_to_stdout
+
+    return writes_to_stdout(path)
+
+
 def check_writable(path: Optional[Path]) -> None:
-    """Fail before measuring, not after the first result, when an output cannot be written."""
-    if path is None:
+    """Fail before measuring, not after the first result, when an output cannot be written. Leaves
+    nothing behind: missing folders are made when the first result is saved."""
+    from cudabench.results.export import check_output_path
+
+    if path is None or is_stdout(path):
         return
-    folder = path.parent if str(path.parent) else Path(".")
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
+    check_output_path(path)  # not a folder, a device, a FIFO
+    folder = Path(os.path.realpath(path)).parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent  # the nearest folder that exists must let us create the rest
+    try:  # a probe, removed at once: permission bits alone say yes to root, even in /proc
+        with tempfile.TemporaryFile(dir=folder):
+            pass
     except OSError as exc:
-        raise ConfigError(f"Cannot create the folder for {path}: {exc}") from None
-    if path.is_dir() or not os.access(folder, os.W_OK):
-        raise ConfigError(f"Cannot write {path}.", "Give a file path in a writable folder.")
+        raise ConfigError(f"Cannot write {path}: {folder}: {exc.strerror or exc}.",
+                          "Give a file path in a writable folder, or - for standard output.") from None
 
 
 def fresh_seed(seed: Optional[int]) -> int:

@@ -8,7 +8,7 @@ from typing import List, Optional
 
 import typer
 
-from cudabench.cli.common import KernelsDir, fresh_seed, out, registry
+from cudabench.cli.common import KernelsDir, detail, fresh_seed, out, registry
 from cudabench.errors import ShapeError
 
 
@@ -16,13 +16,13 @@ def compare_sync_modes(
     kernel: str = typer.Option("add2", "--kernel", "-k", help="One kernel variant, e.g. add2 or timex-v4."),
     shape: str = typer.Option("", "--shape", "-s", help="Shape, e.g. n=2^20 (default: the family's)."),
     direction: str = typer.Option("fwd", "--direction", "-d", help="fwd, bwd or fwdbwd."),
-    iters: int = typer.Option(100, "--iters", "-n", help="Timed iterations per mode."),
-    warmup: int = typer.Option(10, "--warmup", help="Unsynchronised warm-up calls before each mode."),
-    busy_ms: float = typer.Option(1.0, "--busy-ms", help="GPU work (a sleep kernel) queued before each "
+    iters: int = typer.Option(100, "--iters", "-n", min=1, max=100_000, help="Timed iterations per mode."),
+    warmup: int = typer.Option(10, "--warmup", min=0, max=100_000, help="Unsynchronised warm-up calls before each mode."),
+    busy_ms: float = typer.Option(1.0, "--busy-ms", min=0.0, max=10_000.0, help="GPU work (a sleep kernel) queued before each "
                                   "warm-up, as in a program still busy when the timer starts; 0 = the "
                                   "tutorial exactly."),
-    show: int = typer.Option(10, "--show", help="Iterations in the per-iteration view."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="Seed of the random inputs."),
+    show: int = typer.Option(10, "--show", min=0, max=1000, help="Iterations in the per-iteration view."),
+    seed: Optional[int] = typer.Option(None, "--seed", min=0, max=2**31 - 1, help="Seed of the random inputs."),
     kernels_dir: Optional[List[Path]] = KernelsDir,
 ) -> None:
     """The four synchronize placements of the classic tutorial beside events, graphs and CUPTI."""
@@ -47,7 +47,7 @@ def compare_sync_modes(
         ready = worker.request({"op": "hello", "kernels_dirs": [str(d) for d in kernels_dir or ()]}, HELLO_TIMEOUT)
         if ready.get("type") != "ready":
             raise CudabenchError(str(ready.get("message")), str(ready.get("hint", "")))
-        out.print(report.environment_line(_environment(ready['environment'])), style="dim")
+        detail(report.environment_line(_environment(ready['environment'])))
         reply = worker.request({"op": "sync-modes", "family": task.family.name, "case": case_to_dict(case),
                                 "subject": task.variants[0].name, "seed": seed, "iterations": iters,
                                 "warmup": warmup, "busy_ms": busy_ms}, HELLO_TIMEOUT + 60 * iters)

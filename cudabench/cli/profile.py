@@ -22,11 +22,11 @@ def profile(
     direction: str = typer.Option("fwd", "--direction", "-d", help="fwd, bwd or fwdbwd."),
     out_dir: Path = typer.Option(Path("cudabench-profiles"), "--output-dir", "-o", help="Where reports go."),
     name: str = typer.Option("", "--name", help="Report name (default KERNEL-DIRECTION-TOOL)."),
-    iters: int = typer.Option(0, "--iters", "-n", help="Calls in the profiled region (0: nsys and torch "
+    iters: int = typer.Option(0, "--iters", "-n", min=0, max=1_000_000, help="Calls in the profiled region (0: nsys and torch "
                               "20, ncu 1)."),
     nsys: Optional[str] = typer.Option(None, "--nsys", help="The nsys to use with --tool nsys (else "
                                        "$CUDABENCH_NSYS, PATH, usual install folders). ncu: $CUDABENCH_NCU."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="Seed of the random inputs."),
+    seed: Optional[int] = typer.Option(None, "--seed", min=0, max=2**31 - 1, help="Seed of the random inputs."),
     kernels_dir: Optional[List[Path]] = KernelsDir,
 ) -> None:
     """Run the kernel under Nsight Systems, Nsight Compute or torch.profiler; print its kernels and

@@ -3,16 +3,17 @@ process, print the tables, and keep the results files current after each result.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, List, Optional
+from typing import Any, Iterator, List, Optional
 
 import typer
 
-from cudabench.cli.common import KernelsDir, check_writable, err, out, registry, say, split
+from cudabench.cli.common import FLAGS, KernelsDir, check_writable, detail, err, is_stdout, out, registry, say, split
 from cudabench.errors import ShapeError
 
 
@@ -22,30 +23,24 @@ def stop_rule(repeat: Optional[int], min_time: Optional[float], noise: float, ma
     if repeat is not None and min_time is not None:
         raise ShapeError("--repeat and --min-time are alternatives: give one.")
     if repeat is not None:
-        if repeat < 1:
-            raise ShapeError("--repeat must be at least 1.")
         return FixedCount(repeat)
     if min_time is not None:
         return MinTime(min_time)
     return Adaptive(target=noise, max_time=max_time)
 
 
-def parse_warmup(text: str):
-    """'25' = 25 calls; '100ms' / '0.5s' = at least that long (and at least 3 calls)."""
+def warmup_of(text: str):
     from cudabench.measure.loop import Warmup
+    from cudabench.results.config import parse_warmup
 
-    t = text.strip().lower()
-    try:
-        if t.endswith("ms"):
-            return Warmup(calls=3, seconds=float(t[:-2]) / 1e3)
-        if t.endswith("s"):
-            return Warmup(calls=3, seconds=float(t[:-1]))
-        calls = int(t)
-        if calls < 1:
-            raise ValueError(t)
-        return Warmup(calls=calls, seconds=0.0)
-    except ValueError:
-        raise ShapeError(f"Cannot read --warmup '{text}'.", "Give a count (25) or a duration (100ms, 0.5s).") from None
+    return Warmup(*parse_warmup(text))
+
+
+def command_line_timing(*values: Any):
+    """The timing settings given on the command line, checked with the suite files' own bounds."""
+    from cudabench.results.config import TimingPolicy, check_timing
+
+    return check_timing(TimingPolicy(*values), lambda key: "--" + key.replace("_", "-"))
 
 
 def renames(pairs: Optional[List[str]]) -> dict[str, str]:
@@ -69,30 +64,47 @@ def start_runner(options: Any, kernels_dirs: Any, settings: Optional[dict] = Non
 
 @dataclass
 class Outputs:
-    """The results files of a run, rewritten atomically after each result."""
+    """The results files of a run, rewritten atomically after each result. An output given as `-`
+    goes to standard output once, at the end; the tables then go to stderr so stdout stays parseable."""
 
     json: Optional[Path]
     csv: Optional[Path]
     markdown: Optional[Path]
 
     def check(self) -> None:
-        for path in (self.json, self.csv, self.markdown):
+        paths = [p for p in (self.json, self.csv, self.markdown) if p is not None]
+        if sum(is_stdout(p) for p in paths) > 1:
+            raise ShapeError("Only one of --json, --csv and --markdown can go to standard output (-).")
+        for path in paths:
             check_writable(path)
 
-    def save(self, doc: dict) -> None:
+    @contextlib.contextmanager
+    def tables_elsewhere(self) -> Iterator[None]:
+        """While a document goes to standard output, the tables and notes go to stderr."""
+        claimed = any(is_stdout(p) for p in (self.json, self.csv, self.markdown))
+        if claimed:
+            out.file = sys.stderr
+        try:
+            yield
+        finally:
+            if claimed:
+                out.file = None  # back to whatever sys.stdout is
+
+    def save(self, doc: dict, final: bool = False) -> None:
         from cudabench.results.export import to_csv, to_markdown, write_json_atomic, write_text_atomic
 
-        if self.json:
-            write_json_atomic(self.json, doc)
-        if self.csv:
-            write_text_atomic(self.csv, to_csv(doc))
-        if self.markdown:
-            write_text_atomic(self.markdown, to_markdown(doc))
+        for path, text in ((self.json, None), (self.csv, to_csv), (self.markdown, to_markdown)):
+            if path is None or (is_stdout(path) and not final):
+                continue  # standard output gets the whole document once, at the end
+            if text is None:
+                write_json_atomic(path, doc)  # `-` is written to stdout directly
+            else:
+                write_text_atomic(path, text(doc))
 
     def tell(self) -> None:
         for label, path in (("results", self.json), ("csv", self.csv), ("markdown", self.markdown)):
-            if path:
-                out.print(f"{label}: {path}", style="dim")
+            if path and not is_stdout(path):
+                detail(f"{label}: {path}")
 
 
 def run(
@@ -133,7 +145,8 @@ def run(
     markdown_path: Optional[Path] = typer.Option(None, "--markdown", help="Also write a Markdown table here."),
     record_as: Optional[List[str]] = typer.Option(None, "--record-as", help="VARIANT=NAME: record a "
                                                   "variant's results under another name (A/B comparisons)."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="Seed of the random inputs (default: fresh)."),
+    seed: Optional[int] = typer.Option(None, "--seed", min=0, max=2**31 - 1, help="Seed of the random inputs "
+                                       "(default: fresh)."),
     arch: Optional[str] = typer.Option(None, "--arch", help="Build target (default: this GPU)."),
     inputs: str = typer.Option("uniform", "--inputs", help="Input distribution, e.g. rwkv for timex "
                                "(`cudabench list` shows each family's)."),
@@ -147,8 +160,7 @@ def run(
     from cudabench.device import require_gpu
     from cudabench.engine.plan import RunOptions, plan
     from cudabench.engine.suite import effective_timing, plan_suite
-    from cudabench.measure.settings import TIMINGS
-    from cudabench.results.config import TimingPolicy, load_suite
+    from cudabench.results.config import load_suite
     from cudabench.spec.shapes import parse_shape
 
     if bool(kernel) == bool(config):
@@ -156,21 +168,21 @@ def run(
                          "`cudabench list` shows the kernels; configs/ holds example suites.")
     suite = load_suite(config) if config else None
     kernels_dirs = [*(kernels_dir or []), *(suite.kernels_dirs if suite else ())]
-    policy = effective_timing(TimingPolicy(timing, cold, repeat, min_time, noise, max_time, warmup, timeout),
+    policy = effective_timing(command_line_timing(timing, cold, repeat, min_time, noise, max_time, warmup, timeout),
                               suite.timing if suite else None)
-    if policy.timing not in TIMINGS:
-        raise ShapeError(f"Unknown --timing '{policy.timing}'.", f"Choose one of: {', '.join(TIMINGS)}.")
     if config and shape:
         raise ShapeError("--shape goes with --kernel; a suite names its shapes in the file.",
                          "Edit the suite's shape tables, or run the kernel with --kernel and --shape.")
-    if policy.timeout <= 0:
-        raise ShapeError("--timeout must be a positive number of seconds.")
     outputs = Outputs(json_path, csv_path, markdown_path)
     outputs.check()
+    if arch:
+        from cudabench.spec.build import normalize_arch
+
+        arch = normalize_arch(arch)
     options = RunOptions(
         directions=split(direction), baselines=() if no_baseline else split(baseline), timing=policy.timing,
         rule=stop_rule(policy.repeat, policy.min_time, policy.noise, policy.max_time),
-        warmup=parse_warmup(policy.warmup), force=force, arch=arch, seed=seed, cold=policy.cold, inputs=inputs,
+        warmup=warmup_of(policy.warmup), force=force, arch=arch, seed=seed, cold=policy.cold, inputs=inputs,
         renames=renames(record_as), integrity=integrity, nvtx=nvtx_on or nvtx_iterations,
         nvtx_iterations=nvtx_iterations, timeout=policy.timeout)
     settings = {"timing": policy.timing, "cache": "cold" if policy.cold else "hot", "tf32": "off",
@@ -184,7 +196,8 @@ def run(
         for name in set(options.renames) - planned:
             say(("note: ", "yellow"), f"--record-as names {name}, which this run does not time.", console=err)
         require_gpu()  # after planning: a user's mistake is reported first, with or without a GPU
-        execute(runner, tasks, outputs, "cudabench " + shlex.join(sys.argv[1:]), policy)
+        with outputs.tables_elsewhere():
+            execute(runner, tasks, outputs, "cudabench " + shlex.join(sys.argv[1:]), policy)
 
 
 def gpu_likely() -> bool:
@@ -216,7 +229,7 @@ def execute(runner: Any, tasks: list, outputs: Outputs, command: str, policy: An
         try:
             runner.start()
             env.append(environment_record(runner.environment))
-            out.print(report.environment_line(env[0]), style="dim")
+            detail(report.environment_line(env[0]))
             runner.run(tasks)
         except KeyboardInterrupt:
             interrupted = True
@@ -225,7 +238,8 @@ def execute(runner: Any, tasks: list, outputs: Outputs, command: str, policy: An
     for table in report.tables(runner.results):
         out.print(table)
     print_notes(runner, runner.options, policy)
-    save()
+    if env:
+        outputs.save(document(runner.results, env[0], command, runner.seed, hashes), final=True)
     outputs.tell()
     if interrupted:
         say(("interrupted: ", "yellow"), f"kept {len(runner.results)} result(s) measured so far.", console=err)
@@ -246,13 +260,13 @@ def print_notes(runner: Any, options: Any, policy: Any) -> None:
     from cudabench.results import report
 
     cache = "cold L2 (flushed before each call)" if policy.cold else "hot L2"
-    out.print(f"timing: {policy.timing} — {TIMINGS[policy.timing]}; {cache}; inputs seed {runner.seed}", style="dim")
+    detail(f"timing: {policy.timing} — {TIMINGS[policy.timing]}; {cache}; inputs seed {runner.seed}")
     out.print(report.isolation_line(runner.results, runner.workers_started, options.integrity), style="dim")
     summary = report.stop_summary(runner.results)
     if summary:
-        out.print(summary, style="dim")
+        detail(summary)
     if runner.ceilings:
-        out.print(Ceilings(**runner.ceilings).describe(), style="dim")
+        detail(Ceilings(**runner.ceilings).describe())
     for line in report.notes(runner.results):
         style = "yellow" if line.startswith(("warning", "INVALID", "ERROR")) else "dim"
         out.print(line, style=style)
@@ -270,7 +284,7 @@ class progress_for:
         self.bar = None
 
     def __enter__(self) -> "progress_for":
-        if err.is_terminal:
+        if err.is_terminal and not FLAGS.quiet:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
             self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -282,7 +296,7 @@ class progress_for:
     def status(self, text: str) -> None:
         if self.bar is not None:
             self.bar.update(self.task, description=text[:70])
-        else:
+        elif not FLAGS.quiet:
             err.print(f"… {text}", style="dim")
 
     def advance(self) -> None:
@@ -300,7 +314,8 @@ def check(
     direction: Optional[List[str]] = typer.Option(None, "--direction", "-d", help="fwd, bwd or fwdbwd."),
     baselines: bool = typer.Option(False, "--baselines", help="Check the family's default baselines too."),
     inputs: str = typer.Option("uniform", "--inputs", help="Input distribution, e.g. rwkv for timex."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="Seed of the random inputs (default: fresh)."),
+    seed: Optional[int] = typer.Option(None, "--seed", min=0, max=2**31 - 1, help="Seed of the random inputs "
+                                       "(default: fresh)."),
     kernels_dir: Optional[List[Path]] = KernelsDir,
 ) -> None:
     """Check kernels against the fp64 reference on fresh random inputs, without timing them."""

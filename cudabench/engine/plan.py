@@ -108,7 +108,11 @@ def plan_single(registry: Registry, kernel: str, shape: dict[str, int], directio
                          "`cudabench list` shows the variants, e.g. add2 or timex-v4.")
     if direction not in ("fwd", "bwd", "fwdbwd"):
         raise ShapeError(f"Unknown --direction '{direction}'.", "Choose fwd, bwd or fwdbwd.")
-    return plan(registry, [kernel], shape, RunOptions(directions=(direction,), baselines=(), inputs=inputs))[0]
+    task = plan(registry, [kernel], shape, RunOptions(directions=(direction,), baselines=(), inputs=inputs))[0]
+    if direction != "fwd" and not task.variants[0].has_backward:
+        raise ShapeError(f"{kernel} declares no backward, so it cannot run --direction {direction}.",
+                         "Use --direction fwd for it.")
+    return task
 
 
 def _directions(family: Family, asked: Optional[tuple[str, ...]]) -> tuple[str, ...]:
@@ -150,6 +154,26 @@ class Subject:
     role: str                       # "variant" | "baseline"
 
 
+NO_BACKWARD = "constraint: declares no backward, so it has no {direction}"
+
+
 def subjects(task: Task, case: Case) -> list[Subject]:
-    return ([Subject(task.family, case, v.name, "variant") for v in task.variants]
-            + [Subject(task.family, case, b.name, "baseline") for b in task.baselines])
+    """What runs at this case: the task's variants and baselines, less those without a backward
+    when the direction needs one (see skips)."""
+    return ([Subject(task.family, case, v.name, "variant") for v in task.variants if _runs(v, case)]
+            + [Subject(task.family, case, b.name, "baseline") for b in task.baselines if _runs(b, case)])
+
+
+def skips(task: Task, case: Case) -> list[tuple[str, str, str]]:
+    """(name, role, reason) of what is planned but cannot run at this case: constraints the shape
+    breaks, and a missing backward for bwd/fwdbwd. Both are decided here, never by a worker."""
+    found = [(v.name, "variant", f"constraint: {reason}") for v, reason in task.skipped]
+    found += [(v.name, "variant", NO_BACKWARD.format(direction=case.direction))
+              for v in task.variants if not _runs(v, case)]
+    found += [(b.name, "baseline", NO_BACKWARD.format(direction=case.direction))
+              for b in task.baselines if not _runs(b, case)]
+    return found
+
+
+def _runs(subject: Variant | Baseline, case: Case) -> bool:
+    return case.direction == "fwd" or subject.has_backward

@@ -9,7 +9,7 @@ import dataclasses
 import random
 from typing import Any, Callable, Optional, Sequence
 
-from cudabench.engine.plan import RunOptions, Subject, Task, subjects
+from cudabench.engine.plan import RunOptions, Subject, Task, skips, subjects
 from cudabench.engine.worker import case_to_dict
 from cudabench.engine.workers import Worker, WorkerLost
 from cudabench.errors import CudabenchError
@@ -108,10 +108,9 @@ class Runner:
 
     def run(self, tasks: Sequence[Task]) -> list[Result]:
         for task in tasks:
-            for variant, reason in task.skipped:
-                for case in task.cases:
-                    self._record(Result(case, variant.name, "variant", skipped=f"constraint: {reason}"))
             for case in task.cases:
+                for name, role, reason in skips(task, case):
+                    self._record(Result(case, name, role, skipped=reason))
                 for subject in subjects(task, case):
                     self._run(subject)
         return self.results

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
-from cudabench.errors import BuildError, NoGPUError
+from cudabench.errors import BuildError, NoGPUError, ShapeError
 from cudabench.profile import tools
 from cudabench.spec.family import Family
 
@@ -57,7 +57,7 @@ def normalize_arch(arch: str) -> str:
     a = arch.strip().lower().removeprefix("sm_").removeprefix("compute_")
     m = re.fullmatch(r"(\d+)\.?(\d)(a?)", a)
     if not m:
-        raise BuildError(f"Cannot read the GPU architecture '{arch}'.", "Write it like sm_90, sm_90a or 9.0.")
+        raise ShapeError(f"Cannot read the GPU architecture '{arch}'.", "Write it like sm_90, sm_90a or 9.0.")
     return f"sm_{m.group(1)}{m.group(2)}{m.group(3)}"
 
 

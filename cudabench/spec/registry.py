@@ -8,6 +8,7 @@ from __future__ import annotations
 import difflib
 import importlib.util
 import sys
+import traceback
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -52,7 +53,8 @@ class Registry:
         return picked
 
     def _unknown(self, name: str) -> UnknownKernelError:
-        close = difflib.get_close_matches(name, self.names(), n=4, cutoff=0.5)
+        names = list(dict.fromkeys(self.names()))  # a family may share its name with a variant (add2)
+        close = difflib.get_close_matches(name, names, n=4, cutoff=0.5)
         hint = f"Did you mean: {', '.join(close)}?" if close else ""
         hint += (" " if hint else "") + "`cudabench list` shows every kernel."
         return UnknownKernelError(f"Unknown kernel '{name}'.", hint)
@@ -68,13 +70,24 @@ def load_family(folder: Path) -> Family:
     sys.modules[module_name] = module
     try:
         module_spec.loader.exec_module(module)
-    except Exception as exc:  # a user's spec.py with a bug: say which file
-        raise ConfigError(f"{spec_file} failed to load: {type(exc).__name__}: {exc}",
-                          "Fix the kernel family's spec.py.") from exc
+    except Exception as exc:  # a user's spec.py with a bug: say which file and line
+        error = ConfigError(f"{where_raised(exc, spec_file)} failed to load: {type(exc).__name__}: {exc}",
+                            "Fix the kernel family's spec.py (`cudabench --traceback ...` shows the whole "
+                            "traceback).")
+        error.original = exc
+        raise error from exc
     family = getattr(module, "FAMILY", None)
     if not isinstance(family, Family):
         raise ConfigError(f"{spec_file} does not define FAMILY = cudabench.spec.family.Family(...).")
     return replace(family, folder=folder)
+
+
+def where_raised(exc: BaseException, spec_file: Path) -> str:
+    """'spec.py:LINE' of the deepest frame in the spec file (or the line a SyntaxError names)."""
+    if isinstance(exc, SyntaxError) and exc.filename == str(spec_file) and exc.lineno:
+        return f"{spec_file}:{exc.lineno}"
+    lines = [f.lineno for f in traceback.extract_tb(exc.__traceback__) if f.filename == str(spec_file)]
+    return f"{spec_file}:{lines[-1]}" if lines else str(spec_file)
 
 
 def discover(extra_dirs: Iterable[Path] = ()) -> Registry:

@@ -2,24 +2,32 @@
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Optional
 
 from cudabench.errors import ShapeError
 from cudabench.spec.family import Family, Variant
 
-_POWER = re.compile(r"^(\d+)\s*(?:\^|\*\*)\s*(\d+)$")
+_NUMBER = re.compile(r"^([+-]?)(\d+)(?:\s*(?:\^|\*\*)\s*(\d+))?$")
+LARGEST = 2**63 - 1  # what a 64-bit index holds; far past any tensor a GPU can allocate
 
 
 def parse_value(text: str) -> int:
-    """An integer written plainly (768), with underscores (1_048_576) or as a power (2^20, 2**20)."""
-    t = text.strip().replace("_", "")
-    m = _POWER.match(t)
-    if m:
-        return int(m.group(1)) ** int(m.group(2))
-    if t.isdigit():
-        return int(t)
-    raise ValueError(text)
+    """An integer written plainly (768, -8), with underscores (1_048_576) or as a power (2^20, 2**20).
+    ValueError for anything else, or for a value beyond ±LARGEST, which is refused before it is
+    computed (10^100000000 would take minutes)."""
+    m = _NUMBER.match(text.strip().replace("_", ""))
+    if not m or len(m.group(2)) > 19:
+        raise ValueError(text)
+    sign, base, power = -1 if m.group(1) == "-" else 1, int(m.group(2)), m.group(3)
+    if power is not None:
+        if len(power) > 3 or (base > 1 and int(power) * math.log2(base) >= 63):
+            raise ValueError(text)
+        base **= int(power)
+    if base > LARGEST:
+        raise ValueError(text)
+    return sign * base
 
 
 def parse_shape(text: str) -> dict[str, int]:
@@ -34,7 +42,7 @@ def parse_shape(text: str) -> dict[str, int]:
         try:
             number = parse_value(value)
         except ValueError:
-            raise ShapeError(f"'{value.strip()}' is not a whole number (in '{part}').",
+            raise ShapeError(f"'{value.strip()}' is not a whole number below 2^63 (in '{part}').",
                              "Values are integers such as 768, 1_048_576 or 2^20.") from None
         if number <= 0:
             raise ShapeError(f"{name} must be positive (got {number}).")

@@ -1,0 +1,99 @@
+"""Hypothesis over every parser a user's text reaches: shape strings, suite TOML, --warmup,
+thresholds and results JSON. Any input ends in a typed error (CudabenchError) or a valid value,
+never another exception, and never takes long (a deadline per example)."""
+
+import json
+import string
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from cudabench.engine.plan import RunOptions
+from cudabench.engine.suite import plan_suite
+from cudabench.errors import CudabenchError
+from cudabench.results.compare import parse_threshold
+from cudabench.results.config import load_suite, parse_warmup
+from cudabench.spec.registry import discover
+from cudabench.spec.shapes import LARGEST, parse_shape
+
+FUZZ = settings(max_examples=150, deadline=2000, suppress_health_check=[HealthCheck.function_scoped_fixture])
+REGISTRY = discover([])
+
+# text that looks like what users type, plus anything at all
+shape_alphabet = st.sampled_from(list("BCTnMNK=,^*_-+ 0123456789.e") + ["**", "^", "10^", "2^6", "x"])
+shapelike = st.lists(shape_alphabet, max_size=30).map("".join)
+
+
+def typed_or_valid(parse, text):
+    try:
+        return parse(text)
+    except CudabenchError:
+        return None
+
+
+@FUZZ
+@given(st.one_of(shapelike, st.text(max_size=40)))
+def test_shape_strings(text):
+    shape = typed_or_valid(parse_shape, text)
+    if shape is not None:
+        assert all(isinstance(v, int) and 0 < v <= LARGEST for v in shape.values())
+
+
+@FUZZ
+@given(st.one_of(st.text(string.digits + ".msh -+e", max_size=12), st.text(max_size=12),
+                 st.integers(-10**30, 10**30), st.booleans(), st.floats()))
+def test_warmup(value):
+    found = typed_or_valid(parse_warmup, value)
+    if found is not None:
+        calls, seconds = found
+        assert calls >= 1 and 0 <= seconds <= 86_400
+
+
+@FUZZ
+@given(st.one_of(st.text(string.digits + ".%-e+ infa", max_size=10), st.text(max_size=10)))
+def test_thresholds(text):
+    value = typed_or_valid(parse_threshold, text)
+    if value is not None:
+        assert value >= 0 and value == value
+
+
+# ---- suite files: random TOML built from the real keys and odd values -------------------------------
+
+keys = st.sampled_from(["kernels", "shape", "directions", "baselines", "timing", "cold", "repeat", "min_time",
+                        "noise", "max_time", "warmup", "timeout", "from", "to", "times", "step", "T", "B", "C",
+                        "n", "name", "x"])
+scalars = st.one_of(st.integers(-2**70, 2**70), st.floats(allow_nan=False), st.booleans(),
+                    st.sampled_from(["timex", "timex-v4", "add2", "fwd", "fwdbwd", "all", "2^20", "10^99999",
+                                     "100ms", "events", "", "1_024"]),
+                    st.text(string.ascii_letters + string.digits + "^_-", max_size=8))
+
+
+def toml_value(value):
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value) if value == value and abs(value) != float("inf") else "nan"
+    if isinstance(value, (int, str)):
+        return json.dumps(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    return "{ " + ", ".join(f"{k} = {toml_value(v)}" for k, v in value.items()) + " }"
+
+
+values = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=3),
+                                                        st.dictionaries(keys, inner, max_size=3)), max_leaves=6)
+tables = st.dictionaries(keys, values, max_size=5)
+
+
+@FUZZ
+@given(timing=st.one_of(st.none(), tables), cases=st.lists(tables, max_size=3), junk=st.text(max_size=20))
+def test_suite_files(tmp_path_factory, timing, cases, junk):
+    text = "".join("[timing]\n" + "".join(f"{k} = {toml_value(v)}\n" for k, v in timing.items())
+                   for _ in [0] if timing is not None)
+    for case in cases:
+        text += "[[case]]\n" + "".join(f"{k} = {toml_value(v)}\n" for k, v in case.items())
+    path = Path(tmp_path_factory.mktemp("suite")) / "suite.toml"
+    path.write_text(text + (junk if not cases else ""))
+    suite = typed_or_valid(load_suite, path)
+    if suite is not None:
+        typed_or_valid(lambda s: plan_suite(REGISTRY, s, RunOptions()), suite)
