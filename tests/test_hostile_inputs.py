@@ -192,3 +192,10 @@ def test_run_outputs_to_stdout_once_at_the_end(tmp_path, capsys):
 def test_run_output_mistakes_come_first(no_gpu, args, fragment):
     res = invoke("run", "-k", "add2", *args)
     assert res.exit_code == 2 and fragment in res.output, res.output
+
+
+def test_a_suite_hint_keeps_its_brackets(tmp_path, no_gpu):
+    suite = tmp_path / "suite.toml"
+    suite.write_text('name = "x"\n')
+    res = invoke("run", "--config", suite)
+    assert res.exit_code == 2 and "at least one [[case]] table" in res.output and "[[case]]\nkernels" in res.output
