@@ -33,3 +33,47 @@ def test_speedup_and_throughput():
     assert speedup(4.5e-3, 4.5e-4) == pytest.approx(10)
     assert throughput(14.5e9, 0.5e-3) == pytest.approx(29e12)
     assert throughput(0, 1.0) == 0
+
+
+# ---- the median's confidence interval and the stop rule that targets it ----------------------------
+
+def test_median_interval_covers_the_true_median_about_95_percent_of_the_time():
+    import numpy as np
+
+    from cudabench.results.stats import median_interval
+
+    rng = np.random.default_rng(7)
+    true_median = np.log(2)  # of the exponential distribution with mean 1: skewed, like timings
+    hits = sum(low <= true_median <= high
+               for low, high in (median_interval(rng.exponential(size=101)) for _ in range(1000)))
+    assert 0.93 <= hits / 1000 <= 0.98
+
+
+def test_median_interval_narrows_with_more_samples_and_is_the_range_for_few():
+    import numpy as np
+
+    from cudabench.results.stats import median_interval
+
+    rng = np.random.default_rng(1)
+    xs = 1e-3 * (1 + 0.05 * rng.standard_normal(10_000))
+    small, large = summarize(xs[:100]), summarize(xs)
+    assert small.ci_low <= small.median <= small.ci_high
+    assert large.precision < small.precision / 5  # about 1/sqrt(100) of it
+    assert median_interval([3.0, 1.0, 2.0]) == (1.0, 3.0)
+
+
+def test_adaptive_rule_stops_on_the_median_precision_not_the_spread_of_calls():
+    """Calls that vary ±10 % never get an IQR/median under 0.5 %, yet their median is known to
+    ±0.5 % after a few thousand samples: the rule stops there, long before its time limit."""
+    import numpy as np
+
+    from cudabench.measure.stop import Adaptive
+
+    rng = np.random.default_rng(3)
+    xs = list(1e-3 * (1 + 0.1 * rng.standard_normal(20_000)))
+    rule = Adaptive(target=0.005, max_time=1e9)
+    stopped = next(n for n in range(10, len(xs)) if rule.decide(xs[:n], elapsed=1.0))
+    assert stopped < 5_000 and summarize(xs[:stopped]).noise > 0.1
+    assert "median ±" in rule.decide(xs[:stopped], 1.0) and "<= target ±0.50%" in rule.decide(xs[:stopped], 1.0)
+    timed_out = Adaptive(target=0.0001, max_time=1.0).decide(xs[:200], elapsed=2.0)
+    assert timed_out.startswith("time limit 1 s reached") and "> target" in timed_out

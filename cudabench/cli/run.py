@@ -126,8 +126,9 @@ def run(
                                         "every timed call, or not (default hot)."),
     repeat: Optional[int] = typer.Option(None, "--repeat", "-r", help="Exactly N timed samples."),
     min_time: Optional[float] = typer.Option(None, "--min-time", help="Sample for at least S seconds."),
-    noise: Optional[float] = typer.Option(None, "--noise", help="Adaptive stop: target IQR/median "
-                                          "(default 0.005)."),
+    noise: Optional[float] = typer.Option(None, "--noise", help="Adaptive stop: sample until the median is "
+                                          "known to ± this share (half its 95 % confidence interval; default "
+                                          "0.005)."),
     max_time: Optional[float] = typer.Option(None, "--max-time", help="Adaptive stop: time limit per "
                                              "subject in seconds (default 2)."),
     warmup: Optional[str] = typer.Option(None, "--warmup", help="Untimed warm-up: calls (25) or time "

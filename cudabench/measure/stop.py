@@ -39,8 +39,11 @@ class MinTime:
 
 @dataclass(frozen=True)
 class Adaptive:
-    """The default: after `min_samples` and `min_time`, stop as soon as the relative noise
-    (IQR / median) is at most `target`; give up at `max_time` and say how noisy it stayed."""
+    """The default: after `min_samples` and `min_time`, stop as soon as the median is known
+    precisely enough: half the width of its 95 % confidence interval at most `target` of it. Give
+    up at `max_time` and say how precisely it was known. The spread of single calls (IQR/median)
+    is a property of the call that more samples do not shrink; the interval of the median shrinks
+    as 1/√n."""
 
     target: float = 0.005
     min_samples: int = 10
@@ -51,17 +54,18 @@ class Adaptive:
     def decide(self, samples: Sequence[float], elapsed: float) -> Optional[str]:
         n = len(samples)
         if n >= self.max_samples:
-            return f"sample cap {self.max_samples} reached (noise {summarize(samples).noise:.2%})"
+            return f"sample cap {self.max_samples} reached (median ±{summarize(samples).precision:.2%})"
         if n < self.min_samples or elapsed < self.min_time:
             return None
         timed_out = elapsed >= self.max_time
         if not timed_out and n % max(1, n // 50):  # re-summarising every sample is wasteful
             return None
-        noise = summarize(samples).noise
-        if noise <= self.target:
-            return f"noise {noise:.2%} <= target {self.target:.2%}"
+        precision = summarize(samples).precision
+        if precision <= self.target:
+            return f"median ±{precision:.2%} (95 % CI) <= target ±{self.target:.2%}"
         if timed_out:
-            return f"time limit {self.max_time:g} s reached with noise {noise:.2%} > target {self.target:.2%}"
+            return (f"time limit {self.max_time:g} s reached with the median ±{precision:.2%} (95 % CI) "
+                    f"> target ±{self.target:.2%}")
         return None
 
 

@@ -10,7 +10,7 @@ sweeps), in which directions, against which baselines, with which timing policy.
     cold = false                       # flush L2 before every timed call
     repeat = 50                        # exactly N samples, or
     min_time = 0.5                     # sample for at least S seconds (not both); else adaptive:
-    noise = 0.005                      #   stop at this IQR/median,
+    noise = 0.005                      #   stop once the median is known to ±0.5 % (95 % CI),
     max_time = 2.0                     #   or after this many seconds per subject
     warmup = "100ms"                   # calls (25 or "25") or a duration ("100ms", "0.5s")
 
@@ -282,7 +282,7 @@ _TIMING_VALUES: dict[str, Callable[[Any, str], Any]] = {
     "cold": _boolean,
     "repeat": lambda v, where: _bounded(v, where, int, 10_000_000, "samples"),
     "min_time": lambda v, where: _bounded(v, where, float, MAX_SECONDS, "seconds"),
-    "noise": lambda v, where: _bounded(v, where, float, 1.0, "(IQR / median)"),
+    "noise": lambda v, where: _bounded(v, where, float, 1.0, "(half the median's 95 % interval, relative)"),
     "max_time": lambda v, where: _bounded(v, where, float, MAX_SECONDS, "seconds"),
     "warmup": _warmup,
     "timeout": lambda v, where: _bounded(v, where, float, 7 * MAX_SECONDS, "seconds"),

@@ -13,11 +13,13 @@ every field against cudabench.results.schema):
                     (reason or null), error (the crash, hang or exception's own text, or null),
                     host, gpu (where it ran), integrity [{name, verdict (pass | fail | not run),
                     detail}], flops, bytes, check {errors {output: rel error}, tolerance, passed} | null,
-                    stats {n, median, q1, q3, min, max, mean, stdev, iqr, noise} | null,
+                    stats {n, median, q1, q3, min, max, mean, stdev, iqr, noise, ci_low, ci_high,
+                    precision (half the median's 95 % interval over the median)} | null,
                     measurement {timing, cache, unit, warmup_calls, warmup_seconds, stop_reason,
                     calls_per_sample, clocks, extra, samples[]} | null
 
-Version 2 added error, integrity, host and gpu (absent in version 1 files). Times are seconds per call. JSON has no NaN or infinity: they are written as "nan", "inf", "-inf".
+Version 2 added error, integrity, host and gpu (absent in version 1 files); stats.ci_low, ci_high and
+precision came later in version 2 (absent in earlier version 2 files; readers treat them as unknown). Times are seconds per call. JSON has no NaN or infinity: they are written as "nan", "inf", "-inf".
 
 Writers follow symlinks and replace the target atomically (a symlink stays a symlink), refuse folders,
 devices and FIFOs, and take "-" (or /dev/stdout) for standard output, written directly.
@@ -70,7 +72,8 @@ def result_to_dict(r: Result) -> dict[str, Any]:
         d["check"] = {"errors": dict(r.check.errors), "tolerance": r.check.tolerance,
                       "passed": r.check.passed}
     if r.stats is not None:
-        d["stats"] = {**dataclasses.asdict(r.stats), "iqr": r.stats.iqr, "noise": r.stats.noise}
+        d["stats"] = {**dataclasses.asdict(r.stats), "iqr": r.stats.iqr, "noise": r.stats.noise,
+                      "precision": r.stats.precision}
     if r.measurement is not None:
         m = r.measurement
         d["measurement"] = {
@@ -91,7 +94,7 @@ def result_from_dict(d: Mapping[str, Any]) -> Result:
     if d.get("check"):
         check = Check(tuple((k, float(v)) for k, v in d["check"]["errors"].items()), float(d["check"]["tolerance"]))
     if d.get("stats"):
-        stats = Stats(**{f.name: d["stats"][f.name] for f in dataclasses.fields(Stats)})
+        stats = Stats(**{f.name: d["stats"][f.name] for f in dataclasses.fields(Stats) if f.name in d["stats"]})
     if d.get("measurement"):
         m = d["measurement"]
         measurement = Measurement(
@@ -274,9 +277,9 @@ def load_results(path: Path | str) -> dict[str, Any]:
 
 # ---- CSV and Markdown ----------------------------------------------------------------------------
 
-COLUMNS = ("family", "shape", "direction", "subject", "role", "status", "rel_error", "median", "q1", "q3",
-           "min", "mean", "stdev", "n", "kernel_time", "kernels_per_call", "timing", "cache", "skipped")
-TIME_COLUMNS = ("median", "q1", "q3", "min", "mean", "stdev")
+COLUMNS = ("family", "shape", "direction", "subject", "role", "status", "rel_error", "median", "ci_low",
+           "ci_high", "q1", "q3", "min", "mean", "stdev", "n", "kernel_time", "kernels_per_call", "timing", "cache", "skipped")
+TIME_COLUMNS = ("median", "ci_low", "ci_high", "q1", "q3", "min", "mean", "stdev")  # ci: the median's 95 %
 
 
 def _number(value: Any) -> Optional[float]:
@@ -347,9 +350,9 @@ def to_markdown(doc: Mapping[str, Any]) -> str:
     """A GitHub table of the results under a line with GPU, driver, CUDA, torch and date."""
     from cudabench.results.report import fmt_error, fmt_time
 
-    head = ["family", "shape", "dir", "subject", "role", "status", "rel err", "median", "q1", "q3", "min",
-            "mean", "stdev", "n", "kernel time", "kernels/call", "timing", "cache"]
-    numeric = (*TIME_COLUMNS, "n", "rel err", "kernel time", "kernels/call")
+    head = ["family", "shape", "dir", "subject", "role", "status", "rel err", "median", "ci low", "ci high", "q1",
+            "q3", "min", "mean", "stdev", "n", "kernel time", "kernels/call", "timing", "cache"]
+    numeric = (*TIME_COLUMNS, "ci low", "ci high", "n", "rel err", "kernel time", "kernels/call")
     lines = [markdown_header(doc), "", "| " + " | ".join(head) + " |",
              "|" + "|".join("---:" if h in numeric else "---" for h in head) + "|"]
     for row in flat_rows(doc):

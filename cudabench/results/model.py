@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -42,6 +44,14 @@ class Stats:
     max: float
     mean: float
     stdev: float
+    ci_low: float = math.nan    # 95 % confidence interval of the median (results/stats.median_interval)
+    ci_high: float = math.nan
+
+    @property
+    def precision(self) -> float:
+        """Half the width of the median's 95 % interval, relative to the median: how well the
+        median is known (what the adaptive stop rule targets). NaN where not recorded."""
+        return (self.ci_high - self.ci_low) / 2 / self.median if self.median > 0 else math.nan
 
     @property
     def iqr(self) -> float:
@@ -164,7 +174,7 @@ class Environment:
 
 
 def noisy(reason: str) -> bool:
-    """True when sampling gave up before the noise target was met."""
+    """True when sampling gave up before the precision target was met."""
     return "> target" in reason
 
 

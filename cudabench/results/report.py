@@ -27,6 +27,11 @@ def fmt_time(seconds: Optional[float]) -> str:
     return f"{seconds:.3f} s"
 
 
+def fmt_share(value: float) -> str:
+    """A relative precision such as ±0.12 %; '-' where unknown."""
+    return f"±{value:.2%}" if math.isfinite(value) else "-"
+
+
 def fmt_error(value: float) -> str:
     return "NaN" if value != value else f"{value:.1e}"
 
@@ -73,7 +78,7 @@ def results_table(results: Sequence[Result], title: str) -> Table:
                                                 ("ceiling_fraction", "% ceiling"))
                 if any(extra(r, key) is not None for r in results)]
     baselines = list(dict.fromkeys(r.subject for r in results if r.role == "baseline" and r.trusted))
-    columns = ["dir", "kernel", "rel err", median_label, "IQR", "min", "n", *(label for _, label in optional),
+    columns = ["dir", "kernel", "rel err", median_label, "±95% CI", "IQR", "min", "n", *(label for _, label in optional),
                "TFLOP/s", "GB/s", *(f"vs {b}" for b in baselines)]
     for col in columns:
         table.add_column(col, justify="left" if col in ("dir", "kernel") else "right")
@@ -90,7 +95,8 @@ def results_table(results: Sequence[Result], title: str) -> Table:
             s = r.stats
             # throughput from the kernel time when the per-call figure is mostly launch
             t = kernel_time(r) or s.median
-            cells = [direction, name, check_cell(r), fmt_time(s.median), f"{s.noise:.1%}", fmt_time(s.min),
+            cells = [direction, name, check_cell(r), fmt_time(s.median), fmt_share(s.precision), f"{s.noise:.1%}",
+                     fmt_time(s.min),
                      str(s.n), *(optional_cell(r, key) for key, _ in optional)]
             tflops, gbs = throughput(r.flops, t) / 1e12, throughput(r.bytes, t) / 1e9
             cells += [f"{tflops:.2f}" if tflops else "-", f"{gbs:.0f}" if gbs else "-"]
@@ -147,14 +153,14 @@ def notes(results: Sequence[Result]) -> list[str]:
             lines.append(f"{who}: {fmt_time(r.stats.median)} per call includes launch and synchronisation; "
                          f"its GPU kernels run {fmt_time(k)} (CUPTI), which throughput and % ceiling use.")
         if noisy(r.measurement.stop_reason):
-            noisy_ones.append(f"{who} {r.stats.noise:.1%}")
+            noisy_ones.append(f"{who} ±{r.stats.precision:.2%}")
         warning = throttle_warning(dict(r.measurement.clocks))
         if warning:
             lines.append(f"warning: {who}: {warning}")
     if noisy_ones:
-        lines.append(f"warning: {len(noisy_ones)} subject(s) reached the time limit with single calls still "
-                     f"varying more than the noise target (IQR/median): {', '.join(noisy_ones)}. Their medians "
-                     "are reported; GPU-side timers (--timing events or graph) vary less than wall time per call.")
+        lines.append(f"warning: {len(noisy_ones)} subject(s) reached the time limit before their median was known "
+                     f"to the target precision (95 % CI): {', '.join(noisy_ones)}. Their medians are reported; "
+                     "GPU-side timers (--timing events or graph) vary less than wall time per call.")
     return lines
 
 
@@ -172,7 +178,7 @@ def isolation_line(results: Sequence[Result], workers: int, integrity: bool) -> 
 def stop_summary(results: Sequence[Result]) -> str:
     reasons = [r.measurement.stop_reason for r in results if r.measurement]
     met = sum(1 for x in reasons if not noisy(x))
-    return f"sampling: {met} of {len(reasons)} subjects reached the noise target" if reasons else ""
+    return f"sampling: {met} of {len(reasons)} subjects reached the precision target" if reasons else ""
 
 
 # ---- compare-sync-modes ------------------------------------------------------------------------------

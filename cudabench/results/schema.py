@@ -79,6 +79,9 @@ class Stats(_Record):
     stdev: Number
     iqr: Number
     noise: Number
+    ci_low: Optional[Number] = None      # the median's 95 % interval; absent in files before it was recorded
+    ci_high: Optional[Number] = None
+    precision: Optional[Number] = None
 
 
 class Measurement(_Record):

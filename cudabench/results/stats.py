@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import math
+
 import numpy as np
 
 from cudabench.results.model import Stats
@@ -11,7 +13,7 @@ from cudabench.results.model import Stats
 
 def summarize(samples: Sequence[float]) -> Stats:
     """Median, quartiles, min/max, mean and sample stdev of a non-empty list of samples."""
-    if not samples:
+    if len(samples) == 0:
         raise ValueError("no samples to summarize")
     xs = np.asarray(samples, dtype=np.float64)
     if xs.size == 1:
@@ -19,7 +21,10 @@ def summarize(samples: Sequence[float]) -> Stats:
         return Stats(n=1, median=x, q1=x, q3=x, min=x, max=x, mean=x, stdev=0.0)
     # linear interpolation between order statistics (statistics.quantiles' "inclusive" method)
     q1, median, q3 = (float(v) for v in np.percentile(xs, [25, 50, 75]))
+    low, high = median_interval(xs)
     return Stats(
+        ci_low=low,
+        ci_high=high,
         n=int(xs.size),
         median=median,
         q1=q1,
@@ -29,6 +34,22 @@ def summarize(samples: Sequence[float]) -> Stats:
         mean=float(xs.mean()),
         stdev=float(xs.std(ddof=1)),
     )
+
+
+Z95 = 1.959964  # two-sided 95 % quantile of the normal distribution
+
+
+def median_interval(samples: Sequence[float] | np.ndarray) -> tuple[float, float]:
+    """A distribution-free 95 % confidence interval of the median: the order statistics whose ranks
+    are n/2 ∓ 1.96·√n/2 (how many samples fall below the median is binomial(n, 1/2)). It assumes
+    independent samples; consecutive calls drift together a little, so it measures precision, it
+    does not promise coverage. With few samples it is the whole range."""
+    xs = np.sort(np.asarray(samples, dtype=np.float64))
+    n = xs.size
+    half = Z95 * math.sqrt(n) / 2
+    lower = max(1, math.floor(n / 2 - half))          # 1-based ranks
+    upper = min(n, math.ceil(n / 2 + 1 + half))
+    return float(xs[lower - 1]), float(xs[upper - 1])
 
 
 def relative_noise(samples: Sequence[float]) -> float:
