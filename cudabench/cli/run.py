@@ -17,6 +17,10 @@ from cudabench.cli.common import FLAGS, KernelsDir, check_writable, detail, err,
 from cudabench.errors import ShapeError
 
 
+INPUTS_HELP = ("Input distribution: uniform (default, every family) or a family's own kind, e.g. rwkv for "
+               "timex (`cudabench list` shows each family's).")
+
+
 def stop_rule(repeat: Optional[int], min_time: Optional[float], noise: float, max_time: float):
     from cudabench.measure.stop import Adaptive, FixedCount, MinTime
 
@@ -141,16 +145,18 @@ def run(
                                    "work, impossible throughput). --no-integrity skips them, and says so."),
     force: bool = typer.Option(False, "--force", help="Time subjects even when they fail the check."),
     json_path: Optional[Path] = typer.Option(None, "--json", help="Write every sample and the environment "
-                                             "here (rewritten after each result)."),
-    csv_path: Optional[Path] = typer.Option(None, "--csv", help="Also write a CSV summary here."),
-    markdown_path: Optional[Path] = typer.Option(None, "--markdown", help="Also write a Markdown table here."),
+                                             "here (rewritten after each result; - for standard output, once "
+                                             "at the end)."),
+    csv_path: Optional[Path] = typer.Option(None, "--csv", help="Also write a CSV summary here (- for standard "
+                                            "output)."),
+    markdown_path: Optional[Path] = typer.Option(None, "--markdown", help="Also write a Markdown table here (- for standard "
+                                                 "output)."),
     record_as: Optional[List[str]] = typer.Option(None, "--record-as", help="VARIANT=NAME: record a "
                                                   "variant's results under another name (A/B comparisons)."),
     seed: Optional[int] = typer.Option(None, "--seed", min=0, max=2**31 - 1, help="Seed of the random inputs "
                                        "(default: fresh)."),
     arch: Optional[str] = typer.Option(None, "--arch", help="Build target (default: this GPU)."),
-    inputs: str = typer.Option("uniform", "--inputs", help="Input distribution, e.g. rwkv for timex "
-                               "(`cudabench list` shows each family's)."),
+    inputs: str = typer.Option("uniform", "--inputs", help=INPUTS_HELP),
     nvtx_on: bool = typer.Option(False, "--nvtx/--no-nvtx", help="Emit NVTX ranges (for Nsight): build, "
                                  "check, warm-up, each case, the timed region, baselines."),
     nvtx_iterations: bool = typer.Option(False, "--nvtx-iterations", help="Also one NVTX range per timed call."),
@@ -314,7 +320,7 @@ def check(
     shape: str = typer.Option("", "--shape", "-s", help="Shape parameters (each family takes its own)."),
     direction: Optional[List[str]] = typer.Option(None, "--direction", "-d", help="fwd, bwd or fwdbwd."),
     baselines: bool = typer.Option(False, "--baselines", help="Check the family's default baselines too."),
-    inputs: str = typer.Option("uniform", "--inputs", help="Input distribution, e.g. rwkv for timex."),
+    inputs: str = typer.Option("uniform", "--inputs", help=INPUTS_HELP),
     seed: Optional[int] = typer.Option(None, "--seed", min=0, max=2**31 - 1, help="Seed of the random inputs "
                                        "(default: fresh)."),
     kernels_dir: Optional[List[Path]] = KernelsDir,
