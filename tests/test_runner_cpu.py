@@ -131,3 +131,21 @@ def test_an_invalid_subject_shows_no_figure_and_enters_no_speedup():
     assert "4000.00×" not in text  # the cheat's would-be speedup is never shown
     notes = report.notes([cheat, honest, base])
     assert any(n.startswith("INVALID add2 fwd") and "no-work: no GPU activity" in n for n in notes)
+
+
+def test_each_result_says_where_its_time_went_and_the_breakdown_adds_up(registry):
+    from cudabench.measure.subject import PHASES
+    from cudabench.results.export import result_from_dict, result_to_dict
+
+    runner, results = cpu_run(registry, ["add2"], {"n": 64})
+    timed = [r for r in results if r.measurement is not None]
+    assert timed
+    for r in timed:
+        phases = dict(r.phases)
+        assert {"inputs", "reference", "check", "warm-up", "sampling"} <= set(phases) <= set(PHASES)
+        assert all(seconds >= 0 for seconds in phases.values())
+        assert result_from_dict(result_to_dict(r)).phases == r.phases
+    spent = sum(s for r in results for _, s in r.phases)
+    line = report.time_breakdown(results, wall=spent + 1.0, waited={"start-up": 0.5, "build": 0.0})
+    assert line.startswith(f"time: {spent + 1.0:.1f} s wall") and "start-up 0.5 s" in line
+    assert line.endswith("other 0.5 s") and "timed sampling" in line

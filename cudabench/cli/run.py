@@ -7,6 +7,7 @@ import contextlib
 import os
 import shlex
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, List, Optional
@@ -164,6 +165,7 @@ def run(
 ) -> None:
     """Check kernels against the fp64 reference, then time them (and the baseline) correctly, each in
     an isolated worker process."""
+    started = time.perf_counter()
     from cudabench.device import require_gpu
     from cudabench.engine.plan import RunOptions, plan
     from cudabench.engine.suite import effective_timing, plan_suite
@@ -204,7 +206,7 @@ def run(
             say(("note: ", "yellow"), f"--record-as names {name}, which this run does not time.", console=err)
         require_gpu()  # after planning: a user's mistake is reported first, with or without a GPU
         with outputs.tables_elsewhere():
-            execute(runner, tasks, outputs, "cudabench " + shlex.join(sys.argv[1:]), policy)
+            execute(runner, tasks, outputs, "cudabench " + shlex.join(sys.argv[1:]), policy, started)
 
 
 def gpu_likely() -> bool:
@@ -214,8 +216,10 @@ def gpu_likely() -> bool:
     return os.path.exists("/dev/nvidiactl") and visible not in ("", "-1")
 
 
-def execute(runner: Any, tasks: list, outputs: Outputs, command: str, policy: Any) -> None:
-    """Run the planned tasks in workers; print tables and notes; exit non-zero when a subject failed."""
+def execute(runner: Any, tasks: list, outputs: Outputs, command: str, policy: Any,
+            started: Optional[float] = None) -> None:
+    """Run the planned tasks in workers; print tables and notes; exit non-zero when a subject failed.
+    `started`: when the command began (perf_counter), for the time breakdown."""
     from cudabench.results import report
     from cudabench.results.export import document, source_hash
 
@@ -231,6 +235,7 @@ def execute(runner: Any, tasks: list, outputs: Outputs, command: str, policy: An
         save()
 
     interrupted = False
+    started = time.perf_counter() if started is None else started
     with progress_for(tasks) as progress:
         runner.on_result, runner.on_status = on_result, progress.status
         try:
@@ -245,6 +250,8 @@ def execute(runner: Any, tasks: list, outputs: Outputs, command: str, policy: An
     for table in report.tables(runner.results):
         out.print(table)
     print_notes(runner, runner.options, policy)
+    if runner.results:
+        detail(report.time_breakdown(runner.results, time.perf_counter() - started, runner.waited))
     if env:
         outputs.save(document(runner.results, env[0], command, runner.seed, hashes), final=True)
     outputs.tell()

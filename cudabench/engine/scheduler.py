@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import time
 from typing import Any, Callable, Optional, Sequence
 
 from cudabench.engine.plan import RunOptions, Subject, Task, skips, subjects
@@ -41,6 +42,7 @@ class Runner:
         self.environment: dict[str, Any] = {}
         self.ceilings: Optional[dict[str, Any]] = None
         self.workers_started = 0
+        self.waited = {"start-up": 0.0, "build": 0.0}  # seconds the parent waited for workers to start, build
         self._worker: Optional[Worker] = None
         self._starting: Optional[Worker] = None    # launched, hello sent, not yet answered
         self._loaded: set[str] = set()
@@ -68,6 +70,7 @@ class Runner:
         if self._worker is not None:
             return self._worker
         worker, launched, self._starting = self._starting or self.start_worker(), self._starting is not None, None
+        start = time.perf_counter()
         try:
             if launched:
                 reply = worker.wait(HELLO_TIMEOUT, self.on_status)
@@ -82,6 +85,7 @@ class Runner:
             error = WorkerStartError(str(reply.get("message", reply)), str(reply.get("hint", "")))
             error.exit_code = int(reply.get("exit_code", error.exit_code))
             raise error
+        self.waited["start-up"] += time.perf_counter() - start
         self.environment, self.ceilings = reply["environment"], reply.get("ceilings")
         self.workers_started += 1
         self._worker, self._loaded = worker, set()
@@ -156,6 +160,7 @@ class Runner:
         if family in self._loaded:
             return ""
         self.on_status(f"building {family}")
+        start = time.perf_counter()
         try:
             reply = worker.request({"op": "build", "family": family, "arch": self.options.arch}, BUILD_TIMEOUT,
                                    self.on_status)
@@ -163,6 +168,7 @@ class Runner:
             self._replace()
             self._build_failures[family] = lost.reason
             return lost.reason
+        self.waited["build"] += time.perf_counter() - start
         if not reply.get("ok"):
             self._build_failures[family] = str(reply.get("message", reply))
             return self._build_failures[family]

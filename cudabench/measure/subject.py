@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import statistics
+import time
 from dataclasses import replace
 from typing import Any, Callable, Iterator, Optional
 
@@ -72,6 +73,31 @@ def true_fp32() -> Iterator[None]:
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
 
 
+PHASES = ("inputs", "reference", "check", "warm-up", "sampling", "integrity")
+
+
+class Phases:
+    """Wall time per named phase of one subject. The GPU is synchronised at each boundary, so work
+    queued in one phase (an fp64 reference) is not counted in the next (the check that waits for it)."""
+
+    def __init__(self, sync: Callable[[], None]) -> None:
+        self.sync = sync
+        self.seconds: dict[str, float] = {}
+
+    @contextlib.contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        self.sync()
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.sync()
+            self.add(name, time.perf_counter() - start)
+
+    def add(self, name: str, seconds: float) -> None:
+        self.seconds[name] = self.seconds.get(name, 0.0) + max(0.0, seconds)
+
+
 class Bench:
     """A worker's state between subjects. `device="cpu"` runs the logic without a GPU (tests)."""
 
@@ -133,22 +159,26 @@ class Bench:
         records it and decides whether its context survived)."""
         flops, nbytes = family.work(case.params, case.direction) if family.work else (0.0, 0.0)
         base = Result(case, name, role, flops=flops, bytes=nbytes)
+        phases = Phases(self.sync())
         try:
             with nvtx.range(name, "baseline" if role == "baseline" else "case"):
-                return self._run(family, case, base, settings)
+                result = self._run(family, case, base, settings, phases)
+            return replace(result, phases=tuple(phases.seconds.items()))
         finally:
             self.guard.restore()  # whatever happened, the next subject starts from the pristine state
 
-    def _run(self, family: Family, case: Case, base: Result, settings: Settings) -> Result:
+    def _run(self, family: Family, case: Case, base: Result, settings: Settings, phases: Phases) -> Result:
         try:
             op = self.make_op(family, base.subject, base.role, settings.arch)
         except CudabenchError as exc:
             return replace(base, skipped=exc.message)
-        inputs, grad_out = case_inputs(family, case, settings.seed, self.device)
-        reference = self.reference(family, case, settings.seed, inputs, grad_out)
+        with phases("inputs"):
+            inputs, grad_out = case_inputs(family, case, settings.seed, self.device)
+        with phases("reference"):
+            reference = self.reference(family, case, settings.seed, inputs, grad_out)
         workload = make_workload(op, inputs, case.direction, family.grad_inputs, grad_out)
         self.on_status(f"{case.key()}: checking {base.subject}")
-        with nvtx.range(f"check {base.subject}", "check"):
+        with nvtx.range(f"check {base.subject}", "check"), phases("check"):
             check = check_workload(workload, reference, family.tolerance)
         result = replace(base, check=check)
         if not check.passed and not settings.force:
@@ -158,17 +188,19 @@ class Bench:
         self.on_status(f"{case.key()}: timing {base.subject}")
         pristine = ({k: v.detach().clone() for k, v in inputs.items() if _is_tensor(v)},
                     None if grad_out is None else grad_out.clone())
-        m, cupti = self._measure(workload.call, base.subject, settings, family.report_launches or settings.integrity)
+        m, cupti = self._measure(workload.call, base.subject, settings, family.report_launches or settings.integrity,
+                                 phases)
         result = self._with_ceiling(family, replace(result, measurement=m, stats=summarize(m.samples)))
         if settings.integrity and self.device == "cuda":
             self.on_status(f"{case.key()}: integrity of {base.subject}")
-            checks = self._integrity(family, case, op, inputs, grad_out, pristine, reference, check, settings,
-                                     result, cupti)
+            with phases("integrity"):
+                checks = self._integrity(family, case, op, inputs, grad_out, pristine, reference, check, settings,
+                                         result, cupti)
             result = replace(result, integrity=checks)
         return result
 
     def _measure(self, call: Callable[[], Any], name: str, settings: Settings,
-                 want_cupti: bool) -> tuple[Measurement, Any]:
+                 want_cupti: bool, phases: Optional[Phases] = None) -> tuple[Measurement, Any]:
         """Time `call` with the chosen timer (hot or cold), watching the clocks; then a short CUPTI
         pass: kernel time for calls shorter than `kernel_time_below` (so launch cost is never
         mistaken for kernel time), kernels per call, and what the integrity checks compare."""
@@ -179,10 +211,14 @@ class Bench:
         if flush is not None and hasattr(timer, "cap"):
             timer.cap = 1  # a graph of several calls would run all but the first with a warm L2
         timed_call = nvtx.around(call, f"{name} call")
+        phases = phases or Phases(sync)
+        start = time.perf_counter()
         with ClockMonitor() if on_gpu else contextlib.nullcontext() as clocks:
             with nvtx.range(f"timed {name}", "timed"):
                 m = measure(timed_call, timer, settings.stop_rule, settings.warmup, sync, flush,
                             "cold" if flush else "hot")
+        phases.add("warm-up", m.warmup_seconds)
+        phases.add("sampling", time.perf_counter() - start - m.warmup_seconds)
         m = replace(m, clocks=clocks.pairs() if clocks else ())
         median = summarize(m.samples).median
         short = m.timing == "sync" and median < settings.kernel_time_below  # launch-dominated wall time
@@ -193,7 +229,8 @@ class Bench:
         else:
             cupti = self.timer_factory("cupti")
             count = 30 if short else max(5, min(20, int(0.2 / max(median, 1e-6))))
-            kernel = summarize(measure(call, cupti, FixedCount(count), Warmup(3, 0.0), sync, flush).samples)
+            with phases("integrity"):  # the CUPTI pass serves the integrity checks (and kernel time)
+                kernel = summarize(measure(call, cupti, FixedCount(count), Warmup(3, 0.0), sync, flush).samples)
         extra = []
         if short and kernel.median > 0:
             extra += [("kernel_time_cupti", kernel.median), ("launch_and_sync_overhead", median - kernel.median)]

@@ -19,7 +19,7 @@ every field against cudabench.results.schema):
                     calls_per_sample, clocks, extra, samples[]} | null
 
 Version 2 added error, integrity, host and gpu (absent in version 1 files); stats.ci_low, ci_high and
-precision came later in version 2 (absent in earlier version 2 files; readers treat them as unknown). Times are seconds per call. JSON has no NaN or infinity: they are written as "nan", "inf", "-inf".
+precision and the result's phases {name: seconds} came later in version 2 (absent in earlier version 2 files; readers treat them as unknown). Times are seconds per call. JSON has no NaN or infinity: they are written as "nan", "inf", "-inf".
 
 Writers follow symlinks and replace the target atomically (a symlink stays a symlink), refuse folders,
 devices and FIFOs, and take "-" (or /dev/stdout) for standard output, written directly.
@@ -62,6 +62,7 @@ def result_to_dict(r: Result) -> dict[str, Any]:
         "host": r.host,
         "gpu": r.gpu,
         "integrity": [dataclasses.asdict(c) for c in r.integrity],
+        "phases": dict(r.phases),
         "flops": r.flops,
         "bytes": r.bytes,
         "check": None,
@@ -105,7 +106,8 @@ def result_from_dict(d: Mapping[str, Any]) -> Result:
     return Result(case, d["subject"], d["role"], check=check, measurement=measurement, stats=stats,
                   skipped=d.get("skipped") or "", flops=float(d.get("flops", 0.0)), bytes=float(d.get("bytes", 0.0)),
                   error=d.get("error") or "", host=d.get("host", ""), gpu=d.get("gpu", ""),
-                  integrity=tuple(IntegrityCheck(**i) for i in d.get("integrity", ())))
+                  integrity=tuple(IntegrityCheck(**i) for i in d.get("integrity", ())),
+                  phases=tuple((k, float(v)) for k, v in (d.get("phases") or {}).items()))
 
 
 def document(results: Iterable[Result], env: Environment, command: str = "",

@@ -130,6 +130,7 @@ class Result:
     integrity: tuple[IntegrityCheck, ...] = ()
     host: str = ""                  # where it ran
     gpu: str = ""
+    phases: tuple[tuple[str, float], ...] = ()  # seconds per phase in the worker (measure.subject.PHASES)
 
     @property
     def status(self) -> str:

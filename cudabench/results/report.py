@@ -175,6 +175,24 @@ def isolation_line(results: Sequence[Result], workers: int, integrity: bool) -> 
     return text + (f"; integrity checks on {checked} timed subject(s), {invalid} INVALID" if timed else "")
 
 
+BREAKDOWN = ("start-up", "build", "inputs", "reference", "check", "warm-up", "sampling", "integrity")
+
+
+def time_breakdown(results: Sequence[Result], wall: float, waited: dict[str, float]) -> str:
+    """Where the run's wall time went: the parent's waits for workers to start and build, then each
+    phase summed over the subjects (measure.subject.PHASES), and the rest (planning, messages, saving
+    results, tables) as other."""
+    spent = dict(waited)
+    for r in results:
+        for name, seconds in r.phases:
+            spent[name] = spent.get(name, 0.0) + seconds
+    parts = [f"{name} {spent[name]:.1f} s" for name in BREAKDOWN if spent.get(name, 0.0) >= 0.05]
+    other = wall - sum(spent.values())
+    share = spent.get("sampling", 0.0) / wall if wall > 0 else 0.0
+    return (f"time: {wall:.1f} s wall, {share:.0%} of it timed sampling — " + ", ".join(parts)
+            + f", other {max(0.0, other):.1f} s")
+
+
 def stop_summary(results: Sequence[Result]) -> str:
     reasons = [r.measurement.stop_reason for r in results if r.measurement]
     met = sum(1 for x in reasons if not noisy(x))

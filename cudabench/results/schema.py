@@ -113,6 +113,7 @@ class Result(_Record):
     host: str = ""
     gpu: str = ""
     integrity: list[IntegrityItem] = []
+    phases: dict[str, Number] = {}  # added later in version 2: seconds per phase of the subject
 
 
 class Document(_Record):
