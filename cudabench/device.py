@@ -50,7 +50,36 @@ def environment(settings: dict[str, str] | None = None) -> Environment:
             memory_bytes=int(p.total_memory),
             driver=nvml_driver_version() or "",
         )
+        env.update(zip(("gpu_index", "gpu_uuid"), gpu_identity()))
     return Environment(**env)
+
+
+def gpu_identity() -> tuple[int, str]:
+    """(NVML index, UUID) of torch's current device, found by its UUID: CUDA_VISIBLE_DEVICES
+    renumbers devices for CUDA but not for NVML, so CUDA's device 0 may be NVML's GPU 3.
+    (-1, "") where either is unknown."""
+    global _IDENTITY
+    if _IDENTITY is not None:
+        return _IDENTITY
+    import torch
+
+    uuid, index = "", -1
+    try:
+        uuid = str(torch.cuda.get_device_properties(torch.cuda.current_device()).uuid)
+        uuid = uuid if uuid.startswith(("GPU-", "MIG-")) else f"GPU-{uuid}"
+    except Exception:  # an old torch without .uuid: NVML's numbering is then a guess
+        uuid = ""
+    nv = _nvml()
+    if nv is not None and uuid:
+        try:
+            index = int(nv.nvmlDeviceGetIndex(nv.nvmlDeviceGetHandleByUUID(uuid)))
+        except Exception:
+            index = -1
+    _IDENTITY = (index, uuid)
+    return _IDENTITY
+
+
+_IDENTITY: Optional[tuple[int, str]] = None
 
 
 # ---- NVML (nvidia-ml-py): read-only; cudabench never changes clocks -----------------------------
@@ -91,7 +120,8 @@ def nvml_driver_version() -> Optional[str]:
 
 
 def read_clocks(index: Optional[int] = None) -> Optional[ClockReading]:
-    """SM and memory clocks, max SM clock, temperature and power of the current device, or None."""
+    """SM and memory clocks, max SM clock, temperature and power of the current device (NVML's
+    `index`, by default the one gpu_identity finds), or None."""
     nv = _nvml()
     if nv is None:
         return None
@@ -99,8 +129,10 @@ def read_clocks(index: Optional[int] = None) -> Optional[ClockReading]:
         import torch
 
         if index is None:
-            index = torch.cuda.current_device() if torch.cuda.is_available() else 0
-        h = nv.nvmlDeviceGetHandleByIndex(index)
+            _, uuid = gpu_identity() if torch.cuda.is_available() else (-1, "")
+            h = nv.nvmlDeviceGetHandleByUUID(uuid) if uuid else nv.nvmlDeviceGetHandleByIndex(0)
+        else:
+            h = nv.nvmlDeviceGetHandleByIndex(index)
         return ClockReading(
             sm_mhz=nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM),
             mem_mhz=nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_MEM),

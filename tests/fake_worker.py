@@ -1,7 +1,11 @@
 """A stand-in worker process speaking the real protocol, for CPU tests of the engine. What it does
 with a subject depends on the subject's name: `hang` sleeps forever, `exit` calls os._exit(3),
 `segv` kills itself with SIGSEGV, `garbage` writes a garbled message, `chatty` prints log lines
-first, `broken` reports a broken CUDA context; any other name gets an ok result.
+first, `broken` reports a broken CUDA context, `sleep-S` sleeps S seconds first, `kill-parent`
+kills the process that started it (a Dask worker, say) and `kill-parent-once` does so only the
+first time in a run ($FAKE_MARKER names the file that says it happened); any other name gets an ok
+result. Its GPU is $FAKE_GPU_NAME (default "fake GPU"), UUID $CUDA_VISIBLE_DEVICES (default
+"pid-" and its parent's process id); with $FAKE_FAIL_START set it cannot start.
 
     python tests/fake_worker.py [slow-start]"""
 
@@ -20,6 +24,10 @@ from cudabench.results.model import Check, Measurement, Result  # noqa: E402
 from cudabench.results.stats import summarize  # noqa: E402
 
 
+GPU = os.environ.get("FAKE_GPU_NAME", "fake GPU")
+UUID = os.environ.get("CUDA_VISIBLE_DEVICES") or f"pid-{os.getppid()}"
+
+
 def send(message):
     sys.stdout.write(encode(message))
     sys.stdout.flush()
@@ -29,7 +37,7 @@ def result(request, **fields):
     samples = (1e-3, 1.1e-3, 0.9e-3)
     m = Measurement(samples=samples, timing="sync", warmup_calls=1, warmup_seconds=0.0, stop_reason="test")
     r = Result(case_from_dict(request["case"]), request["subject"], request["role"], check=Check((("out", 0.0),), 1e-5),
-               measurement=m, stats=summarize(samples), host="fake", gpu="fake GPU", **fields)
+               measurement=m, stats=summarize(samples), host="fake", gpu=GPU, gpu_uuid=UUID, **fields)
     return result_to_dict(r)
 
 
@@ -42,13 +50,23 @@ def main():
         if op == "exit":
             return
         if op == "hello":
-            send({"type": "ready", "pid": os.getpid(), "environment": {"gpu": "fake GPU", "hostname": "fake"},
-                  "ceilings": None})
+            if os.environ.get("FAKE_FAIL_START"):
+                send({"type": "error", "message": f"no CUDA device on {UUID}"})
+                continue
+            send({"type": "ready", "pid": os.getpid(), "environment": {"gpu": GPU, "hostname": "fake",
+                                                                        "gpu_uuid": UUID}, "ceilings": None})
         elif op == "build":
             send({"type": "built", "ok": True, "seconds": 0.0, "cache_hit": True})
         elif op == "subject":
             name = request["subject"]
             send({"type": "status", "text": f"running {name}"})
+            if name.startswith("sleep-"):
+                time.sleep(float(name[len("sleep-"):]))
+            if name == "kill-parent" or (name == "kill-parent-once" and not os.path.exists(os.environ["FAKE_MARKER"])):
+                if name == "kill-parent-once":
+                    open(os.environ["FAKE_MARKER"], "w").close()
+                os.kill(os.getppid(), signal.SIGKILL)
+                os._exit(0)
             if name == "hang":
                 time.sleep(3600)
             elif name == "exit":

@@ -8,11 +8,11 @@ from cudabench.engine.workers import InlineWorker, ProcessWorker, worker_command
 
 def inline_runner(options, timer_factory=None, device="cpu", **kw):
     handler = Handler(device=device, timer_factory=timer_factory)
-    return Runner(options, lambda: InlineWorker(handler), **kw)
+    return Runner(options, lambda gpu: InlineWorker(handler), **kw)
 
 
 def process_runner(options, kernels_dirs=(), **kw):
-    return Runner(options, lambda: ProcessWorker(worker_command()), kernels_dirs, **kw)
+    return Runner(options, lambda gpu: ProcessWorker(worker_command()), kernels_dirs, **kw)
 
 
 def run_in_workers(options, tasks, kernels_dirs=()):

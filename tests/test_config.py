@@ -187,3 +187,16 @@ def test_shipped_configs_name_real_kernels_and_baselines(registry):
             for family, _ in registry.resolve(case.kernels):
                 for name in case.baselines or ():
                     assert name == "all" or family.baseline(name)
+
+
+@pytest.mark.parametrize("value, expected", [('"all"', "all"), ("[0, 2]", "0,2"), ("[1]", "1")])
+def test_gpus_and_cluster_keys(tmp_path, value, expected):
+    suite = load_suite(write(tmp_path, f'gpus = {value}\ncluster = "tcp://head:8786"\n[[case]]\nkernels = ["add2"]\n'))
+    assert suite.gpus == expected and suite.cluster == "tcp://head:8786"
+    assert load_suite(write(tmp_path, '[[case]]\nkernels = ["add2"]\n')).gpus is None
+
+
+@pytest.mark.parametrize("value", ['"some"', "[]", "[-1]", "[true]", "2", '["0"]'])
+def test_gpus_key_mistakes(tmp_path, value):
+    error = failure(tmp_path, f'gpus = {value}\n[[case]]\nkernels = ["add2"]\n')
+    assert 'gpus: expected "all" or a list of GPU indices' in error.message

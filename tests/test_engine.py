@@ -83,7 +83,7 @@ def fake_task(registry, *names):
 def test_run_survives_crash_and_hang_and_blames_each_subject_alone(registry):
     started = []
 
-    def start():
+    def start(gpu):
         started.append(1)
         return ProcessWorker(FAKE)
 
@@ -111,30 +111,30 @@ def test_results_before_an_interrupt_are_kept(registry):
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        with Runner(RunOptions(), lambda: ProcessWorker(FAKE), on_result=record) as runner:
+        with Runner(RunOptions(), lambda gpu: ProcessWorker(FAKE), on_result=record) as runner:
             runner.run([fake_task(registry, "a", "b", "c")])
     assert [r.subject for r in runner.results] == ["a", "b"]
-    assert runner._worker is None  # closed on the way out
+    assert runner.lanes[0].worker is None  # closed on the way out
 
 
 def test_a_worker_that_cannot_start_is_a_clear_error(monkeypatch):
-    monkeypatch.setattr("cudabench.engine.scheduler.HELLO_TIMEOUT", 1.0)
-    runner = Runner(RunOptions(), lambda: ProcessWorker([*FAKE, "slow-start"]))
+    monkeypatch.setattr("cudabench.engine.lane.HELLO_TIMEOUT", 1.0)
+    runner = Runner(RunOptions(), lambda gpu: ProcessWorker([*FAKE, "slow-start"]))
     with pytest.raises(WorkerStartError, match="could not start: timed out"):
         runner.start()
 
 
 def test_a_launched_worker_starts_while_the_caller_plans_and_is_closed_if_never_used(registry):
-    runner = Runner(RunOptions(), lambda: ProcessWorker(FAKE))
+    runner = Runner(RunOptions(), lambda gpu: ProcessWorker(FAKE))
     runner.launch()
-    pending = runner._starting
+    pending = runner.lanes[0]._starting
     assert pending is not None and pending.proc.poll() is None
     runner.start()  # the hello sent at launch is answered now
-    assert runner.environment["gpu"] == "fake GPU" and runner._starting is None
+    assert runner.environment["gpu"] == "fake GPU" and runner.lanes[0]._starting is None
     runner.close()
-    unused = Runner(RunOptions(), lambda: ProcessWorker(FAKE))
+    unused = Runner(RunOptions(), lambda gpu: ProcessWorker(FAKE))
     unused.launch()
-    proc = unused._starting.proc
+    proc = unused.lanes[0]._starting.proc
     unused.close()  # e.g. planning raised a user error: the worker must not outlive the command
     assert proc.poll() is not None
 

@@ -58,13 +58,30 @@ def renames(pairs: Optional[List[str]]) -> dict[str, str]:
     return found
 
 
-def start_runner(options: Any, kernels_dirs: Any, settings: Optional[dict] = None, on_result=lambda r: None,
-                 on_status=lambda s: None):
-    """A Runner whose workers are fresh `python -m cudabench.engine.worker` processes."""
+def start_runner(options: Any, kernels_dirs: Any, settings: Optional[dict] = None, gpus: Any = (),
+                 cluster: Optional[str] = None):
+    """A Runner whose workers are fresh `python -m cudabench.engine.worker` processes, one per GPU
+    of `gpus` (none: the default GPU), or on the Dask cluster at `cluster`."""
+    if cluster:
+        from cudabench.engine.cluster import ClusterRunner
+
+        return ClusterRunner(cluster, options, kernels_dirs, settings)
     from cudabench.engine.scheduler import Runner
     from cudabench.engine.workers import ProcessWorker, worker_command
 
-    return Runner(options, lambda: ProcessWorker(worker_command()), kernels_dirs, settings, on_result, on_status)
+    def start(gpu):
+        return ProcessWorker(worker_command(), env={**os.environ, **gpu.env()} if gpu is not None else None)
+
+    return Runner(options, start, kernels_dirs, settings, gpus=gpus)
+
+
+def gpus_of(spec: Optional[str]) -> list:
+    """The GPUs --gpus names (nothing: the default GPU alone)."""
+    if not spec:
+        return []
+    from cudabench.engine.gpus import detect, select
+
+    return select(spec, detect())
 
 
 @dataclass
@@ -161,10 +178,16 @@ def run(
     nvtx_on: bool = typer.Option(False, "--nvtx/--no-nvtx", help="Emit NVTX ranges (for Nsight): build, "
                                  "check, warm-up, each case, the timed region, baselines."),
     nvtx_iterations: bool = typer.Option(False, "--nvtx-iterations", help="Also one NVTX range per timed call."),
+    gpus: Optional[str] = typer.Option(None, "--gpus", help="Spread subjects over this host's GPUs: 'all' or "
+                                       "indices as nvidia-smi numbers them, e.g. 0,2 (one worker each; "
+                                       "default: one GPU)."),
+    cluster: Optional[str] = typer.Option(None, "--cluster", help="Run on a Dask distributed cluster: its "
+                                          "scheduler's address, e.g. tcp://head:8786 (workers started with "
+                                          "--resources GPU=1; needs cudabench[cluster])."),
     kernels_dir: Optional[List[Path]] = KernelsDir,
 ) -> None:
     """Check kernels against the fp64 reference, then time them (and the baseline) correctly, each in
-    an isolated worker process."""
+    an isolated worker process (on one GPU, every GPU of this host, or a Dask cluster)."""
     started = time.perf_counter()
     from cudabench.device import require_gpu
     from cudabench.engine.plan import RunOptions, plan
@@ -188,6 +211,12 @@ def run(
         from cudabench.spec.build import normalize_arch
 
         arch = normalize_arch(arch)
+    gpus = gpus or (suite.gpus if suite else None)
+    cluster = cluster or (suite.cluster if suite else None)
+    if gpus and cluster:
+        raise ShapeError("--gpus and --cluster are alternatives: a cluster's GPUs are its Dask workers.",
+                         "Start one Dask worker per GPU (dask worker ... --resources GPU=1).")
+    chosen = gpus_of(gpus) if gpus and gpu_likely() else []
     options = RunOptions(
         directions=split(direction), baselines=() if no_baseline else split(baseline), timing=policy.timing,
         rule=stop_rule(policy.repeat, policy.min_time, policy.noise, policy.max_time),
@@ -195,16 +224,19 @@ def run(
         renames=renames(record_as), integrity=integrity, nvtx=nvtx_on or nvtx_iterations,
         nvtx_iterations=nvtx_iterations, timeout=policy.timeout)
     settings = {"timing": policy.timing, "cache": "cold" if policy.cold else "hot", "tf32": "off",
-                "integrity": "on" if integrity else "off", **({"config": str(config)} if config else {})}
-    with start_runner(options, kernels_dirs, settings) as runner:
-        if gpu_likely():
+                "integrity": "on" if integrity else "off", **({"config": str(config)} if config else {}),
+                **({"gpus": ",".join(str(g.index) for g in chosen)} if chosen else {}),
+                **({"cluster": cluster} if cluster else {})}
+    with start_runner(options, kernels_dirs, settings, chosen, cluster) as runner:
+        if gpu_likely() and not cluster:
             runner.launch()  # the worker starts (Python, torch, CUDA) while this process plans
         reg = registry(kernels_dirs)
         tasks = plan_suite(reg, suite, options) if suite else plan(reg, kernel, parse_shape(shape), options)
         planned = {n for t in tasks for n in [*(v.name for v in t.variants), *(b.name for b in t.baselines)]}
         for name in set(options.renames) - planned:
             say(("note: ", "yellow"), f"--record-as names {name}, which this run does not time.", console=err)
-        require_gpu()  # after planning: a user's mistake is reported first, with or without a GPU
+        if not cluster:
+            require_gpu()  # after planning: a user's mistake is reported first, with or without a GPU
         with outputs.tables_elsewhere():
             execute(runner, tasks, outputs, "cudabench " + shlex.join(sys.argv[1:]), policy, started)
 
@@ -251,7 +283,8 @@ def execute(runner: Any, tasks: list, outputs: Outputs, command: str, policy: An
         out.print(table)
     print_notes(runner, runner.options, policy)
     if runner.results:
-        detail(report.time_breakdown(runner.results, time.perf_counter() - started, runner.waited))
+        detail(report.time_breakdown(runner.results, time.perf_counter() - started, runner.waited,
+                                     runner.gpu_count))
     if env:
         outputs.save(document(runner.results, env[0], command, runner.seed, hashes), final=True)
     outputs.tell()

@@ -1,37 +1,48 @@
-"""The parent side of a run: hands each planned subject to a worker and records what comes back.
-A worker that dies, hangs past its deadline or breaks the protocol costs only the subject it held:
-that subject is recorded with the reason, the worker is replaced, and the run goes on. Builds are
-requested once per family per worker (the build cache on disk makes a replacement's a cache hit)."""
+"""The parent side of a run: hands each planned subject to a lane (a worker on one GPU, see
+lane.py) and records what comes back. With one GPU (the default) subjects run in plan order in
+this thread. With several (`--gpus`), one thread per GPU takes the next subject as soon as its
+lane is free, longest expected first; the subjects of one case, which are compared with each
+other, all run on one GPU model. Results are recorded as they arrive and put back in plan order
+at the end. Builds happen once per family per worker, one worker at a time (the first compiles,
+the rest find the cache)."""
 
 from __future__ import annotations
 
 import dataclasses
 import random
-import time
+import threading
 from typing import Any, Callable, Optional, Sequence
 
+from cudabench.engine.gpus import Gpu
+from cudabench.engine.lane import Lane, WorkerStartError
 from cudabench.engine.plan import RunOptions, Subject, Task, skips, subjects
 from cudabench.engine.worker import case_to_dict
-from cudabench.engine.workers import Worker, WorkerLost
-from cudabench.errors import CudabenchError
-from cudabench.results.export import result_from_dict
+from cudabench.engine.workers import Worker
 from cudabench.results.model import Result
 
-HELLO_TIMEOUT = 300.0    # a worker's start: Python, torch, CUDA, and the ceilings measured once per GPU
-BUILD_TIMEOUT = 1800.0   # a family's first JIT build (nvcc and the torch binding)
+__all__ = ["Runner", "WorkerStartError", "expected_seconds"]
+
+StartWorker = Callable[[Optional[Gpu]], Worker]
 
 
-class WorkerStartError(CudabenchError):
-    """The worker could not start (no GPU there, a broken install): nothing can run."""
+def expected_seconds(s: Subject) -> float:
+    """A rough guess of one call's time from the family's flop and byte counts (H100-like rates):
+    only the order matters, to start the longest subjects first."""
+    if s.family.work is None:
+        return 0.0
+    try:
+        flops, moved = s.family.work(s.case.params, s.case.direction)
+    except Exception:  # noqa: BLE001 - a guess; a family's own bug shows when it runs
+        return 0.0
+    return flops / 50e12 + moved / 3e12
 
 
 class Runner:
-    def __init__(self, options: RunOptions, start_worker: Callable[[], Worker],
+    def __init__(self, options: RunOptions, start_worker: StartWorker,
                  kernels_dirs: Sequence[Any] = (), settings: Optional[dict[str, str]] = None,
                  on_result: Callable[[Result], None] = lambda r: None,
-                 on_status: Callable[[str], None] = lambda s: None) -> None:
+                 on_status: Callable[[str], None] = lambda s: None, gpus: Sequence[Gpu] = ()) -> None:
         self.options = options
-        self.start_worker = start_worker
         self.on_result = on_result
         self.on_status = on_status
         self.results: list[Result] = []
@@ -39,68 +50,56 @@ class Runner:
         self.hello = {"op": "hello", "kernels_dirs": [str(d) for d in kernels_dirs], "ceilings": options.time,
                       "nvtx": options.nvtx, "nvtx_iterations": options.nvtx_iterations,
                       "settings": settings or {}}
-        self.environment: dict[str, Any] = {}
-        self.ceilings: Optional[dict[str, Any]] = None
-        self.workers_started = 0
-        self.waited = {"start-up": 0.0, "build": 0.0}  # seconds the parent waited for workers to start, build
-        self._worker: Optional[Worker] = None
-        self._starting: Optional[Worker] = None    # launched, hello sent, not yet answered
-        self._loaded: set[str] = set()
+        self.gpus: list[Optional[Gpu]] = list(gpus) or [None]
+        self.lanes = [self._lane(gpu, start_worker) for gpu in self.gpus]
+        self._lock = threading.Lock()          # results, the queue, and the callbacks
+        self._build_locks: dict[str, threading.Lock] = {}
         self._build_failures: dict[str, str] = {}
+        self._stop = threading.Event()
+        self._positions: list[int] = []        # each result's place in the plan
+
+    def _lane(self, gpu: Optional[Gpu], start_worker: StartWorker) -> Lane:
+        prefix = f"GPU {gpu.index}: " if gpu is not None and len(self.gpus) > 1 else ""
+        return Lane(lambda: start_worker(gpu), self.hello, lambda text: self.on_status(prefix + text))
+
+    # ---- what the first lane found (one GPU's view: the table header) ---------------------------
+
+    @property
+    def environment(self) -> dict[str, Any]:
+        return next((lane.environment for lane in self.lanes if lane.environment), {})
+
+    @property
+    def ceilings(self) -> Optional[dict[str, Any]]:
+        return next((lane.ceilings for lane in self.lanes if lane.ceilings), None)
+
+    @property
+    def workers_started(self) -> int:
+        return sum(lane.workers_started for lane in self.lanes)
+
+    @property
+    def gpu_count(self) -> int:
+        return len(self.lanes)
+
+    @property
+    def waited(self) -> dict[str, float]:
+        """Seconds the lanes waited for workers to start and to build, summed over lanes."""
+        return {k: sum(lane.waited[k] for lane in self.lanes) for k in ("start-up", "build")}
 
     # ---- workers ---------------------------------------------------------------------------------
 
     def launch(self) -> None:
-        """Start the first worker's process and send its hello without waiting: its start-up
-        (Python, torch, CUDA) overlaps whatever the caller does next, e.g. planning."""
-        if self._worker is None and self._starting is None:
-            worker = self.start_worker()
-            if hasattr(worker, "send"):
-                worker.send(self.hello)
-                self._starting = worker
-            else:
-                self._starting = None
-                worker.close()
+        """Start every lane's worker without waiting (their start-up overlaps the caller's planning)."""
+        for lane in self.lanes:
+            lane.launch()
 
     def start(self) -> None:
-        """Wait until the first worker is ready (its environment and ceilings are then known)."""
-        self._ready()
-
-    def _ready(self) -> Worker:
-        if self._worker is not None:
-            return self._worker
-        worker, launched, self._starting = self._starting or self.start_worker(), self._starting is not None, None
-        start = time.perf_counter()
-        try:
-            if launched:
-                reply = worker.wait(HELLO_TIMEOUT, self.on_status)
-            else:
-                reply = worker.request(self.hello, HELLO_TIMEOUT, self.on_status)
-        except WorkerLost as lost:
-            worker.close()
-            raise WorkerStartError(f"The worker process could not start: {lost.reason}",
-                                   "Run `cudabench doctor` to see what this machine is missing.") from None
-        if reply.get("type") != "ready":
-            worker.close()
-            error = WorkerStartError(str(reply.get("message", reply)), str(reply.get("hint", "")))
-            error.exit_code = int(reply.get("exit_code", error.exit_code))
-            raise error
-        self.waited["start-up"] += time.perf_counter() - start
-        self.environment, self.ceilings = reply["environment"], reply.get("ceilings")
-        self.workers_started += 1
-        self._worker, self._loaded = worker, set()
-        return worker
-
-    def _replace(self) -> None:
-        if self._worker is not None:
-            self._worker.close()
-        self._worker = None
+        """Wait until the first lane's worker is ready; the others start meanwhile."""
+        self.launch()
+        self.lanes[0].ready()
 
     def close(self) -> None:
-        if self._starting is not None:
-            self._starting.close()
-            self._starting = None
-        self._replace()
+        for lane in self.lanes:
+            lane.close(kill=self._stop.is_set())
 
     def __enter__(self) -> "Runner":
         return self
@@ -111,67 +110,118 @@ class Runner:
     # ---- the run ---------------------------------------------------------------------------------
 
     def run(self, tasks: Sequence[Task]) -> list[Result]:
+        queue: list[tuple[int, Subject]] = []   # (place in the plan, subject)
+        position = 0
         for task in tasks:
             for case in task.cases:
                 for name, role, reason in skips(task, case):
-                    self._record(Result(case, name, role, skipped=reason))
-                for subject in subjects(task, case):
-                    self._run(subject)
+                    self._record(Result(case, name, role, skipped=reason), position)
+                    position += 1
+                for s in subjects(task, case):
+                    queue.append((position, s))
+                    position += 1
+        if len(self.lanes) == 1:
+            self._serve(self.lanes[0], queue)
+            return self.results
+        queue.sort(key=lambda item: (-expected_seconds(item[1]), item[1].role != "baseline", item[0]))
+        try:
+            self._run_lanes(queue)
+        finally:
+            with self._lock:
+                ordered = sorted(zip(self._positions, self.results), key=lambda pair: pair[0])
+                self._positions, self.results = [p for p, _ in ordered], [r for _, r in ordered]
         return self.results
 
-    def _record(self, result: Result) -> None:
-        if result.subject in self.options.renames:
-            result = dataclasses.replace(result, subject=self.options.renames[result.subject])
-        self.results.append(result)
-        self.on_result(result)
+    def _run_lanes(self, queue: list[tuple[int, Subject]]) -> None:
+        pinned: dict[str, str] = {}       # case key -> the GPU model its subjects run on
+        errors: list[BaseException] = []
+        threads = [threading.Thread(target=self._lane_thread, args=(lane, gpu, queue, pinned, errors),
+                                    daemon=True)
+                   for lane, gpu in zip(self.lanes, self.gpus)]
+        self.launch()
+        for thread in threads:
+            thread.start()
+        try:
+            for thread in threads:
+                while thread.is_alive():
+                    thread.join(0.2)
+        except KeyboardInterrupt:
+            self._stop.set()
+            self.close()
+            raise
+        interrupt = next((e for e in errors if isinstance(e, KeyboardInterrupt)), None)
+        if interrupt is not None:
+            raise interrupt
+        starts = [e for e in errors if isinstance(e, WorkerStartError)]
+        if starts and len(starts) == len(self.lanes):
+            raise starts[0]  # no GPU could start a worker: the same error as on one GPU
+        for position, s in list(queue):  # left when every lane of its GPU model failed to start
+            self._record(self._lost(s, {}, f"no worker could start on a {pinned.get(s.case.key(), 'GPU')}: "
+                                           + "; ".join(str(e) for e in starts)), position)
+        queue.clear()
+        other = next((e for e in errors if not isinstance(e, WorkerStartError)), None)
+        if other is not None:
+            raise other
 
-    def _run(self, s: Subject) -> None:
+    def _lane_thread(self, lane: Lane, gpu: Optional[Gpu], queue: list, pinned: dict[str, str],
+                     errors: list) -> None:
+        try:
+            lane.ready()
+            self._serve(lane, queue, pinned, gpu.name if gpu is not None else lane.environment.get("gpu", ""))
+        except BaseException as exc:  # noqa: BLE001 - handed to the main thread, which re-raises
+            if not self._stop.is_set():
+                errors.append(exc)
+                if not isinstance(exc, WorkerStartError):
+                    self._stop.set()
+
+    def _serve(self, lane: Lane, queue: list, pinned: Optional[dict[str, str]] = None, model: str = "") -> None:
+        """Run subjects from the queue on this lane until it is empty (or holds only subjects pinned
+        to another GPU model)."""
+        while not self._stop.is_set():
+            with self._lock:
+                index = next((i for i, (_, s) in enumerate(queue)
+                              if pinned is None or pinned.setdefault(s.case.key(), model) == model), None)
+                if index is None:
+                    return
+                planned, s = queue.pop(index)
+            result = self._attempt(lane, s)
+            if self._stop.is_set():
+                return  # interrupted: what the killed worker said is not a result
+            self._record(result, planned)
+
+    def _attempt(self, lane: Lane, s: Subject) -> Result:
         if s.role == "variant":
-            failure = self._build(s.family.name)
+            failure = self._build(lane, s.family.name)
             if failure:
-                self._record(Result(s.case, s.name, s.role, skipped=f"build failed: {failure}"))
-                return
-        worker = self._ready()
-        self.on_status(f"{s.case.key()}: {s.name}")
+                return Result(s.case, s.name, s.role, skipped=f"build failed: {failure}")
+        lane.ready()
+        lane.on_status(f"{s.case.key()}: {s.name}")
         request = {"op": "subject", "family": s.family.name, "case": case_to_dict(s.case), "subject": s.name,
                    "role": s.role, "settings": dataclasses.asdict(self.options.settings(self.seed))}
-        try:
-            reply = worker.request(request, self.options.timeout, self.on_status)
-        except WorkerLost as lost:
-            self._replace()
-            self._record(self._lost(s, lost.reason))
-            return
-        if reply.get("healthy") is False:
-            self._replace()  # its CUDA context is broken: the next subject gets a fresh worker
-        if reply.get("type") == "result":
-            self._record(result_from_dict(reply["result"]))
-        else:
-            self._record(self._lost(s, str(reply.get("message", reply))))
+        return lane.subject(request, self.options.timeout, lambda reason: self._lost(s, lane.where(), reason))
 
-    def _lost(self, s: Subject, reason: str) -> Result:
-        return Result(s.case, s.name, s.role, error=reason, host=self.environment.get("hostname", ""),
-                      gpu=self.environment.get("gpu", ""))
+    def _build(self, lane: Lane, family: str) -> str:
+        """'' once the family is built in this lane's worker, else why not (remembered for the run:
+        the sources are the same on every GPU)."""
+        with self._lock:
+            lock = self._build_locks.setdefault(family, threading.Lock())
+        with lock:  # one compile at a time; the other lanes then find the cache
+            if family in self._build_failures:
+                return self._build_failures[family]
+            failure = lane.build(family, self.options.arch)
+            if failure:
+                self._build_failures[family] = failure
+            return failure
 
-    def _build(self, family: str) -> str:
-        """'' once the family is built and loaded in the current worker, else why not."""
-        if family in self._build_failures:
-            return self._build_failures[family]
-        worker = self._ready()
-        if family in self._loaded:
-            return ""
-        self.on_status(f"building {family}")
-        start = time.perf_counter()
-        try:
-            reply = worker.request({"op": "build", "family": family, "arch": self.options.arch}, BUILD_TIMEOUT,
-                                   self.on_status)
-        except WorkerLost as lost:
-            self._replace()
-            self._build_failures[family] = lost.reason
-            return lost.reason
-        self.waited["build"] += time.perf_counter() - start
-        if not reply.get("ok"):
-            self._build_failures[family] = str(reply.get("message", reply))
-            return self._build_failures[family]
-        self.on_status(f"built {family} in {reply['seconds']:.1f} s ({'cache hit' if reply['cache_hit'] else 'compiled'})")
-        self._loaded.add(family)
-        return ""
+    @staticmethod
+    def _lost(s: Subject, where: dict[str, Any], reason: str) -> Result:
+        return Result(s.case, s.name, s.role, error=reason, **where)
+
+    def _record(self, result: Result, planned: int = -1) -> None:
+        if result.subject in self.options.renames:
+            result = dataclasses.replace(result, subject=self.options.renames[result.subject])
+        with self._lock:
+            self.results.append(result)
+            self._positions.append(planned)
+            self.on_result(result)
+

@@ -45,7 +45,7 @@ class Handler:
         self.timer_factory = timer_factory
         self.on_status = on_status
         self.bench: Any = None
-        self.where = {"host": socket.gethostname(), "gpu": ""}
+        self.where: dict[str, Any] = {"host": socket.gethostname(), "gpu": "", "gpu_index": -1, "gpu_uuid": ""}
 
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
         op = request.get("op")
@@ -100,7 +100,7 @@ class Handler:
         nvtx.configure(request.get("nvtx", False), backend=os.environ.get("CUDABENCH_NVTX_BACKEND", "nvtx"),
                        iterations=request.get("nvtx_iterations", False))
         env = environment(request.get("settings") or {})
-        self.where["gpu"] = env.gpu
+        self.where.update(gpu=env.gpu, gpu_index=env.gpu_index, gpu_uuid=env.gpu_uuid)
         ceilings = None
         if request.get("ceilings") and self.device == "cuda":
             from cudabench.measure import ceilings as device_ceilings

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
 import statistics
 from dataclasses import asdict, dataclass
 from typing import Callable, Optional
@@ -138,7 +139,10 @@ def save(c: Ceilings) -> None:
         data = {}
     data[f"{c.gpu} / {c.driver}"] = asdict(c)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=1))
+    # atomically: the workers of a multi-GPU run measure and save at the same moment
+    temp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    temp.write_text(json.dumps(data, indent=1))
+    os.replace(temp, path)
 
 
 def get(remeasure: bool = False) -> Optional[Ceilings]:

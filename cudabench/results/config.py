@@ -4,6 +4,8 @@ sweeps), in which directions, against which baselines, with which timing policy.
     name = "timex-ladder"              # optional; default: the file's stem
     description = "..."                # optional
     kernels_dirs = ["../my_kernels"]   # optional; out-of-tree kernel families, relative to this file
+    gpus = "all"                       # optional; "all" or GPU indices [0, 2]: one worker per GPU
+    cluster = "tcp://head:8786"        # optional; run on this Dask scheduler's GPU=1 workers instead
 
     [timing]                           # optional; a key left out keeps `cudabench run`'s default
     timing = "sync"                    # sync | events | graph | cupti
@@ -54,7 +56,7 @@ from cudabench.spec.shapes import parse_value
 
 TIMINGS = ("sync", "events", "graph", "cupti")
 MAX_SHAPES = 10_000  # per case: a slip such as step = 1 up to 2^28 should fail, not run for days
-TOP_KEYS = ("name", "description", "kernels_dirs", "timing", "case")
+TOP_KEYS = ("name", "description", "kernels_dirs", "gpus", "cluster", "timing", "case")
 CASE_KEYS = ("kernels", "shape", "directions", "baselines")
 RANGE_KEYS = ("from", "to", "times", "step")
 INT_TEXT = 'a positive integer (e.g. 768, "1_048_576" or "2^20")'
@@ -101,6 +103,8 @@ class Suite:
     timing: TimingPolicy
     kernels_dirs: tuple[Path, ...]                # absolute
     path: Path
+    gpus: Optional[str] = None                    # "all" or "0,2" (as --gpus takes it)
+    cluster: Optional[str] = None                 # a Dask scheduler's address
 
 
 # ---- errors ------------------------------------------------------------------------------------
@@ -353,7 +357,21 @@ def load_suite(path: Path | str) -> Suite:
         timing=_timing(data.get("timing", {}), f"{path}: timing"),
         kernels_dirs=_kernels_dirs(data.get("kernels_dirs", []), path),
         path=path,
+        gpus=_gpus(data.get("gpus", _MISSING), f"{path}: gpus"),
+        cluster=_text(data, "cluster", path, "") or None,
     )
+
+
+def _gpus(value: Any, where: str) -> Optional[str]:
+    """"all", or a list of GPU indices, as the text --gpus takes."""
+    if value is _MISSING:
+        return None
+    if value == "all":
+        return "all"
+    if (isinstance(value, list) and value
+            and all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < 1024 for i in value)):
+        return ",".join(str(i) for i in value)
+    _fail(where, '"all" or a list of GPU indices (e.g. [0, 2])', value)
 
 
 def swept_parameters(suite: Suite) -> set[str]:

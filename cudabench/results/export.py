@@ -5,13 +5,13 @@ Schema "cudabench.results", version 2 (a reader refuses other names and versions
 every field against cudabench.results.schema):
 
     schema, schema_version, command, seed
-    environment     gpu, capability, sm_count, l2_bytes, memory_bytes, driver, cuda_runtime, torch,
+    environment     gpu, gpu_index, gpu_uuid, capability, sm_count, l2_bytes, memory_bytes, driver, cuda_runtime, torch,
                     python, cudabench, hostname, date (UTC, ISO 8601), settings {name: value}
     source_hashes   {family: sha256 of its sources and cudabench's shared headers}
     results[]       case {family, shape {param: int}, direction, dtype, inputs, key}, subject, role
                     (variant | baseline), status (ok | SKIP | FAIL | ERROR | INVALID), skipped
                     (reason or null), error (the crash, hang or exception's own text, or null),
-                    host, gpu (where it ran), integrity [{name, verdict (pass | fail | not run),
+                    host, gpu, gpu_index, gpu_uuid (where it ran), integrity [{name, verdict (pass | fail | not run),
                     detail}], flops, bytes, check {errors {output: rel error}, tolerance, passed} | null,
                     stats {n, median, q1, q3, min, max, mean, stdev, iqr, noise, ci_low, ci_high,
                     precision (half the median's 95 % interval over the median)} | null,
@@ -19,7 +19,8 @@ every field against cudabench.results.schema):
                     calls_per_sample, clocks, extra, samples[]} | null
 
 Version 2 added error, integrity, host and gpu (absent in version 1 files); stats.ci_low, ci_high and
-precision and the result's phases {name: seconds} came later in version 2 (absent in earlier version 2 files; readers treat them as unknown). Times are seconds per call. JSON has no NaN or infinity: they are written as "nan", "inf", "-inf".
+precision, the result's phases {name: seconds}, gpu_index and gpu_uuid came later in version 2 (absent
+in earlier version 2 files; readers treat them as unknown: index -1, UUID ""). Times are seconds per call. JSON has no NaN or infinity: they are written as "nan", "inf", "-inf".
 
 Writers follow symlinks and replace the target atomically (a symlink stays a symlink), refuse folders,
 devices and FIFOs, and take "-" (or /dev/stdout) for standard output, written directly.
@@ -61,6 +62,8 @@ def result_to_dict(r: Result) -> dict[str, Any]:
         "error": r.error or None,
         "host": r.host,
         "gpu": r.gpu,
+        "gpu_index": r.gpu_index,
+        "gpu_uuid": r.gpu_uuid,
         "integrity": [dataclasses.asdict(c) for c in r.integrity],
         "phases": dict(r.phases),
         "flops": r.flops,
@@ -106,6 +109,7 @@ def result_from_dict(d: Mapping[str, Any]) -> Result:
     return Result(case, d["subject"], d["role"], check=check, measurement=measurement, stats=stats,
                   skipped=d.get("skipped") or "", flops=float(d.get("flops", 0.0)), bytes=float(d.get("bytes", 0.0)),
                   error=d.get("error") or "", host=d.get("host", ""), gpu=d.get("gpu", ""),
+                  gpu_index=int(d.get("gpu_index", -1)), gpu_uuid=d.get("gpu_uuid", ""),
                   integrity=tuple(IntegrityCheck(**i) for i in d.get("integrity", ())),
                   phases=tuple((k, float(v)) for k, v in (d.get("phases") or {}).items()))
 

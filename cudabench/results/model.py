@@ -128,8 +128,10 @@ class Result:
     bytes: float = 0.0
     error: str = ""                 # it crashed, hung or raised: the error's own text
     integrity: tuple[IntegrityCheck, ...] = ()
-    host: str = ""                  # where it ran
+    host: str = ""                  # where it ran: host name, GPU name, NVML index and UUID
     gpu: str = ""
+    gpu_index: int = -1
+    gpu_uuid: str = ""
     phases: tuple[tuple[str, float], ...] = ()  # seconds per phase in the worker (measure.subject.PHASES)
 
     @property
@@ -160,6 +162,8 @@ class Result:
 @dataclass(frozen=True)
 class Environment:
     gpu: str = ""
+    gpu_index: int = -1         # NVML's index (nvidia-smi's), whatever CUDA_VISIBLE_DEVICES says
+    gpu_uuid: str = ""
     capability: str = ""
     sm_count: int = 0
     l2_bytes: int = 0

@@ -178,19 +178,22 @@ def isolation_line(results: Sequence[Result], workers: int, integrity: bool) -> 
 BREAKDOWN = ("start-up", "build", "inputs", "reference", "check", "warm-up", "sampling", "integrity")
 
 
-def time_breakdown(results: Sequence[Result], wall: float, waited: dict[str, float]) -> str:
-    """Where the run's wall time went: the parent's waits for workers to start and build, then each
-    phase summed over the subjects (measure.subject.PHASES), and the rest (planning, messages, saving
-    results, tables) as other."""
+def time_breakdown(results: Sequence[Result], wall: float, waited: dict[str, float], gpus: int = 1) -> str:
+    """Where the run's wall time went: the waits for workers to start and build, then each phase
+    summed over the subjects (measure.subject.PHASES), and the rest (planning, messages, saving
+    results, tables; with several GPUs also a GPU's idle time) as other. With several GPUs the
+    total is wall time × GPUs."""
     spent = dict(waited)
     for r in results:
         for name, seconds in r.phases:
             spent[name] = spent.get(name, 0.0) + seconds
     parts = [f"{name} {spent[name]:.1f} s" for name in BREAKDOWN if spent.get(name, 0.0) >= 0.05]
-    other = wall - sum(spent.values())
-    share = spent.get("sampling", 0.0) / wall if wall > 0 else 0.0
-    return (f"time: {wall:.1f} s wall, {share:.0%} of it timed sampling — " + ", ".join(parts)
-            + f", other {max(0.0, other):.1f} s")
+    total = wall * max(gpus, 1)
+    other = total - sum(spent.values())
+    share = spent.get("sampling", 0.0) / total if total > 0 else 0.0
+    head = (f"time: {wall:.1f} s wall, {share:.0%} of it timed sampling" if gpus <= 1 else
+            f"time: {wall:.1f} s wall on {gpus} GPUs ({total:.1f} GPU-seconds), {share:.0%} of them timed sampling")
+    return head + " — " + ", ".join(parts) + f", other {max(0.0, other):.1f} s"
 
 
 def stop_summary(results: Sequence[Result]) -> str:

@@ -33,6 +33,8 @@ class _Record(BaseModel):
 
 class Environment(_Record):
     gpu: str
+    gpu_index: int = -1
+    gpu_uuid: str = ""
     capability: str
     sm_count: int
     l2_bytes: int
@@ -112,6 +114,8 @@ class Result(_Record):
     error: Optional[str] = None
     host: str = ""
     gpu: str = ""
+    gpu_index: int = -1     # added with --gpus: NVML's index of the GPU it ran on, and its UUID
+    gpu_uuid: str = ""
     integrity: list[IntegrityItem] = []
     phases: dict[str, Number] = {}  # added later in version 2: seconds per phase of the subject
 

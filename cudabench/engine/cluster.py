@@ -1,0 +1,269 @@
+"""A run on a Dask distributed cluster: the same subjects, submitted as Dask tasks to workers that
+declare `--resources GPU=1` (one Dask worker per GPU). On its node each task runs its subject in
+an isolated cudabench worker (a Lane, kept warm between the tasks of one Dask worker), which
+builds the kernels there, with that node's build cache. cudabench plans and orders the tasks
+(longest expected first); Dask places and moves them. A Dask worker lost mid-task: Dask runs
+the task again elsewhere, up to its `distributed.scheduler.allowed-failures`; past that the
+subject is recorded as lost. Nothing is dropped silently.
+
+`distributed` is an optional dependency: `pip install "cudabench[cluster]"`."""
+
+from __future__ import annotations
+
+import atexit
+import dataclasses
+import json
+import random
+import threading
+import time
+from typing import Any, Callable, Optional, Sequence
+
+from cudabench.engine.lane import HELLO_TIMEOUT, Lane
+from cudabench.engine.plan import RunOptions, Subject, Task, skips, subjects
+from cudabench.engine.scheduler import expected_seconds
+from cudabench.engine.worker import case_to_dict
+from cudabench.engine.workers import ProcessWorker, worker_command
+from cudabench.errors import CudabenchError
+from cudabench.results.export import result_from_dict, result_to_dict
+from cudabench.results.model import Result
+
+GPU = {"GPU": 1}
+CONNECT_TIMEOUT = "30s"
+NO_WORKER_GRACE = 120.0   # seconds with work left and no GPU worker in the cluster before giving up
+
+
+class ClusterError(CudabenchError):
+    """No cluster to run on: distributed missing, the scheduler unreachable, no GPU workers."""
+
+
+def require_distributed() -> Any:
+    try:
+        import distributed
+    except ImportError:
+        raise ClusterError("--cluster needs Dask distributed, which is not installed.",
+                           'Install it with: pip install "cudabench[cluster]"') from None
+    return distributed
+
+
+# ---- on a Dask worker ----------------------------------------------------------------------------
+
+_LANES: dict[str, Lane] = {}
+_LANES_LOCK = threading.Lock()
+
+
+def _lane(hello: dict[str, Any], command: Sequence[str]) -> Lane:
+    """This Dask worker's lane for a run's hello: one cudabench worker process, started on first use
+    and kept warm for the next task (it inherits the Dask worker's CUDA_VISIBLE_DEVICES)."""
+    key = json.dumps([hello, list(command)], sort_keys=True)
+    if key not in _LANES:
+        for old in _LANES.values():  # another run's worker: one GPU, one worker
+            old.close()
+        _LANES.clear()
+        argv = list(command) or worker_command()  # by default this node's own Python
+        _LANES[key] = Lane(lambda: ProcessWorker(argv), hello)
+    return _LANES[key]
+
+
+@atexit.register
+def _close_lanes() -> None:
+    for lane in _LANES.values():
+        lane.close()
+
+
+def worker_environment(hello: dict[str, Any], command: Sequence[str]) -> dict[str, Any]:
+    """A Dask task: start this node's cudabench worker and say what it runs on."""
+    with _LANES_LOCK:
+        lane = _lane(hello, command)
+        lane.ready()
+        return {"environment": lane.environment, "ceilings": lane.ceilings}
+
+
+def run_subject(hello: dict[str, Any], command: Sequence[str], build: Optional[dict[str, Any]],
+                request: dict[str, Any], timeout: float) -> dict[str, Any]:
+    """A Dask task: one subject in this node's isolated cudabench worker. Returns the result as a
+    dict and the seconds waited for the worker's start and builds."""
+    with _LANES_LOCK:
+        lane = _lane(hello, command)
+        before = dict(lane.waited)
+        name, role = request["subject"], request["role"]
+
+        def lost(reason: str) -> Result:
+            from cudabench.engine.worker import case_from_dict
+
+            return Result(case_from_dict(request["case"]), name, role, error=reason, **lane.where())
+
+        try:
+            lane.ready()
+        except CudabenchError as exc:
+            result = lost(f"the worker could not start on {lane.where()['host'] or 'this node'}: {exc.message}")
+        else:
+            failure = lane.build(build["family"], build.get("arch")) if build else ""
+            if failure:
+                from cudabench.engine.worker import case_from_dict
+
+                result = Result(case_from_dict(request["case"]), name, role, skipped=f"build failed: {failure}",
+                                **lane.where())
+            else:
+                result = lane.subject(request, timeout, lost)
+        return {"result": result_to_dict(result),
+                "waited": {k: lane.waited[k] - before.get(k, 0.0) for k in lane.waited}}
+
+
+# ---- the parent ----------------------------------------------------------------------------------
+
+class ClusterRunner:
+    """Runner's interface (launch, start, run, close, results, environment, ...) over Dask."""
+
+    def __init__(self, address: str, options: RunOptions, kernels_dirs: Sequence[Any] = (),
+                 settings: Optional[dict[str, str]] = None, command: Optional[Sequence[str]] = None,
+                 on_result: Callable[[Result], None] = lambda r: None,
+                 on_status: Callable[[str], None] = lambda s: None) -> None:
+        self.address = address
+        self.options = options
+        self.command = list(command or ())   # empty: each node runs its own Python's worker
+        self.on_result, self.on_status = on_result, on_status
+        self.results: list[Result] = []
+        self.seed = options.seed if options.seed is not None else random.SystemRandom().randrange(2**31)
+        self.hello = {"op": "hello", "kernels_dirs": [str(d) for d in kernels_dirs], "ceilings": options.time,
+                      "nvtx": options.nvtx, "nvtx_iterations": options.nvtx_iterations,
+                      "settings": settings or {}}
+        self.environment: dict[str, Any] = {}
+        self.ceilings: Optional[dict[str, Any]] = None
+        self.waited = {"start-up": 0.0, "build": 0.0}
+        self.gpu_workers: set[str] = set()      # Dask workers with a GPU resource seen during the run
+        self.departed: list[str] = []           # ... and those that left mid-run
+        self.client: Any = None
+
+    @property
+    def workers_started(self) -> int:
+        return len({(r.host, r.gpu_uuid) for r in self.results if r.host})
+
+    @property
+    def gpu_count(self) -> int:
+        return max(len(self.gpu_workers), 1)
+
+    def launch(self) -> None:
+        pass
+
+    def start(self) -> None:
+        distributed = require_distributed()
+        self.on_status(f"connecting to the Dask scheduler at {self.address}")
+        try:
+            self.client = distributed.Client(self.address, timeout=CONNECT_TIMEOUT, set_as_default=False)
+        except (OSError, TimeoutError, ValueError) as exc:
+            raise ClusterError(f"Cannot reach the Dask scheduler at {self.address}: {exc}",
+                               "Start one with `dask scheduler`, and its workers with "
+                               "`dask worker ADDRESS --nthreads 1 --resources GPU=1` (one per GPU).") from None
+        if not self._watch_workers():
+            raise ClusterError(f"The Dask cluster at {self.address} has no worker with a GPU resource.",
+                               "Start its workers with `--resources GPU=1` (one per GPU).")
+        start = time.perf_counter()
+        future = self.client.submit(worker_environment, self.hello, self.command, resources=GPU, pure=False)
+        try:
+            first = future.result(timeout=HELLO_TIMEOUT)
+        except CudabenchError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a remote failure arrives as its own type
+            raise ClusterError(f"The cudabench worker could not start on the cluster: {exc}") from None
+        self.waited["start-up"] += time.perf_counter() - start
+        self.environment, self.ceilings = first["environment"], first["ceilings"]
+
+    def _watch_workers(self) -> set[str]:
+        """The Dask workers with a GPU resource now; remembers any that left since the last look."""
+        info = self.client.scheduler_info(n_workers=-1)["workers"]
+        now = {addr for addr, w in info.items() if (w.get("resources") or {}).get("GPU", 0) >= 1}
+        self.departed += sorted(self.gpu_workers - now - set(self.departed))
+        self.gpu_workers |= now
+        return now
+
+    def run(self, tasks: Sequence[Task]) -> list[Result]:
+        if self.client is None:
+            self.start()
+        planned: list[tuple[int, Subject]] = []
+        position, positions = 0, []
+        for task in tasks:
+            for case in task.cases:
+                for name, role, reason in skips(task, case):
+                    self._record(Result(case, name, role, skipped=reason), position, positions)
+                    position += 1
+                for s in subjects(task, case):
+                    planned.append((position, s))
+                    position += 1
+        ranked = sorted(planned, key=lambda item: (-expected_seconds(item[1]), item[1].role != "baseline", item[0]))
+        futures = {}
+        for rank, (place, s) in enumerate(ranked):
+            future = self.client.submit(run_subject, self.hello, self.command, self._build_request(s),
+                                        self._request(s), self.options.timeout, resources=GPU, pure=False,
+                                        priority=len(ranked) - rank)
+            futures[future] = (place, s)
+        try:
+            self._collect(futures, positions)
+        except KeyboardInterrupt:
+            self.client.cancel(list(futures))
+            raise
+        finally:
+            order = sorted(range(len(self.results)), key=lambda i: positions[i])
+            self.results[:] = [self.results[i] for i in order]
+        return self.results
+
+    def _collect(self, futures: dict, positions: list[int]) -> None:
+        pending, alone_since = set(futures), None
+        while pending:
+            done = {f for f in pending if f.done()}
+            pending -= done
+            if not done:
+                time.sleep(0.2)
+            for future in sorted(done, key=lambda f: futures[f][0]):
+                place, s = futures[future]
+                self._record(self._outcome(future, s), place, positions)
+            live = self._watch_workers()
+            if pending and not live:
+                alone_since = alone_since or time.monotonic()
+                if time.monotonic() - alone_since > NO_WORKER_GRACE:
+                    for future in pending:
+                        place, s = futures[future]
+                        self._record(Result(s.case, s.name, s.role, error="lost: the cluster has had no GPU "
+                                            f"worker for {NO_WORKER_GRACE:g} s"), place, positions)
+                    self.client.cancel(list(pending))
+                    return
+            else:
+                alone_since = None
+
+    def _outcome(self, future: Any, s: Subject) -> Result:
+        distributed = require_distributed()
+        try:
+            reply = future.result()
+        except distributed.KilledWorker:
+            return Result(s.case, s.name, s.role, error="lost: every Dask worker that ran it died mid-task "
+                          "(distributed.scheduler.allowed-failures reached)")
+        except Exception as exc:  # noqa: BLE001 - the task's own failure, recorded against it
+            return Result(s.case, s.name, s.role, error=f"lost: the Dask task failed: {type(exc).__name__}: {exc}")
+        for key, seconds in reply["waited"].items():
+            self.waited[key] = self.waited.get(key, 0.0) + seconds
+        return result_from_dict(reply["result"])
+
+    def _request(self, s: Subject) -> dict[str, Any]:
+        return {"op": "subject", "family": s.family.name, "case": case_to_dict(s.case), "subject": s.name,
+                "role": s.role, "settings": dataclasses.asdict(self.options.settings(self.seed))}
+
+    def _build_request(self, s: Subject) -> Optional[dict[str, Any]]:
+        return {"family": s.family.name, "arch": self.options.arch} if s.role == "variant" else None
+
+    def _record(self, result: Result, place: int, positions: list[int]) -> None:
+        if result.subject in self.options.renames:
+            result = dataclasses.replace(result, subject=self.options.renames[result.subject])
+        self.results.append(result)
+        positions.append(place)
+        self.on_status(f"{result.case.key()}: {result.subject} {result.status}")
+        self.on_result(result)
+
+    def close(self) -> None:
+        if self.client is not None:
+            self.client.close()  # the user's cluster stays up; only this client leaves
+            self.client = None
+
+    def __enter__(self) -> "ClusterRunner":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

@@ -1,0 +1,131 @@
+"""One lane of a run: a worker process on one GPU, replaced whenever it is lost. It starts the
+worker (Python, torch, CUDA, the GPU's ceilings), builds each family in it once, and turns one
+subject request into one Result, whatever the worker does: a worker that dies, hangs past its
+deadline or breaks the protocol costs only the subject it held, recorded with the reason. The
+local scheduler runs one lane per GPU; a Dask task keeps one per Dask worker (engine/cluster.py)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Optional
+
+from cudabench.engine.workers import Worker, WorkerLost
+from cudabench.errors import CudabenchError
+from cudabench.results.export import result_from_dict
+from cudabench.results.model import Result
+
+HELLO_TIMEOUT = 300.0    # a worker's start: Python, torch, CUDA, and the ceilings measured once per GPU
+BUILD_TIMEOUT = 1800.0   # a family's first JIT build (nvcc and the torch binding)
+
+Status = Callable[[str], None]
+
+
+class WorkerStartError(CudabenchError):
+    """The worker could not start (no GPU there, a broken install): nothing can run."""
+
+
+class Lane:
+    def __init__(self, start_worker: Callable[[], Worker], hello: dict[str, Any],
+                 on_status: Status = lambda s: None) -> None:
+        self.start_worker = start_worker
+        self.hello = hello
+        self.on_status = on_status
+        self.environment: dict[str, Any] = {}
+        self.ceilings: Optional[dict[str, Any]] = None
+        self.workers_started = 0
+        self.waited = {"start-up": 0.0, "build": 0.0}  # seconds spent waiting for the worker to start, build
+        self.worker: Optional[Worker] = None
+        self._starting: Optional[Worker] = None     # launched, hello sent, not yet answered
+        self._loaded: set[str] = set()
+
+    # ---- the worker ------------------------------------------------------------------------------
+
+    def launch(self) -> None:
+        """Start the worker's process and send its hello without waiting: its start-up overlaps
+        whatever the caller does next (planning, other lanes)."""
+        if self.worker is None and self._starting is None:
+            worker = self.start_worker()
+            if hasattr(worker, "send"):
+                worker.send(self.hello)
+                self._starting = worker
+            else:
+                worker.close()
+
+    def ready(self) -> Worker:
+        """The worker, started and greeted (its environment and ceilings are then known)."""
+        if self.worker is not None:
+            return self.worker
+        worker, launched, self._starting = self._starting or self.start_worker(), self._starting is not None, None
+        start = time.perf_counter()
+        try:
+            if launched:
+                reply = worker.wait(HELLO_TIMEOUT, self.on_status)
+            else:
+                reply = worker.request(self.hello, HELLO_TIMEOUT, self.on_status)
+        except WorkerLost as lost:
+            worker.close()
+            raise WorkerStartError(f"The worker process could not start: {lost.reason}",
+                                   "Run `cudabench doctor` to see what this machine is missing.") from None
+        if reply.get("type") != "ready":
+            worker.close()
+            error = WorkerStartError(str(reply.get("message", reply)), str(reply.get("hint", "")))
+            error.exit_code = int(reply.get("exit_code", error.exit_code))
+            raise error
+        self.waited["start-up"] += time.perf_counter() - start
+        self.environment, self.ceilings = reply["environment"], reply.get("ceilings")
+        self.workers_started += 1
+        self.worker, self._loaded = worker, set()
+        return worker
+
+    def replace(self) -> None:
+        """Drop the worker; the next request starts a fresh one."""
+        if self.worker is not None:
+            self.worker.close()
+        self.worker = None
+
+    def close(self, kill: bool = False) -> None:
+        for worker in (self._starting, self.worker):
+            if worker is not None:
+                (worker.kill if kill and hasattr(worker, "kill") else worker.close)()
+        self._starting = self.worker = None
+
+    # ---- requests --------------------------------------------------------------------------------
+
+    def build(self, family: str, arch: Optional[str]) -> str:
+        """'' once the family is built and loaded in the current worker, else why not."""
+        worker = self.ready()
+        if family in self._loaded:
+            return ""
+        self.on_status(f"building {family}")
+        start = time.perf_counter()
+        try:
+            reply = worker.request({"op": "build", "family": family, "arch": arch}, BUILD_TIMEOUT, self.on_status)
+        except WorkerLost as lost:
+            self.replace()
+            return lost.reason
+        self.waited["build"] += time.perf_counter() - start
+        if not reply.get("ok"):
+            return str(reply.get("message", reply))
+        self.on_status(f"built {family} in {reply['seconds']:.1f} s ({'cache hit' if reply['cache_hit'] else 'compiled'})")
+        self._loaded.add(family)
+        return ""
+
+    def subject(self, request: dict[str, Any], timeout: float, lost: Callable[[str], Result]) -> Result:
+        """Run one subject request; `lost(reason)` makes the result when the worker fails it."""
+        worker = self.ready()
+        try:
+            reply = worker.request(request, timeout, self.on_status)
+        except WorkerLost as gone:
+            self.replace()
+            return lost(gone.reason)
+        if reply.get("healthy") is False:
+            self.replace()  # its CUDA context is broken: the next subject gets a fresh worker
+        if reply.get("type") == "result":
+            return result_from_dict(reply["result"])
+        return lost(str(reply.get("message", reply)))
+
+    def where(self) -> dict[str, Any]:
+        """The host and GPU fields of a Result that ran (or was lost) here."""
+        env = self.environment
+        return {"host": env.get("hostname", ""), "gpu": env.get("gpu", ""),
+                "gpu_index": int(env.get("gpu_index", -1)), "gpu_uuid": env.get("gpu_uuid", "")}

@@ -1,0 +1,114 @@
+"""Runs on a Dask distributed cluster, on the CPU: a LocalCluster of worker processes that declare
+GPU=1, each running stand-in cudabench workers (tests/fake_worker.py) for fake subjects."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+distributed = pytest.importorskip("distributed")
+import dask  # noqa: E402
+
+from cudabench.engine.cluster import ClusterError, ClusterRunner  # noqa: E402
+from cudabench.engine.plan import RunOptions, Task  # noqa: E402
+from cudabench.measure.stop import FixedCount  # noqa: E402
+from cudabench.results.model import Case  # noqa: E402
+from cudabench.spec.family import Variant  # noqa: E402
+
+FAKE = [sys.executable, str(Path(__file__).parent / "fake_worker.py")]
+
+
+def local_cluster(workers=2, processes=True, gpu=True):
+    return distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=processes,
+                                    resources={"GPU": 1} if gpu else None, dashboard_address=":0", silence_logs=50)
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with local_cluster() as c:
+        yield c
+
+
+def task(registry, *names):
+    family = registry.family("add2")
+    variants = tuple(Variant(n, "fake", bind=lambda e: None) for n in names)
+    return Task(family, (Case("add2", (("n", 64),)),), variants, ())
+
+
+def run(address, registry, names, **options):
+    seen = []
+    with ClusterRunner(address, RunOptions(rule=FixedCount(3), timeout=30.0, **options), command=FAKE,
+                       on_result=seen.append) as runner:
+        runner.start()
+        results = runner.run([task(registry, *names)])
+    return results, seen, runner
+
+
+def test_subjects_run_on_the_clusters_gpu_workers_in_plan_order(cluster, registry):
+    names = [f"sleep-0.{i}" for i in range(1, 7)]
+    results, seen, runner = run(cluster.scheduler_address, registry, names)
+    assert [r.subject for r in results] == names and [r.status for r in results] == ["ok"] * 6
+    assert len(seen) == 6
+    assert len({r.gpu_uuid for r in results}) == 2  # both Dask workers ran subjects
+    assert runner.environment["gpu"] == "fake GPU" and runner.gpu_count == 2
+
+
+def test_a_crash_in_the_isolated_worker_costs_that_subject_only(cluster, registry):
+    results, _, _ = run(cluster.scheduler_address, registry, ["a", "segv", "b", "exit"])
+    assert {r.subject: r.status for r in results} == {"a": "ok", "segv": "ERROR", "b": "ok", "exit": "ERROR"}
+    assert "SIGSEGV" in results[1].error and results[1].host == "fake"
+
+
+def test_a_dask_worker_lost_mid_run_has_its_subject_run_again_elsewhere(registry, tmp_path, monkeypatch):
+    monkeypatch.setenv("FAKE_MARKER", str(tmp_path / "killed"))
+    with local_cluster() as c:
+        results, _, runner = run(c.scheduler_address, registry, ["a", "kill-parent-once", "b", "c"])
+    assert (tmp_path / "killed").exists()  # a Dask worker did die mid-task
+    assert [(r.subject, r.status) for r in results] == [("a", "ok"), ("kill-parent-once", "ok"), ("b", "ok"),
+                                                        ("c", "ok")]
+    assert runner.departed  # and the run noticed
+
+
+def test_a_subject_that_kills_every_worker_is_recorded_as_lost(registry):
+    with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
+        with local_cluster() as c:
+            results, _, _ = run(c.scheduler_address, registry, ["a", "kill-parent", "b"])
+    status = {r.subject: (r.status, r.error) for r in results}
+    assert status["a"][0] == "ok" and status["b"][0] == "ok"
+    assert status["kill-parent"][0] == "ERROR" and "died mid-task" in status["kill-parent"][1]
+
+
+def test_no_scheduler_or_no_gpu_workers_is_a_clear_error(registry, monkeypatch):
+    monkeypatch.setattr("cudabench.engine.cluster.CONNECT_TIMEOUT", "2s")
+    with pytest.raises(ClusterError, match="Cannot reach the Dask scheduler at tcp://127.0.0.1:1"):
+        ClusterRunner("tcp://127.0.0.1:1", RunOptions()).start()
+    with local_cluster(workers=1, processes=False, gpu=False) as c:
+        with pytest.raises(ClusterError, match="no worker with a GPU resource"):
+            ClusterRunner(c.scheduler_address, RunOptions()).start()
+
+
+# ---- through the command line ----------------------------------------------------------------------
+
+def cli(*args):
+    from typer.testing import CliRunner
+
+    from cudabench.cli.app import app
+
+    return CliRunner().invoke(app, list(args))
+
+
+def test_run_on_a_cluster_of_machines_without_gpus_says_so(cluster):
+    res = cli("run", "-k", "add2", "--cluster", cluster.scheduler_address)
+    assert res.exit_code == 2, res.output
+    assert "No CUDA device" in res.output and "Traceback" not in res.output
+
+
+def test_without_distributed_the_message_says_what_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "distributed", None)
+    res = cli("run", "-k", "add2", "--cluster", "tcp://127.0.0.1:1")
+    assert res.exit_code == 2 and 'pip install "cudabench[cluster]"' in res.output
+
+
+def test_gpus_and_cluster_are_alternatives():
+    res = cli("run", "-k", "add2", "--gpus", "all", "--cluster", "tcp://127.0.0.1:1")
+    assert res.exit_code == 2 and "--gpus and --cluster are alternatives" in res.output
