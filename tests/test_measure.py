@@ -101,3 +101,33 @@ def test_a_timer_that_records_nothing_is_an_error_not_a_hang():
 
     with pytest.raises(RuntimeError, match="recorded nothing"):
         run(Silent([1.0]), FixedCount(3))
+
+
+def test_activity_per_call_counts_gpu_work_inside_each_call_range_once():
+    from cudabench.measure.timers import CALL_RANGE, Activity, activity_per_call
+
+    events = [Activity(CALL_RANGE, False, 0.0, 100.0, True), Activity(CALL_RANGE, False, 200.0, 300.0, True),
+              Activity("aten::add", False, 5.0, 20.0),
+              Activity(CALL_RANGE, True, 10.0, 90.0, True),          # the range's GPU shadow: not work
+              Activity("k1", True, 10.0, 50.0), Activity("k2", True, 40.0, 60.0),   # overlapping streams
+              Activity("flush", True, 150.0, 190.0),                 # between calls: belongs to none
+              Activity("k1", True, 210.0, 230.0)]
+    first, second = activity_per_call(events)
+    assert (first.count, first.seconds, first.busy) == (2, 60e-6, 50e-6)
+    assert (second.count, second.seconds, second.busy) == (1, 20e-6, 20e-6)
+
+
+def test_recorded_reads_a_kineto_session_without_building_function_events():
+    import torch
+    from torch.autograd.profiler import record_function
+
+    from cudabench.measure.timers import CALL_RANGE, cupti_session, recorded
+
+    with cupti_session() as prof:
+        with record_function(CALL_RANGE):
+            torch.ones(8).add_(1)
+    events = recorded(prof)
+    call = [e for e in events if e.name == CALL_RANGE]
+    assert len(call) == 1 and not call[0].on_gpu and call[0].annotation and call[0].end > call[0].start
+    assert any(e.name == "aten::add_" and call[0].start <= e.start <= call[0].end for e in events)
+    assert prof._function_events is None  # never built

@@ -9,7 +9,7 @@ from typing import Any, Callable, Optional
 from cudabench import nvtx
 from cudabench.measure.loop import Warmup, measure
 from cudabench.measure.stop import FixedCount
-from cudabench.measure.timers import EventTimer, cupti_session, gpu_activity
+from cudabench.measure.timers import EventTimer, cupti_session, gpu_activity, recorded
 from cudabench.results.stats import summarize
 
 CALL_SUFFIX = " call"
@@ -56,5 +56,5 @@ def torch_profile(call: Callable[[], Any], name: str, iterations: int, trace_pat
                 torch.cuda.synchronize()
     if trace_path is not None:
         prof.export_chrome_trace(str(trace_path))
-    activity = gpu_activity(list(prof.function_events), {name + CALL_SUFFIX})
-    return [[e.name, e.time_range.elapsed_us() / 1e6] for e in activity]
+    activity = gpu_activity(recorded(prof), {name + CALL_SUFFIX})
+    return [[e.name, (e.end - e.start) / 1e6] for e in activity]

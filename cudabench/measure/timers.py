@@ -154,20 +154,43 @@ class CallActivity:
     busy: float
 
 
-def activity_per_call(events: list[Any], range_name: str = CALL_RANGE) -> list[CallActivity]:
-    """GPU activity (kernels, memcpy, memset) inside each `range_name` host range. The range
-    encloses the call and a device-wide synchronize, so all its GPU work — on any stream — lies
-    inside it and nothing queued before (an L2 flush) does. Timestamps are profiler µs on one clock."""
+@dataclass(frozen=True)
+class Activity:
+    """One event of a CUPTI session: a host range or op (on_gpu False), or a kernel, copy or set on
+    the GPU. Times in µs on the profiler's one clock."""
+
+    name: str
+    on_gpu: bool
+    start: float
+    end: float
+    annotation: bool = False    # a record_function range (on the GPU: its shadow over the kernels)
+
+
+def recorded(prof: Any) -> list[Activity]:
+    """A finished session's events straight from Kineto. Not `function_events`: building those
+    costs Python time per host op, and a cuDNN baseline records dozens of ops per call (half a
+    second per subject in the CUPTI pass)."""
     from torch.autograd import DeviceType
 
-    calls = sorted((e.time_range.start, e.time_range.end) for e in events
-                   if e.name == range_name and e.device_type == DeviceType.CPU)
+    found = []
+    for e in prof.kineto_results.events():
+        start = e.start_ns() / 1e3
+        found.append(Activity(e.name(), e.device_type() == DeviceType.CUDA, start, start + e.duration_ns() / 1e3,
+                              bool(getattr(e, "is_user_annotation", lambda: False)())))
+    return found
+
+
+def activity_per_call(events: list[Activity], range_name: str = CALL_RANGE) -> list[CallActivity]:
+    """GPU activity (kernels, memcpy, memset) inside each `range_name` host range. The range
+    encloses the call and a device-wide synchronize, so all its GPU work — on any stream — lies
+    inside it and nothing queued before (an L2 flush) does."""
+    calls = sorted((e.start, e.end) for e in events if e.name == range_name and not e.on_gpu)
     starts = [s for s, _ in calls]
     spans: list[list[tuple[float, float]]] = [[] for _ in calls]
     for e in gpu_activity(events, {range_name}):
-        i = bisect.bisect_right(starts, e.time_range.start) - 1
-        if i >= 0 and e.time_range.start <= calls[i][1]:
-            spans[i].append((e.time_range.start, e.time_range.end))
+        i = bisect.bisect_right(starts, e.start) - 1
+        if i >= 0 and e.start <= calls[i][1]:
+            spans[i].append((e.start, e.end))
     return [CallActivity(sum(b - a for a, b in s) / 1e6, len(s), union_length(s) / 1e6) for s in spans]
 
 
@@ -181,20 +204,17 @@ def union_length(spans: list[tuple[float, float]]) -> float:
     return total
 
 
-def gpu_activity(events: list[Any], ranges: set[str]) -> list[Any]:
+def gpu_activity(events: list[Activity], ranges: set[str]) -> list[Activity]:
     """Kernels, copies and sets on the GPU — not the GPU-side shadows of record_function ranges
     (user annotations, named like the `ranges`), which span the same kernels and would count
     them twice."""
-    from torch.autograd import DeviceType
-
-    return [e for e in events if e.device_type == DeviceType.CUDA
-            and not getattr(e, "is_user_annotation", False) and e.name not in ranges]
+    return [e for e in events if e.on_gpu and not e.annotation and e.name not in ranges]
 
 
 @contextlib.contextmanager
 def cupti_session() -> Iterator[Any]:
     """CPU ranges and GPU activity recorded through Kineto and CUPTI; `.function_events` after
-    the block. torch.autograd.profiler.profile directly: torch.profiler.profile wraps it but first
+    the block (read them with `recorded`). torch.autograd.profiler.profile directly: torch.profiler.profile wraps it but first
     imports Inductor's configuration, seconds of Python on a cold machine that every worker paid."""
     from torch.autograd.profiler import profile
 
@@ -228,8 +248,7 @@ class CuptiTimer:
                 with record_function(CALL_RANGE):
                     call()
                     torch.cuda.synchronize()
-        events = list(prof.function_events)
-        per_call = activity_per_call(events)
+        per_call = activity_per_call(recorded(prof))
         self.counts += [a.count for a in per_call]
         self.busy += [a.busy for a in per_call]
         return [a.seconds for a in per_call]
