@@ -66,6 +66,8 @@ def test_too_noisy_to_say():
     comparison, row = only_row(one(1e-3, spread=0.4, n=12, seed=1), one(1.1e-3, spread=0.4, n=12, seed=2))
     assert row.verdict == "too noisy" and not row.regressed and comparison.exit_code == 0
     assert row.low < 1 < row.high
+    assert "old median ±" in row.note and "new median ±" in row.note and "--noise" in row.note  # which side, what to do
+    assert row.old_precision > 0.025 and row.new_precision > 0.025
 
 
 def test_too_few_samples_are_too_noisy_with_a_note():
@@ -296,7 +298,7 @@ def test_cli_json_verdicts_to_a_file(tmp_path):
     assert row["old_median"] == pytest.approx(1e-3, rel=0.01) and row["new_median"] == pytest.approx(1.2e-3, rel=0.01)
     assert row["old_n"] == row["new_n"] == 200 and row["low"] < row["ratio"] < row["high"]
     assert verdicts["only_old"] == [{"key": "timex[B=32,C=768,T=768]/fwd", "subject": "timex-v3",
-                                     "reason": "SKIP in new: constraint: T must be a multiple of 4"}]
+                                     "reason": "SKIP in new: constraint: T must be a multiple of 4", "gpu": ""}]
     assert verdicts["failed"] == [] and len(verdicts["problems"]) == 2
 
 
@@ -314,7 +316,7 @@ def test_cli_markdown_to_a_file_and_to_standard_output(tmp_path):
     assert res.exit_code == 1 and text.startswith("**cudabench compare**: **FAIL** (exit 1) · threshold 5%")
     table = [line for line in text.splitlines() if line.startswith("|")]
     assert table[0] == "| case | kernel | old median | new median | new/old | verdict | note |"
-    assert table[2].startswith("| timex[B=32,C=768,T=768]/fwd | timex-v4 | 1.000 ms | 1.20") and "REGRESSION**" in table[2]
+    assert table[2].startswith("| timex[B=32,C=768,T=768]/fwd | timex-v4 | 1.000 ms ±0.1% | 1.20") and "REGRESSION**" in table[2]
     assert "- missing in new: timex[B=32,C=768,T=768]/fwd timex-v3 was measured in old" in text
     res = slower_by_a_fifth(tmp_path, "--markdown", "-")
     assert res.stdout == text and "new vs old" in res.stderr
@@ -328,3 +330,33 @@ def test_cli_both_outputs_on_standard_output_is_refused(tmp_path):
 def test_cli_an_output_that_cannot_be_written_is_refused_before_comparing(tmp_path):
     res = compare_cli(tmp_path, one(1e-3), one(1e-3), "--json", "/dev/null")
     assert res.exit_code == 2 and "/dev/null: it is a character device" in said(res) and "new vs old" not in res.output
+
+
+def on(gpu, result):
+    return replace(result, gpu=gpu)
+
+
+def test_results_from_several_gpu_models_are_matched_per_model():
+    h100, h200 = "NVIDIA H100 80GB HBM3", "NVIDIA H200"
+    old = doc([on(h100, measured("timex", SHAPE, "timex-v4", 1e-3)), on(h200, measured("timex", SHAPE, "timex-v4", 0.8e-3))])
+    new = doc([on(h200, measured("timex", SHAPE, "timex-v4", 1e-3, seed=5)),
+               on(h100, measured("timex", SHAPE, "timex-v4", 1e-3, seed=6))])
+    comparison = compare_documents(old, new)
+    verdicts = {r.gpu: (r.verdict, r.regressed) for r in comparison.rows}
+    assert verdicts == {h100: ("same", False), h200: ("slower", True)}  # not H100's old against H200's new
+    assert comparison.problems == ("regression beyond 5%: timex-v4 timex[B=32,C=768,T=768]/fwd on NVIDIA H200",)
+
+
+def test_a_gpu_model_measured_in_old_only_is_missing_in_new():
+    old = doc([on("A", measured("timex", SHAPE, "timex-v4", 1e-3)), on("B", measured("timex", SHAPE, "timex-v4", 1e-3))])
+    new = doc([on("A", measured("timex", SHAPE, "timex-v4", 1e-3, seed=3))])
+    comparison = compare_documents(old, new)
+    assert [(u.subject, u.gpu) for u in comparison.only_old] == [("timex-v4", "B")] and comparison.exit_code == 1
+
+
+def test_one_model_against_another_is_a_deliberate_comparison_across_gpus():
+    from cudabench.results.model import Environment
+
+    new_env = replace(Environment(), gpu="NVIDIA H200")
+    comparison = compare_documents(one(1e-3), doc([measured("timex", SHAPE, "timex-v4", 0.7e-3)], env=new_env))
+    assert [(r.verdict, r.gpu) for r in comparison.rows] == [("faster", "")]

@@ -149,3 +149,21 @@ def test_each_result_says_where_its_time_went_and_the_breakdown_adds_up(registry
     line = report.time_breakdown(results, wall=spent + 1.0, waited={"start-up": 0.5, "build": 0.0})
     assert line.startswith(f"time: {spent + 1.0:.1f} s wall") and "start-up 0.5 s" in line
     assert line.endswith("other 0.5 s") and "timed sampling" in line
+
+
+def test_tables_are_grouped_per_gpu_model_and_skips_join_their_case():
+    from dataclasses import replace
+
+    from synthetic import measured, skipped
+
+    shape = {"B": 32, "C": 768, "T": 768}
+    results = [replace(measured("timex", shape, "timex-v4", 1e-3), gpu="NVIDIA H200"),
+               skipped("timex", shape, "timex-v3"),
+               replace(measured("timex", {"B": 8, "C": 768, "T": 768}, "timex-v4", 1e-3), gpu="NVIDIA A100"),
+               replace(measured("timex", shape, "conv1d", 4e-3, role="baseline"), gpu="NVIDIA H200")]
+    made = report.tables(results)
+    assert [t.title for t in made] == ["timex  B=32,C=768,T=768  float32  on NVIDIA H200",
+                                       "timex  B=8,C=768,T=768  float32  on NVIDIA A100"]
+    assert made[0].row_count == 3  # the skip sits with its case, on the model the case ran on
+    one_model = report.tables([replace(r, gpu="NVIDIA H200") for r in results[:2]])
+    assert [t.title for t in one_model] == ["timex  B=32,C=768,T=768  float32"]

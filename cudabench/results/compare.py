@@ -16,6 +16,13 @@ results measured on one side only are listed, not dropped; so are pairs timed di
 events, hot vs cold), which are not comparable. An INVALID result (it failed an integrity check) or an
 ERROR (it crashed or hung) is never compared.
 
+Results are matched by case, subject and GPU model (a result's `gpu`, else its document's): a run
+spread over several GPU models compares each model with itself. Two documents from one model each,
+different ones (an H100 run against an H200 run), are matched by case and subject alone, as a
+deliberate comparison across GPUs; `compare` prints the environment differences above the table.
+Each side's recorded 95 % interval of its median (`stats.precision`) is shown beside it; a "too
+noisy" verdict says which side was not measured precisely enough.
+
 The exit code is 1 (a CI gate) when any of these holds, else 0:
 
 - a pair regresses;
@@ -29,8 +36,11 @@ The exit code is 1 (a CI gate) when any of these holds, else 0:
     schema, schema_version, threshold (a fraction: 0.05 is 5 %), allow_missing, exit_code,
     problems[]      why the exit code is 1, one sentence each (empty when it is 0)
     rows[]          key, subject, role, old_median, new_median (seconds per call), old_n, new_n,
-                    ratio (new/old), low, high (its 95 % interval), verdict, regressed, note
-    only_old[], only_new[], unmeasured[], failed[]      {key, subject, reason}: measured in old only,
+                    ratio (new/old), low, high (its 95 % interval), verdict, regressed, note, gpu
+                    (the GPU model matched on; "" when all results share one, or matched across models), old_precision,
+                    new_precision (half the recorded 95 % interval of each median, relative; NaN if
+                    not recorded)
+    only_old[], only_new[], unmeasured[], failed[]      {key, subject, reason, gpu}: measured in old only,
                     in new only, in neither (or timed differently), INVALID or ERROR
 """
 
@@ -52,7 +62,7 @@ SEED = 20240601       # fixed: the same two files always give the same verdicts
 MIN_SAMPLES = 3
 VERDICTS = ("same", "slower", "faster", "too noisy")
 
-Key = tuple[str, str]  # (case key, subject)
+Key = tuple[str, str, str]  # (case key, subject, GPU model or "")
 
 
 @dataclass(frozen=True)
@@ -72,6 +82,9 @@ class Row:
     verdict: str         # one of VERDICTS
     regressed: bool
     note: str = ""       # e.g. the two sides were timed differently
+    gpu: str = ""        # the GPU model both ran on ("" when matched across models)
+    old_precision: float = math.nan   # half each median's recorded 95 % interval, relative
+    new_precision: float = math.nan
 
 
 @dataclass(frozen=True)
@@ -81,6 +94,7 @@ class Unmatched:
     key: str
     subject: str
     reason: str          # why there is nothing to compare it with
+    gpu: str = ""
 
 
 @dataclass(frozen=True)
@@ -102,19 +116,23 @@ class Comparison:
     def problems(self) -> tuple[str, ...]:
         """Why the gate fails, one sentence each; empty when it passes."""
         lines = list(self.nothing_measured)
-        lines += [f"failed: {u.key} {u.subject}: {u.reason}" for u in self.failed]
+        lines += [f"failed: {u.key}{_on(u.gpu)} {u.subject}: {u.reason}" for u in self.failed]
         if not self.allow_missing:
-            failed = {(u.key, u.subject) for u in self.failed}
-            lines += [f"missing in new: {u.key} {u.subject} was measured in old, now {u.reason}"
-                      for u in self.only_old if (u.key, u.subject) not in failed]
+            failed = {(u.key, u.subject, u.gpu) for u in self.failed}
+            lines += [f"missing in new: {u.key}{_on(u.gpu)} {u.subject} was measured in old, now {u.reason}"
+                      for u in self.only_old if (u.key, u.subject, u.gpu) not in failed]
         if self.regressions:
-            names = ", ".join(f"{r.subject} {r.key}" for r in self.regressions)
+            names = ", ".join(f"{r.subject} {r.key}{_on(r.gpu)}" for r in self.regressions)
             lines.append(f"regression beyond {percent(self.threshold)}: {names}")
         return tuple(lines)
 
     @property
     def exit_code(self) -> int:
         return 1 if self.problems else 0
+
+
+def _on(gpu: str) -> str:
+    return f" on {gpu}" if gpu else ""
 
 
 def percent(fraction: float) -> str:
@@ -218,9 +236,32 @@ def _nothing_measured(doc: Mapping[str, Any], side: str) -> list[str]:
     return [f"nothing measured in {side}: the {side} results have no measured result ({has})"]
 
 
-def _by_key(doc: Mapping[str, Any]) -> dict[Key, Mapping[str, Any]]:
-    """Results by (case key, subject), in document order; a repeated one keeps its last copy."""
-    return {(r["case"]["key"], r["subject"]): r for r in doc.get("results", [])}
+def gpu_models(doc: Mapping[str, Any]) -> set[str]:
+    return {_model(doc, r) for r in doc.get("results", [])} - {""}
+
+
+def _model(doc: Mapping[str, Any], result: Mapping[str, Any]) -> str:
+    return str(result.get("gpu") or (doc.get("environment") or {}).get("gpu") or "")
+
+
+def _by_key(doc: Mapping[str, Any], per_model: bool) -> dict[Key, Mapping[str, Any]]:
+    """Results by (case key, subject, GPU model), in document order; a repeated one keeps its last
+    copy. A result without a GPU (skipped before it ran) takes the model its case ran on."""
+    results = list(doc.get("results", []))
+    ran_on = {r["case"]["key"]: _model(doc, r) for r in results if _model(doc, r)}
+    found = {}
+    for r in results:
+        model = (_model(doc, r) or ran_on.get(r["case"]["key"], "")) if per_model else ""
+        found[(r["case"]["key"], r["subject"], model)] = r
+    return found
+
+
+def _precision(result: Mapping[str, Any]) -> float:
+    value = (result.get("stats") or {}).get("precision")
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
 
 
 def _why_not_measured(result: Optional[Mapping[str, Any]], side: str) -> str:
@@ -239,29 +280,41 @@ def _timing(result: Mapping[str, Any]) -> str:
 
 
 def compare_pair(old: Mapping[str, Any], new: Mapping[str, Any], xs_old: np.ndarray, xs_new: np.ndarray,
-                 threshold: float) -> Row:
+                 threshold: float, gpu: str = "") -> Row:
     """Verdict for one subject on one case; both sides have samples."""
     ratio = float(np.median(xs_new) / np.median(xs_old))
     low, high = ratio_interval(xs_old, xs_new)
     few = min(xs_old.size, xs_new.size) < MIN_SAMPLES
     said = "too noisy" if few else verdict(low, high, threshold)
+    precision = {"old": _precision(old), "new": _precision(new)}
     notes = [f"fewer than {MIN_SAMPLES} samples"] if few else []
+    if said == "too noisy":  # say which side's median is not known well enough to decide
+        vague = [f"{side} median ±{p:.1%}" for side, p in precision.items() if p == p and p > threshold / 2]
+        notes += vague and [", ".join(vague) + " (95 %): measure again with a smaller --noise or a longer --max-time"]
     return Row(new["case"]["key"], new["subject"], new.get("role", ""), float(np.median(xs_old)),
                float(np.median(xs_new)), int(xs_old.size), int(xs_new.size), ratio, low, high, said,
-               said == "slower" and ratio > 1 + threshold, "; ".join(notes))
+               said == "slower" and ratio > 1 + threshold, "; ".join(notes), gpu, precision["old"], precision["new"])
 
 
 def _failures(olds: Mapping[Key, Mapping[str, Any]], news: Mapping[Key, Mapping[str, Any]]) -> list[Unmatched]:
     """INVALID results on either side and ERROR results in new: failures whatever else happened."""
-    failed = [Unmatched(*key, _failure(r, "old")) for key, r in olds.items() if r.get("status") == "INVALID"]
-    return failed + [Unmatched(*key, _failure(r)) for key, r in news.items() if _failure(r)]
+    failed = [_unmatched(key, _failure(r, "old")) for key, r in olds.items() if r.get("status") == "INVALID"]
+    return failed + [_unmatched(key, _failure(r)) for key, r in news.items() if _failure(r)]
+
+
+def _unmatched(key: Key, reason: str) -> Unmatched:
+    case, subject, gpu = key
+    return Unmatched(case, subject, reason, gpu)
 
 
 def compare_documents(old: Mapping[str, Any], new: Mapping[str, Any], threshold: float = 0.05,
                       allow_missing: bool = False) -> Comparison:
-    """Match results by (case key, subject) and give each pair measured on both sides a verdict;
-    `allow_missing` lets subjects measured in old only pass the gate (see the module docstring)."""
-    olds, news = _by_key(old), _by_key(new)
+    """Match results by (case key, subject, GPU model) and give each pair measured on both sides a
+    verdict; `allow_missing` lets subjects measured in old only pass the gate (see the module docstring)."""
+    models_old, models_new = gpu_models(old), gpu_models(new)
+    across = len(models_old) == 1 and len(models_new) == 1 and models_old != models_new
+    per_model = len(models_old | models_new) > 1 and not across  # one model in all: nothing to tell apart
+    olds, news = _by_key(old, per_model), _by_key(new, per_model)
     rows: list[Row] = []
     only_old: list[Unmatched] = []
     only_new: list[Unmatched] = []
@@ -271,15 +324,15 @@ def compare_documents(old: Mapping[str, Any], new: Mapping[str, Any], threshold:
         a, b = olds.get(key), news.get(key)
         xa, xb = (_samples(a) if a else None), (_samples(b) if b else None)
         if xa is not None and xb is not None and _timing(a) != _timing(b):
-            unmeasured.append(Unmatched(*key, f"not comparable: timed as {_timing(a)} in old, {_timing(b)} in new"))
+            unmeasured.append(_unmatched(key, f"not comparable: timed as {_timing(a)} in old, {_timing(b)} in new"))
         elif xa is not None and xb is not None:
-            rows.append(compare_pair(a, b, xa, xb, threshold))
+            rows.append(compare_pair(a, b, xa, xb, threshold, key[2]))
         elif xa is not None:
-            only_old.append(Unmatched(*key, _why_not_measured(b, "new")))
+            only_old.append(_unmatched(key, _why_not_measured(b, "new")))
         elif xb is not None:
-            only_new.append(Unmatched(*key, _why_not_measured(a, "old")))
+            only_new.append(_unmatched(key, _why_not_measured(a, "old")))
         else:
-            unmeasured.append(Unmatched(*key, f"{_why_not_measured(a, 'old')}; {_why_not_measured(b, 'new')}"))
+            unmeasured.append(_unmatched(key, f"{_why_not_measured(a, 'old')}; {_why_not_measured(b, 'new')}"))
     nothing = _nothing_measured(old, "old") + _nothing_measured(new, "new")
     return Comparison(tuple(rows), tuple(only_old), tuple(only_new), tuple(unmeasured), threshold, tuple(failed),
                       tuple(nothing), allow_missing)
@@ -287,6 +340,13 @@ def compare_documents(old: Mapping[str, Any], new: Mapping[str, Any], threshold:
 
 def _change(ratio: float) -> str:
     return f"{(ratio - 1) * 100:+.1f}%"
+
+
+def median_text(median: float, precision: float) -> str:
+    """'1.00 ms ±0.3%': a median with half its recorded 95 % interval, when recorded."""
+    from cudabench.results.report import fmt_time
+
+    return fmt_time(median) + (f" ±{precision:.1%}" if precision == precision else "")
 
 
 def verdict_text(row: Row) -> str:
@@ -297,7 +357,7 @@ def verdict_text(row: Row) -> str:
 
 def describe(items: Iterable[Unmatched]) -> list[str]:
     """Plain lines for results that could not be compared."""
-    return [f"{u.key} {u.subject}: {u.reason}" for u in items]
+    return [f"{u.key}{_on(u.gpu)} {u.subject}: {u.reason}" for u in items]
 
 
 # ---- machine-readable and Markdown verdicts ------------------------------------------------------------
@@ -324,8 +384,6 @@ def _cell(text: Any) -> str:
 
 def to_markdown(comparison: Comparison) -> str:
     """A pull-request comment: the outcome, the verdict table, then why it fails and what was not compared."""
-    from cudabench.results.report import fmt_time
-
     outcome = "**FAIL** (exit 1)" if comparison.exit_code else "**pass** (exit 0)"
     lines = [f"**cudabench compare**: {outcome} · threshold {percent(comparison.threshold)} · "
              "interval: 95 % bootstrap of the ratio of medians", ""]
@@ -334,7 +392,8 @@ def to_markdown(comparison: Comparison) -> str:
                   "|---|---|---:|---:|---:|---|---|"]
         for r in comparison.rows:
             text = f"**{verdict_text(r)}**" if r.regressed else verdict_text(r)
-            cells = [r.key, r.subject, fmt_time(r.old_median), fmt_time(r.new_median), f"{r.ratio:.3f}", text, r.note]
+            cells = [r.key + _on(r.gpu), r.subject, median_text(r.old_median, r.old_precision),
+                     median_text(r.new_median, r.new_precision), f"{r.ratio:.3f}", text, r.note]
             lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     else:
         lines.append("No subject was measured in both files.")

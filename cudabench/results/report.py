@@ -118,15 +118,23 @@ def optional_cell(r: Result, key: str) -> str:
     return f"{value:.0f}"
 
 
+def gpu_model(r: Result, ran_on: dict[str, str]) -> str:
+    """The GPU model a result ran on; one skipped before it ran takes its case's."""
+    return r.gpu or ran_on.get(r.case.key(), "")
+
+
 def tables(results: Iterable[Result]) -> list[Table]:
-    """Group results by family and shape (keeping run order) and make a table for each."""
+    """Group results by GPU model (when there are several), family and shape, keeping run order, and
+    make a table for each: speedups are then always between subjects on one GPU model."""
     out = []
     ordered = list(results)
-    keys = list(dict.fromkeys((r.case.family, r.case.shape_text) for r in ordered))
-    for family, shape in keys:
-        rows = [r for r in ordered if (r.case.family, r.case.shape_text) == (family, shape)]
+    ran_on = {r.case.key(): r.gpu for r in ordered if r.gpu}
+    models = list(dict.fromkeys(gpu_model(r, ran_on) for r in ordered if gpu_model(r, ran_on)))
+    grouped = [(gpu_model(r, ran_on) if len(models) > 1 else "", r.case.family, r.case.shape_text) for r in ordered]
+    for model, family, shape in sorted(dict.fromkeys(grouped), key=lambda k: models.index(k[0]) if k[0] else 0):
+        rows = [r for r, k in zip(ordered, grouped) if k == (model, family, shape)]
         rows.sort(key=lambda r: (r.case.direction != "fwd", r.case.direction))
-        title = f"{family}  {shape}  float32"
+        title = f"{family}  {shape}  float32" + (f"  on {model}" if model else "")
         out.append(results_table(rows, title))
     return out
 
@@ -299,14 +307,15 @@ VERDICT_STYLE = {"same": "green", "faster": "bold green", "slower": "bold red", 
 
 def compare_table(comparison: Any) -> Table:
     """One row per case and subject measured in both files: medians, ratio, its 95 % interval."""
-    from cudabench.results.compare import verdict_text
+    from cudabench.results.compare import median_text, verdict_text
 
     table = Table(title=f"new vs old (threshold {comparison.threshold:.0%}; interval: 95 % bootstrap of the "
                         "ratio of medians)", title_justify="left", header_style="bold")
     for col in ("case", "kernel", "old median", "new median", "new/old", "verdict", "note"):
         table.add_column(col, justify="right" if col in ("old median", "new median", "new/old") else "left")
     for r in comparison.rows:
-        table.add_row(r.key, r.subject, fmt_time(r.old_median), fmt_time(r.new_median), f"{r.ratio:.3f}",
+        table.add_row(r.key + (f" on {r.gpu}" if r.gpu else ""), r.subject, median_text(r.old_median, r.old_precision),
+                      median_text(r.new_median, r.new_precision), f"{r.ratio:.3f}",
                       Text(verdict_text(r), style=VERDICT_STYLE.get(r.verdict, "")), r.note)
     return table
 
