@@ -234,7 +234,7 @@ class ClusterRunner:
         try:
             reply = future.result()
         except distributed.KilledWorker:
-            return Result(s.case, s.name, s.role, error="lost: every Dask worker that ran it died mid-task "
+            return Result(s.case, s.name, s.role, error="lost: the Dask workers it was given to died "
                           "(distributed.scheduler.allowed-failures reached)")
         except Exception as exc:  # noqa: BLE001 - the task's own failure, recorded against it
             return Result(s.case, s.name, s.role, error=f"lost: the Dask task failed: {type(exc).__name__}: {exc}")

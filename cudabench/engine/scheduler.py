@@ -52,7 +52,8 @@ class Runner:
                       "settings": settings or {}}
         self.gpus: list[Optional[Gpu]] = list(gpus) or [None]
         self.lanes = [self._lane(gpu, start_worker) for gpu in self.gpus]
-        self._lock = threading.Lock()          # results, the queue, and the callbacks
+        self._lock = threading.Lock()          # results and the queue
+        self._report = threading.Lock()        # the callbacks (e.g. rewriting the results file), one at a time
         self._build_locks: dict[str, threading.Lock] = {}
         self._build_failures: dict[str, str] = {}
         self._stop = threading.Event()
@@ -223,5 +224,6 @@ class Runner:
         with self._lock:
             self.results.append(result)
             self._positions.append(planned)
+        with self._report:  # outside the queue's lock: the other lanes go on taking subjects meanwhile
             self.on_result(result)
 

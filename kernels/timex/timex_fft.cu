@@ -293,13 +293,21 @@ cudaError_t allow_smem(Kernel kernel, size_t bytes) {
   return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
 }
 
-// Resident blocks of `kernel` on the whole device (0 when it cannot tell).
+// Resident blocks of `kernel` on the whole device at `bytes` of shared memory (0 when it cannot
+// tell). The kernel's limit is raised to what the longest supported T needs, never to `bytes`:
+// the limit is one per kernel, and lowering it for a short T would break a longer T whose count
+// is already cached (seen when a multi-GPU run handed a worker T=1024, then T=64, then T=1024).
 template <typename Kernel>
-int resident_blocks(Kernel kernel, size_t bytes) {
-  int device = 0, sms = 0, per_sm = 0;
+int resident_blocks(Kernel kernel, size_t bytes, bool backward) {
+  int device = 0, sms = 0, per_sm = 0, optin = 0;
   if (cudaGetDevice(&device) != cudaSuccess ||
       cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
-      allow_smem(kernel, bytes) != cudaSuccess ||
+      cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess) {
+    return 0;
+  }
+  const size_t longest = smem_bytes(TIMEX_TMAX, backward);
+  const size_t limit = longest < (size_t)optin ? longest : (size_t)optin;
+  if (bytes > limit || allow_smem(kernel, limit) != cudaSuccess ||
       cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, FFT_THREADS, bytes) != cudaSuccess) {
     return 0;
   }
@@ -318,7 +326,7 @@ int resident_for(int T, bool backward) {
   auto it = known.find(key);
   if (it == known.end()) {
     const size_t bytes = smem_bytes(T, backward);
-    const int n = backward ? resident_blocks(fft_backward, bytes) : resident_blocks(fft_forward, bytes);
+    const int n = backward ? resident_blocks(fft_backward, bytes, true) : resident_blocks(fft_forward, bytes, false);
     it = known.emplace(key, n).first;
   }
   return it->second;

@@ -105,3 +105,21 @@ def test_second_build_is_a_cache_hit(tmp_path):
     second = subprocess.run(command, capture_output=True, text=True, env=env)
     assert first.returncode == 0 and "(compiled)" in first.stdout, first.stdout + first.stderr
     assert second.returncode == 0 and "(cache hit)" in second.stdout, second.stdout + second.stderr
+
+
+def test_timex_fft_survives_any_order_of_lengths_in_one_process(registry, extensions):
+    """A worker of a multi-GPU run gets cases in any order. timex-fft once set its kernel's
+    shared-memory limit to each new T's need, so a short T first seen after a long one lowered the
+    limit, and the long one (its occupancy cached) then failed: 'invalid argument'."""
+    family = registry.family("timex")
+    op = family.variant("timex-fft").bind(extensions["timex"])
+    for T in (1024, 61, 1024, 45, 768, 1024):  # 61 and 45: lengths no other test uses first
+        shape = dict(B=4, C=3, T=T)
+        gen = torch.Generator(device="cuda").manual_seed(T)
+        inputs = family.make_inputs(shape, gen, "cuda")
+        out = reference_results(family, inputs, "fwd")["out"]
+        grad_out = torch.empty(out.shape, device="cuda").uniform_(-1, 1, generator=gen)
+        ref = reference_results(family, inputs, "fwdbwd", grad_out)
+        check = check_workload(make_workload(op, inputs, "fwdbwd", family.grad_inputs, grad_out), ref,
+                               family.tolerance)
+        assert check.passed, f"T={T}: {dict(check.errors)}"
