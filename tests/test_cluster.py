@@ -66,7 +66,7 @@ def test_a_dask_worker_lost_mid_run_has_its_subject_run_again_elsewhere(registry
     assert (tmp_path / "killed").exists()  # a Dask worker did die mid-task
     assert [(r.subject, r.status) for r in results] == [("a", "ok"), ("kill-parent-once", "ok"), ("b", "ok"),
                                                         ("c", "ok")]
-    assert runner.departed  # and the run noticed
+    assert runner.departed and "left during the run" in runner.notes()[0]  # and the run says so
 
 
 def test_a_subject_that_kills_every_worker_is_recorded_as_lost(registry):

@@ -317,6 +317,8 @@ def print_notes(runner: Any, options: Any, policy: Any) -> None:
     for line in report.notes(runner.results):
         style = "yellow" if line.startswith(("warning", "INVALID", "ERROR")) else "dim"
         out.print(line, style=style)
+    for line in getattr(runner, "notes", lambda: [])():
+        say((line, "yellow"), console=err)
 
 
 def failed(results: list) -> bool:

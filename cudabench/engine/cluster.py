@@ -145,6 +145,13 @@ class ClusterRunner:
     def launch(self) -> None:
         pass
 
+    def notes(self) -> list[str]:
+        """Lines for under the tables: Dask workers that left mid-run."""
+        if not self.departed:
+            return []
+        return [f"note: Dask worker(s) {', '.join(self.departed)} left during the run; Dask ran what they held "
+                "again on the others (a subject lost past distributed.scheduler.allowed-failures shows as ERROR)"]
+
     def start(self) -> None:
         distributed = require_distributed()
         self.on_status(f"connecting to the Dask scheduler at {self.address}")
