@@ -90,9 +90,10 @@ def test_markdown_table_with_header_line():
         assert part in first_line
     assert "`cudabench run --config configs/timex-sweep.toml`" in text
     lines = [line for line in text.splitlines() if line.startswith("|")]
-    assert lines[0].startswith("| family | shape | dir | subject |") and set(lines[1]) <= set("|-:")
+    assert lines[0].startswith("| family | shape | dir | dtype | subject |") and set(lines[1]) <= set("|-:")
     assert len(lines) == 2 + 3
     v4, base, skip = ([c.strip() for c in line.strip("|").split("|")] for line in lines[2:])
+    assert v4.pop(3) == "float32" and base.pop(3) == "float32" and skip.pop(3) == "float32"
     assert v4[:7] == ["timex", "B=32,C=768,T=768", "fwd", "timex-v4", "variant", "ok", "2.0e-07"]
     assert all(cell.endswith(" µs") for cell in v4[7:15]) and v4[15:] == ["20", "-", "-", "sync", "hot"]
     assert base[7].startswith("4.4") and base[7].endswith(" ms")

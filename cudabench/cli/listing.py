@@ -1,4 +1,4 @@
-"""`cudabench list`: kernels, variants, baselines, constraints, input kinds."""
+"""`cudabench list`: kernels, variants, baselines, constraints, precisions, input kinds."""
 
 from __future__ import annotations
 
@@ -16,21 +16,21 @@ def list_kernels(kernels_dir: Optional[List[Path]] = KernelsDir) -> None:
 
     reg = registry(kernels_dir)
     table = Table(header_style="bold")
-    for col in ("kernel", "family", "directions", "constraints", "default shape", "summary"):
+    for col in ("kernel", "family", "directions", "dtypes", "constraints", "default shape", "summary"):
         table.add_column(col, no_wrap=col in ("kernel", "default shape", "constraints"))
     for family, variant in reg.variants():
         rules = [c.rule for c in (*family.constraints, *variant.constraints)]
         dirs = "fwd, bwd, fwdbwd" if family.grad_inputs and variant.has_backward else "fwd"
-        table.add_row(variant.name, family.name, dirs, "\n".join(rules) or "-",
+        table.add_row(variant.name, family.name, dirs, ", ".join(variant.dtypes), "\n".join(rules) or "-",
                       format_shape(family.default_shape()), variant.summary)
     out.print(table)
     bl = Table(header_style="bold", title="baselines (timed beside the variants)", title_justify="left")
-    for col in ("baseline", "family", "default", "what"):
+    for col in ("baseline", "family", "default", "dtypes", "what"):
         bl.add_column(col)
     kinds = [f"{f.name}: {', '.join(f.input_kinds)}" for f in reg.families if len(f.input_kinds) > 1]
     for family in reg.families:
         for b in family.baselines:
-            bl.add_row(b.name, family.name, "yes" if b.default else "no", b.summary)
+            bl.add_row(b.name, family.name, "yes" if b.default else "no", ", ".join(b.dtypes), b.summary)
     out.print(bl)
     if kinds:
         out.print("input kinds (--inputs): " + "; ".join(kinds))

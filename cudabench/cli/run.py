@@ -18,6 +18,8 @@ from cudabench.cli.common import FLAGS, KernelsDir, check_writable, detail, err,
 from cudabench.errors import ShapeError
 
 
+DTYPE_HELP = ("Precision of inputs and outputs: float32 (default), bfloat16, float16, or several "
+              "(float32,bfloat16), each a case; subjects without it are listed as skipped.")
 INPUTS_HELP = ("Input distribution: uniform (default, every family) or a family's own kind, e.g. rwkv for "
                "timex (`cudabench list` shows each family's).")
 
@@ -175,6 +177,7 @@ def run(
                                        "(default: fresh)."),
     arch: Optional[str] = typer.Option(None, "--arch", help="Build target (default: this GPU)."),
     inputs: str = typer.Option("uniform", "--inputs", help=INPUTS_HELP),
+    dtype: Optional[List[str]] = typer.Option(None, "--dtype", help=DTYPE_HELP),
     nvtx_on: bool = typer.Option(False, "--nvtx/--no-nvtx", help="Emit NVTX ranges (for Nsight): build, "
                                  "check, warm-up, each case, the timed region, baselines."),
     nvtx_iterations: bool = typer.Option(False, "--nvtx-iterations", help="Also one NVTX range per timed call."),
@@ -221,6 +224,7 @@ def run(
         directions=split(direction), baselines=() if no_baseline else split(baseline), timing=policy.timing,
         rule=stop_rule(policy.repeat, policy.min_time, policy.noise, policy.max_time),
         warmup=warmup_of(policy.warmup), force=force, arch=arch, seed=seed, cold=policy.cold, inputs=inputs,
+        dtypes=split(dtype),
         renames=renames(record_as), integrity=integrity, nvtx=nvtx_on or nvtx_iterations,
         nvtx_iterations=nvtx_iterations, timeout=policy.timeout)
     settings = {"timing": policy.timing, "cache": "cold" if policy.cold else "hot", "tf32": "off",
@@ -322,7 +326,7 @@ def print_notes(runner: Any, options: Any, policy: Any) -> None:
 
 
 def failed(results: list) -> bool:
-    return any(r.status != "ok" and not r.skipped.startswith("constraint") for r in results)
+    return any(r.status != "ok" and not r.skipped.startswith(("constraint", "dtype")) for r in results)
 
 
 class progress_for:
@@ -363,6 +367,7 @@ def check(
     direction: Optional[List[str]] = typer.Option(None, "--direction", "-d", help="fwd, bwd or fwdbwd."),
     baselines: bool = typer.Option(False, "--baselines", help="Check the family's default baselines too."),
     inputs: str = typer.Option("uniform", "--inputs", help=INPUTS_HELP),
+    dtype: Optional[List[str]] = typer.Option(None, "--dtype", help=DTYPE_HELP),
     seed: Optional[int] = typer.Option(None, "--seed", min=0, max=2**31 - 1, help="Seed of the random inputs "
                                        "(default: fresh)."),
     kernels_dir: Optional[List[Path]] = KernelsDir,
@@ -374,7 +379,7 @@ def check(
     from cudabench.spec.shapes import parse_shape
 
     options = RunOptions(directions=split(direction), baselines=None if baselines else (), seed=seed, time=False,
-                         inputs=inputs)
+                         inputs=inputs, dtypes=split(dtype))
     tasks = plan(registry(kernels_dir), kernel, parse_shape(shape), options)
     require_gpu()
     with start_runner(options, kernels_dir or []) as runner:

@@ -11,7 +11,7 @@ from cudabench.measure.loop import Warmup
 from cudabench.measure.stop import Adaptive, StopRule, rule_to_dict
 from cudabench.measure.settings import Settings
 from cudabench.results.model import Case
-from cudabench.spec.family import Baseline, Family, Variant
+from cudabench.spec.family import DTYPES, Baseline, Family, Variant
 from cudabench.spec.registry import Registry
 from cudabench.spec.shapes import check_shape, complete_shape, violation
 
@@ -33,6 +33,7 @@ class RunOptions:
     seed: Optional[int] = None
     time: bool = True                               # False: check against the reference only
     inputs: str = "uniform"                         # input distribution (a family's input_kinds)
+    dtypes: Optional[tuple[str, ...]] = None        # precisions, each a case of its own; None: float32
     renames: dict = field(default_factory=dict)     # record a subject's results under another name
     cold: bool = False                              # flush L2 before every timed call
     kernel_time_below: float = 100e-6               # also read CUPTI kernel time for calls this short
@@ -94,25 +95,37 @@ def plan(registry: Registry, names: Sequence[str], shape: dict[str, int],
         if options.inputs not in family.input_kinds:
             raise ShapeError(f"{family.name} has no '{options.inputs}' inputs.",
                              f"Its input kinds: {', '.join(family.input_kinds)}.")
-        cases = tuple(Case(family.name, tuple(full.items()), d, inputs=options.inputs) for d in directions)
+        dtypes = options.dtypes or ("float32",)
+        check_dtypes(family, dtypes)
+        cases = tuple(Case(family.name, tuple(full.items()), d, dtype=t, inputs=options.inputs)
+                      for t in dtypes for d in directions)
         tasks.append(Task(family, cases, tuple(variants), _baselines(family, options.baselines),
                           tuple(skipped)))
     return tasks
 
 
 def plan_single(registry: Registry, kernel: str, shape: dict[str, int], direction: str,
-                inputs: str = "uniform") -> Task:
+                inputs: str = "uniform", dtype: str = "float32") -> Task:
     """A task for exactly one kernel variant (commands that time or profile one thing)."""
     if kernel not in {v.name for _, v in registry.variants()} and kernel in {f.name for f in registry.families}:
         raise ShapeError(f"Name one kernel variant, not the family '{kernel}'.",
                          "`cudabench list` shows the variants, e.g. add2 or timex-v4.")
     if direction not in ("fwd", "bwd", "fwdbwd"):
         raise ShapeError(f"Unknown --direction '{direction}'.", "Choose fwd, bwd or fwdbwd.")
-    task = plan(registry, [kernel], shape, RunOptions(directions=(direction,), baselines=(), inputs=inputs))[0]
+    task = plan(registry, [kernel], shape, RunOptions(directions=(direction,), baselines=(), inputs=inputs,
+                                                      dtypes=(dtype,)))[0]
     if direction != "fwd" and not task.variants[0].has_backward:
         raise ShapeError(f"{kernel} declares no backward, so it cannot run --direction {direction}.",
                          "Use --direction fwd for it.")
     return task
+
+
+def check_dtypes(family: Family, dtypes: Sequence[str]) -> None:
+    for dtype in dtypes:
+        if dtype not in DTYPES:
+            raise ShapeError(f"Unknown dtype '{dtype}'.", f"Choose from {', '.join(DTYPES)}.")
+        if dtype not in family.dtypes:
+            raise ShapeError(f"{family.name} has no {dtype} inputs.", f"Its dtypes: {', '.join(family.dtypes)}.")
 
 
 def _directions(family: Family, asked: Optional[tuple[str, ...]]) -> tuple[str, ...]:
@@ -155,6 +168,7 @@ class Subject:
 
 
 NO_BACKWARD = "constraint: declares no backward, so it has no {direction}"
+NO_DTYPE = "dtype: {name} supports {dtypes} only"
 
 
 def subjects(task: Task, case: Case) -> list[Subject]:
@@ -166,14 +180,19 @@ def subjects(task: Task, case: Case) -> list[Subject]:
 
 def skips(task: Task, case: Case) -> list[tuple[str, str, str]]:
     """(name, role, reason) of what is planned but cannot run at this case: constraints the shape
-    breaks, and a missing backward for bwd/fwdbwd. Both are decided here, never by a worker."""
+    breaks, a precision it does not take, a missing backward for bwd/fwdbwd. All decided here,
+    never by a worker."""
     found = [(v.name, "variant", f"constraint: {reason}") for v, reason in task.skipped]
-    found += [(v.name, "variant", NO_BACKWARD.format(direction=case.direction))
-              for v in task.variants if not _runs(v, case)]
-    found += [(b.name, "baseline", NO_BACKWARD.format(direction=case.direction))
-              for b in task.baselines if not _runs(b, case)]
+    found += [(v.name, "variant", _why_not(v, case)) for v in task.variants if not _runs(v, case)]
+    found += [(b.name, "baseline", _why_not(b, case)) for b in task.baselines if not _runs(b, case)]
     return found
 
 
 def _runs(subject: Variant | Baseline, case: Case) -> bool:
-    return case.direction == "fwd" or subject.has_backward
+    return case.dtype in subject.dtypes and (case.direction == "fwd" or subject.has_backward)
+
+
+def _why_not(subject: Variant | Baseline, case: Case) -> str:
+    if case.dtype not in subject.dtypes:
+        return NO_DTYPE.format(name=subject.name, dtypes=", ".join(subject.dtypes))
+    return NO_BACKWARD.format(direction=case.direction)

@@ -34,6 +34,7 @@ def plan_suite(registry: Registry, suite: Suite, options: RunOptions) -> list[Ta
             options,
             directions=options.directions if options.directions is not None else case.directions,
             baselines=options.baselines if options.baselines is not None else case.baselines,
+            dtypes=options.dtypes if options.dtypes is not None else case.dtypes,
         )
         for shape in case.shapes:
             tasks += plan(registry, case.kernels, dict(shape), case_options, strict=False)

@@ -42,20 +42,34 @@ def case_data(family: Family, case: Case, seed: int, device: str = "cuda") -> tu
 
 
 def case_inputs(family: Family, case: Case, seed: int, device: str = "cuda") -> tuple[dict, Any]:
-    """The same seed gives the same values: every subject of a case gets its own fresh copy."""
+    """The same seed gives the same values: every subject of a case gets its own fresh copy. The
+    family makes float32 inputs; a case in a lower precision rounds them to it (the fp64 reference
+    then sees the rounded values), and its upstream gradient comes in that precision too."""
     import torch
 
     gen = torch.Generator(device=device).manual_seed(seed)
-    inputs = family.inputs(case.params, gen, device, case.inputs)
+    made = family.inputs(case.params, gen, device, case.inputs)
+    inputs = in_dtype(made, case.dtype)
     grad_out = None
     if case.direction != "fwd":
-        grad_out = torch.empty(output_shape(family, inputs), device=device).uniform_(-1, 1, generator=gen)
+        grad_out = torch.empty(output_shape(family, made), device=device).uniform_(-1, 1, generator=gen)
+        grad_out = grad_out.to(getattr(torch, case.dtype))
     return inputs, grad_out
 
 
+def in_dtype(inputs: dict, dtype: str) -> dict:
+    """Floating-point tensors rounded to `dtype`; everything else as it is."""
+    import torch
+
+    if dtype == "float32":
+        return inputs
+    target = getattr(torch, dtype)
+    return {k: (v.to(target) if torch.is_tensor(v) and v.is_floating_point() else v) for k, v in inputs.items()}
+
+
 def output_shape(family: Family, inputs: dict) -> tuple[int, ...]:
-    """The forward output's shape: the reference run once in the inputs' own precision (the shape
-    does not depend on it, and float64 can be many times slower)."""
+    """The forward output's shape: the reference run once on the family's float32 inputs (the shape
+    does not depend on the precision, and float64 can be many times slower)."""
     return tuple(make_workload(family.reference, inputs, "fwd").results()["out"].shape)
 
 
@@ -157,7 +171,7 @@ class Bench:
     def run(self, family: Family, case: Case, name: str, role: str, settings: Settings) -> Result:
         """Check, time and verify one subject. A CUDA or binding error propagates (the worker
         records it and decides whether its context survived)."""
-        flops, nbytes = family.work(case.params, case.direction) if family.work else (0.0, 0.0)
+        flops, nbytes = work_of(family.work, case)
         base = Result(case, name, role, flops=flops, bytes=nbytes)
         phases = Phases(self.sync())
         try:
@@ -179,10 +193,10 @@ class Bench:
         workload = make_workload(op, inputs, case.direction, family.grad_inputs, grad_out)
         self.on_status(f"{case.key()}: checking {base.subject}")
         with nvtx.range(f"check {base.subject}", "check"), phases("check"):
-            check = check_workload(workload, reference, family.tolerance)
+            check = check_workload(workload, reference, family.tolerance_for(case.dtype))
         result = replace(base, check=check)
         if not check.passed and not settings.force:
-            return replace(result, skipped=f"failed the check: error {check.worst:.3g} > tolerance {family.tolerance:g}")
+            return replace(result, skipped=f"failed the check: error {check.worst:.3g} > tolerance {family.tolerance_for(case.dtype):g}")
         if not settings.time:
             return result
         self.on_status(f"{case.key()}: timing {base.subject}")
@@ -243,6 +257,8 @@ class Bench:
         the per-call figure is mostly launch)."""
         if self.ceilings is None or not family.bound or result.stats is None:
             return result
+        if result.case.dtype != "float32" and family.bound != "memory":
+            return result  # the measured compute ceilings are float32's; tensor cores have their own
         extra = dict(result.measurement.extra)
         share = self.ceilings.of(family.bound, result.flops, result.bytes, figure(result))
         if share is None:
@@ -263,6 +279,8 @@ class Bench:
         checks.append(integrity.no_work(cupti.counts if cupti else [], result.flops, result.bytes))
         l2 = int(getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "L2_cache_size", 0))
         flops, nbytes = own_work(family, case, result)
+        if case.dtype != "float32":
+            flops = 0.0  # bounded by memory only: the compute ceilings measured are float32's
         checks.append(integrity.impossible(figure(result), flops, nbytes, self.ceilings, l2, settings.cold))
         leftover = self.guard.restore()
         checks.append(integrity.process_state(leftover.patched, leftover.changed, settings.cold))
@@ -280,7 +298,7 @@ class Bench:
             del fresh
             new_reference = self.reference(family, case, settings.seed + 1, inputs, grad_out)
             again = check_workload(make_workload(op, inputs, case.direction, family.grad_inputs, grad_out),
-                                   new_reference, family.tolerance)
+                                   new_reference, family.tolerance_for(case.dtype))
         except (RuntimeError, ValueError, TypeError) as exc:
             if _context_broken():
                 raise
@@ -307,7 +325,7 @@ class Bench:
                 got = workload.results()
             copies = {k: v.detach().clone() for k, v in got.items()}
             torch.cuda.synchronize()
-            again = _compare(copies, reference, family.tolerance)
+            again = _compare(copies, reference, family.tolerance_for(case.dtype))
         except (RuntimeError, ValueError, TypeError) as exc:
             if _context_broken():
                 raise
@@ -324,12 +342,12 @@ class Bench:
             inputs, grad_out = case_inputs(family, case, seed, self.device)
             reference = self.reference(family, case, seed, inputs, grad_out)
             workload = make_workload(op, inputs, case.direction, family.grad_inputs, grad_out)
-            check = check_workload(workload, reference, family.tolerance)
+            check = check_workload(workload, reference, family.tolerance_for(case.dtype))
         except (RuntimeError, ValueError, TypeError) as exc:  # a binding's TORCH_CHECK, a CUDA error, OOM
             raise CheckFailedError(f"{name} failed at {case.shape_text} ({case.direction}): {first_line(exc)}") from None
         if not check.passed:
             raise CheckFailedError(f"{name} fails the correctness check at {case.shape_text} ({case.direction}): "
-                                   f"error {check.worst:.3g} > tolerance {family.tolerance:g}; not timing it.",
+                                   f"error {check.worst:.3g} > tolerance {family.tolerance_for(case.dtype):g}; not timing it.",
                                    f"`cudabench run --kernel {name}` shows each output's error.")
         return workload.call, check
 
@@ -346,8 +364,20 @@ def own_work(family: Family, case: Case, result: Result) -> tuple[float, float]:
     if result.role == "variant":
         variant = family.variant(result.subject)
         if variant.work is not None:
-            return variant.work(case.params, case.direction)
+            return work_of(variant.work, case)
     return result.flops, result.bytes
+
+
+def work_of(work: Any, case: Case) -> tuple[float, float]:
+    """(flops, bytes) of one call from a spec's count, which counts float32 elements (4 bytes):
+    bytes scale with the case's element size."""
+    if work is None:
+        return 0.0, 0.0
+    flops, nbytes = work(case.params, case.direction)
+    return flops, nbytes * ELEMENT_BYTES[case.dtype] / 4
+
+
+ELEMENT_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 
 
 def _is_tensor(value: Any) -> bool:

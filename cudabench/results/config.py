@@ -21,6 +21,7 @@ sweeps), in which directions, against which baselines, with which timing policy.
     shape = { B = 32, C = 768, T = 768 }
     directions = ["fwd", "fwdbwd"]     # optional; default: fwd, plus fwdbwd where there is a backward
     baselines = ["conv1d"]             # optional; default: the family's; [] none; "all" every one
+    dtypes = ["float32", "bfloat16"]   # optional; default float32; each a case (float16 too)
 
 A shape value is a positive integer (768, or a string "1_048_576" or "2^20"), a list of them, or
 a range: { from = 64, to = 1024, times = 2 } (64, 128, ..., 1024: geometric) or
@@ -52,12 +53,13 @@ except ModuleNotFoundError:  # Python 3.10
 
 from cudabench.errors import ConfigError
 from cudabench.results.model import DIRECTIONS
+from cudabench.spec.family import DTYPES
 from cudabench.spec.shapes import parse_value
 
 TIMINGS = ("sync", "events", "graph", "cupti")
 MAX_SHAPES = 10_000  # per case: a slip such as step = 1 up to 2^28 should fail, not run for days
 TOP_KEYS = ("name", "description", "kernels_dirs", "gpus", "cluster", "timing", "case")
-CASE_KEYS = ("kernels", "shape", "directions", "baselines")
+CASE_KEYS = ("kernels", "shape", "directions", "baselines", "dtypes")
 RANGE_KEYS = ("from", "to", "times", "step")
 INT_TEXT = 'a positive integer (e.g. 768, "1_048_576" or "2^20")'
 VALUE_TEXT = "a positive integer, a list of them, or a range { from, to, times or step }"
@@ -93,6 +95,7 @@ class CaseSpec:
     shapes: tuple[dict[str, int], ...]            # ({},) means the families' default shape
     directions: Optional[tuple[str, ...]] = None  # None: the run's default
     baselines: Optional[tuple[str, ...]] = None   # None: the family's default; () none; ("all",) all
+    dtypes: Optional[tuple[str, ...]] = None      # None: the run's default (float32)
 
 
 @dataclass(frozen=True)
@@ -276,8 +279,13 @@ def _case(table: Any, where: str) -> CaseSpec:
         if not directions:
             _fail(f"{where}.directions", "at least one of fwd, bwd, fwdbwd (or leave the key out)", [])
     baselines = _names(table["baselines"], f"{where}.baselines") if "baselines" in table else None
+    dtypes = None
+    if "dtypes" in table:
+        dtypes = _names(table["dtypes"], f"{where}.dtypes", DTYPES)
+        if not dtypes:
+            _fail(f"{where}.dtypes", f"at least one of {', '.join(DTYPES)} (or leave the key out)", [])
     shapes = expand_shape(table.get("shape", {}), f"{where}.shape")
-    return CaseSpec(kernels, tuple(shapes), directions, baselines)
+    return CaseSpec(kernels, tuple(shapes), directions, baselines, dtypes)
 
 
 # Each [timing] key's check, shared by suite files and the command line (check_timing).

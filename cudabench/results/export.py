@@ -283,7 +283,7 @@ def load_results(path: Path | str) -> dict[str, Any]:
 
 # ---- CSV and Markdown ----------------------------------------------------------------------------
 
-COLUMNS = ("family", "shape", "direction", "subject", "role", "status", "rel_error", "median", "ci_low",
+COLUMNS = ("family", "shape", "direction", "dtype", "subject", "role", "status", "rel_error", "median", "ci_low",
            "ci_high", "q1", "q3", "min", "mean", "stdev", "n", "kernel_time", "kernels_per_call", "timing", "cache", "skipped")
 TIME_COLUMNS = ("median", "ci_low", "ci_high", "q1", "q3", "min", "mean", "stdev")  # ci: the median's 95 %
 
@@ -320,7 +320,8 @@ def flat_rows(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
         case, stats, m = r["case"], r.get("stats") or {}, r.get("measurement") or {}
         extra = m.get("extra") or {}
         row = {"family": case["family"], "shape": ",".join(f"{k}={v}" for k, v in case["shape"].items()),
-               "direction": case["direction"], "subject": r["subject"], "role": r.get("role"),
+               "direction": case["direction"], "dtype": case.get("dtype", "float32"), "subject": r["subject"],
+               "role": r.get("role"),
                "status": r.get("status"), "rel_error": _worst_error(r.get("check")), "n": stats.get("n"),
                "kernel_time": _number(extra.get("kernel_time_cupti")),
                "kernels_per_call": _count(extra.get("kernels_per_call")),
@@ -356,14 +357,14 @@ def to_markdown(doc: Mapping[str, Any]) -> str:
     """A GitHub table of the results under a line with GPU, driver, CUDA, torch and date."""
     from cudabench.results.report import fmt_error, fmt_time
 
-    head = ["family", "shape", "dir", "subject", "role", "status", "rel err", "median", "ci low", "ci high", "q1",
+    head = ["family", "shape", "dir", "dtype", "subject", "role", "status", "rel err", "median", "ci low", "ci high", "q1",
             "q3", "min", "mean", "stdev", "n", "kernel time", "kernels/call", "timing", "cache"]
     numeric = (*TIME_COLUMNS, "ci low", "ci high", "n", "rel err", "kernel time", "kernels/call")
     lines = [markdown_header(doc), "", "| " + " | ".join(head) + " |",
              "|" + "|".join("---:" if h in numeric else "---" for h in head) + "|"]
     for row in flat_rows(doc):
         err, per_call = row["rel_error"], row["kernels_per_call"]
-        cells = [row["family"], row["shape"], row["direction"], row["subject"], row["role"], row["status"],
+        cells = [row["family"], row["shape"], row["direction"], row["dtype"], row["subject"], row["role"], row["status"],
                  "-" if err is None else fmt_error(err), *(fmt_time(row[c]) for c in TIME_COLUMNS),
                  "-" if row["n"] is None else str(row["n"]), fmt_time(row["kernel_time"]),
                  "-" if per_call is None else f"{per_call:g}", row["timing"] or "-", row["cache"] or "-"]

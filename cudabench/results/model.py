@@ -30,8 +30,11 @@ class Case:
         return ",".join(f"{k}={v}" for k, v in self.shape)
 
     def key(self) -> str:
+        """e.g. timex[B=32,C=768,T=768]/fwd; other input kinds and precisions than the defaults are
+        named too: timex[B=32,C=768,T=768,rwkv,bfloat16]/fwdbwd."""
         kind = "" if self.inputs == "uniform" else f",{self.inputs}"
-        return f"{self.family}[{self.shape_text}{kind}]/{self.direction}"
+        dtype = "" if self.dtype == "float32" else f",{self.dtype}"
+        return f"{self.family}[{self.shape_text}{kind}{dtype}]/{self.direction}"
 
 
 @dataclass(frozen=True)

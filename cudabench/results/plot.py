@@ -105,18 +105,21 @@ def sweep_axes(shapes: Sequence[Mapping[str, int]]) -> list[tuple[str, ...]]:
 
 
 def _lines(results: Sequence[Result], axis: tuple[str, ...], others: Sequence[str]) -> list[Line]:
-    """Results grouped by subject, direction and the other varying parameters; one-point groups dropped."""
+    """Results grouped by subject, direction, the other varying parameters and precision; one-point
+    groups dropped."""
     groups: dict[tuple, dict[int, Result]] = {}
     for r in results:
         shape = r["case"]["shape"]
-        key = (r["subject"], r["case"]["direction"], tuple(shape[p] for p in others))
+        key = (r["subject"], r["case"]["direction"], tuple(shape[p] for p in others),
+               r["case"].get("dtype", "float32"))
         groups.setdefault(key, {})[shape[axis[0]]] = r     # a repeated point keeps its last copy
     kept = {k: pts for k, pts in groups.items() if len(pts) > 1}
     many_dirs = len({k[1] for k in kept}) > 1
     many_rest = len({k[2] for k in kept}) > 1
+    many_dtypes = len({k[3] for k in kept}) > 1
     lines = []
-    for (subject, direction, rest), pts in kept.items():
-        label = subject + (f" {direction}" if many_dirs else "")
+    for (subject, direction, rest, dtype), pts in kept.items():
+        label = subject + (f" {direction}" if many_dirs else "") + (f" {dtype}" if many_dtypes else "")
         label += f" ({', '.join(f'{p}={v}' for p, v in zip(others, rest))})" if many_rest else ""
         lines.append(Line(label, next(iter(pts.values())).get("role", ""), tuple(sorted(pts.items()))))
     return lines

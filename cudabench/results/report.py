@@ -124,17 +124,19 @@ def gpu_model(r: Result, ran_on: dict[str, str]) -> str:
 
 
 def tables(results: Iterable[Result]) -> list[Table]:
-    """Group results by GPU model (when there are several), family and shape, keeping run order, and
-    make a table for each: speedups are then always between subjects on one GPU model."""
+    """Group results by GPU model (when there are several), family, shape and precision, keeping run
+    order, and make a table for each: speedups are then always between subjects on one GPU model,
+    in one precision."""
     out = []
     ordered = list(results)
     ran_on = {r.case.key(): r.gpu for r in ordered if r.gpu}
     models = list(dict.fromkeys(gpu_model(r, ran_on) for r in ordered if gpu_model(r, ran_on)))
-    grouped = [(gpu_model(r, ran_on) if len(models) > 1 else "", r.case.family, r.case.shape_text) for r in ordered]
-    for model, family, shape in sorted(dict.fromkeys(grouped), key=lambda k: models.index(k[0]) if k[0] else 0):
-        rows = [r for r, k in zip(ordered, grouped) if k == (model, family, shape)]
+    grouped = [(gpu_model(r, ran_on) if len(models) > 1 else "", r.case.family, r.case.shape_text, r.case.dtype)
+               for r in ordered]
+    for model, family, shape, dtype in sorted(dict.fromkeys(grouped), key=lambda k: models.index(k[0]) if k[0] else 0):
+        rows = [r for r, k in zip(ordered, grouped) if k == (model, family, shape, dtype)]
         rows.sort(key=lambda r: (r.case.direction != "fwd", r.case.direction))
-        title = f"{family}  {shape}  float32" + (f"  on {model}" if model else "")
+        title = f"{family}  {shape}  {dtype}" + (f"  on {model}" if model else "")
         out.append(results_table(rows, title))
     return out
 

@@ -1,9 +1,9 @@
-"""What a kernel author writes against: Family, Variant, Baseline, Param, Constraint and the output
-allocators (`from cudabench.spec import Family, ...` in a family's spec.py), plus the registry,
-shapes and the JIT build beside them."""
+"""What a kernel author writes against: Family, Variant, Baseline, Param, Constraint, the precisions
+(DTYPES) and the output allocators (`from cudabench.spec import Family, ...` in a family's spec.py),
+plus the registry, shapes and the JIT build beside them."""
 
-from cudabench.spec.family import (Baseline, Constraint, Family, Op, Param, Shape, Variant, compiled, empty,
+from cudabench.spec.family import (DTYPES, Baseline, Constraint, Family, Op, Param, Shape, Variant, compiled, empty,
                                    empty_like, poisoned_outputs)
 
-__all__ = ["Baseline", "Constraint", "Family", "Op", "Param", "Shape", "Variant", "compiled", "empty",
+__all__ = ["DTYPES", "Baseline", "Constraint", "Family", "Op", "Param", "Shape", "Variant", "compiled", "empty",
            "empty_like", "poisoned_outputs"]

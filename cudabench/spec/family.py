@@ -15,6 +15,11 @@ from typing import Any, Callable, Iterator, Mapping, Optional
 Shape = Mapping[str, int]
 Op = Callable[..., Any]  # op(**inputs) -> output tensor
 
+DTYPES = ("float32", "bfloat16", "float16")
+FLOAT32 = ("float32",)
+# Unit roundoff of each dtype (half the gap between 1 and the next number): what one rounding costs.
+UNIT_ROUNDOFF = {"float32": 2.0**-24, "bfloat16": 2.0**-8, "float16": 2.0**-11}
+
 
 @dataclass(frozen=True)
 class Param:
@@ -55,6 +60,7 @@ class Variant:
     # FFT formulation of a direct sum): the impossible-figure check bounds this, while tables keep
     # the family's count so rates compare along the ladder
     work: Optional[Callable[[Shape, str], tuple[float, float]]] = None
+    dtypes: tuple[str, ...] = FLOAT32          # the input and output precisions it takes
 
 
 @dataclass(frozen=True)
@@ -67,6 +73,7 @@ class Baseline:
     make: Callable[[], Op]
     default: bool = True
     has_backward: bool = True
+    dtypes: tuple[str, ...] = FLOAT32
 
 
 @dataclass(frozen=True)
@@ -81,13 +88,25 @@ class Family:
     baselines: tuple[Baseline, ...] = ()
     grad_inputs: tuple[str, ...] = ()        # inputs that receive gradients (enables bwd/fwdbwd)
     constraints: tuple[Constraint, ...] = ()  # apply to every variant
-    work: Optional[Callable[[Shape, str], tuple[float, float]]] = None  # (flops, bytes) per call
-    tolerance: float = 1e-5
+    work: Optional[Callable[[Shape, str], tuple[float, float]]] = None  # (flops, bytes) per call, in float32
+    tolerance: float = 1e-5                   # relative error allowed in float32 (see tolerance_for)
     bound: str = ""                           # the ceiling that bounds it: "memory", "sgemm", "fma" or ""
     report_launches: bool = False             # count kernels per call (CUPTI) for every subject
     input_kinds: tuple[str, ...] = ("uniform",)  # make_inputs(shape, gen, device, kind=...) for the others
     extra_cuda_cflags: tuple[str, ...] = ()
+    dtypes: tuple[str, ...] = FLOAT32         # precisions its inputs come in (make_inputs' float32, cast)
     folder: Path = field(default=Path("."), compare=False)
+
+    def tolerance_for(self, dtype: str) -> float:
+        """The relative error (‖out − ref‖ / ‖ref‖ against the fp64 reference) allowed in `dtype`:
+        the float32 tolerance, plus 4 units of the dtype's roundoff. Why: the inputs are rounded to
+        the dtype before the fp64 reference sees them, so their rounding costs nothing; each output
+        is rounded once when it is stored (at most one unit, and about u/√3 norm-wise); the sums are
+        meant to accumulate in float32, whose error over the family's reduction length the float32
+        tolerance already bounds; the rest leaves room for one rounded intermediate (a gradient
+        through a stored activation). A kernel that accumulates in the low precision errs by about
+        u·√K over a reduction of length K, and fails for any real K."""
+        return self.tolerance + 4 * UNIT_ROUNDOFF[dtype] if dtype != "float32" else self.tolerance
 
     @property
     def directions(self) -> tuple[str, ...]:

@@ -3,7 +3,7 @@
 
 import torch
 
-from cudabench.spec import Baseline, Family, Param, Variant, empty_like
+from cudabench.spec import DTYPES, Baseline, Family, Param, Variant, empty_like
 
 
 def make_inputs(shape, gen, device):
@@ -49,8 +49,9 @@ FAMILY = Family(
         Variant("add2-vec4", "float4 loads/stores, 4 independent float4 per thread in flight", bind(VEC4),
                 has_backward=False),
     ),
-    baselines=(Baseline("torch-add", "PyTorch a + b", lambda: reference, has_backward=False),),
+    baselines=(Baseline("torch-add", "PyTorch a + b", lambda: reference, has_backward=False, dtypes=DTYPES),),
     work=work,
+    dtypes=DTYPES,
     bound="memory",
     tolerance=1e-6,
 )

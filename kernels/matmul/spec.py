@@ -2,7 +2,7 @@
 
 import torch
 
-from cudabench.spec import Baseline, Constraint, Family, Param, Variant, empty
+from cudabench.spec import DTYPES, Baseline, Constraint, Family, Param, Variant, empty
 
 NAIVE, TILED, REGTILE = 0, 1, 2
 
@@ -72,8 +72,9 @@ FAMILY = Family(
         Variant("matmul-regtile", "128×128 block tiles, 8×8 outputs per thread in registers, float4, "
                 "double-buffered", bind(REGTILE), (TILE_128,), has_backward=False),
     ),
-    baselines=(Baseline("torch-matmul", "torch.matmul (cuBLAS SGEMM, TF32 off)", torch_matmul,
-                        has_backward=False),),
+    baselines=(Baseline("torch-matmul", "torch.matmul (cuBLAS: SGEMM with TF32 off in float32; tensor cores "
+                        "in bfloat16 and float16)", torch_matmul, has_backward=False, dtypes=DTYPES),),
+    dtypes=DTYPES,
     constraints=(FITS_INT32, GRID_ROWS),
     work=work,
     bound="sgemm",

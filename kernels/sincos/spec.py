@@ -4,7 +4,7 @@ one Triton kernel; the CUDA variant is that one pass written by hand. Memory-bou
 
 import torch
 
-from cudabench.spec import Baseline, Family, Param, Variant, compiled, empty_like
+from cudabench.spec import DTYPES, Baseline, Family, Param, Variant, compiled, empty_like
 
 
 def make_inputs(shape, gen, device):
@@ -38,10 +38,12 @@ FAMILY = Family(
     variants=(Variant("sincos-fused", "one pass: float4 load, sincosf, float4 store", bind_fused,
                       has_backward=False),),
     baselines=(
-        Baseline("eager", "torch.sin(x)**2 + torch.cos(x)**2: five kernels", lambda: reference, has_backward=False),
+        Baseline("eager", "torch.sin(x)**2 + torch.cos(x)**2: five kernels", lambda: reference, has_backward=False,
+                 dtypes=DTYPES),
         Baseline("torch-compile", "torch.compile of the same expression (Inductor: one Triton kernel)",
-                 lambda: compiled(reference), has_backward=False),
+                 lambda: compiled(reference), has_backward=False, dtypes=DTYPES),
     ),
+    dtypes=DTYPES,
     work=work,
     tolerance=1e-6,
     bound="memory",

@@ -9,7 +9,7 @@ gk (anti-causal) and gw (summed over the batch); each variant is an autograd.Fun
 import torch
 import torch.nn.functional as F
 
-from cudabench.spec import Baseline, Constraint, Family, Param, Variant, compiled, empty_like
+from cudabench.spec import DTYPES, Baseline, Constraint, Family, Param, Variant, compiled, empty_like
 
 TMAX = 1024
 BF, BB, BB5 = 8, 2, 4  # batch rows per block: v4 forward, v4 backward, v5 backward
@@ -149,12 +149,15 @@ FAMILY = Family(
                              "gw summed over the batch in frequency space", bind(6), (T_MAX,), work=fft_work),
     ),
     baselines=(
-        Baseline("conv1d", "eps + conv1d(pad(k, (T-1, 0)), w.unsqueeze(1), groups=C)", conv1d_baseline),
+        Baseline("conv1d", "eps + conv1d(pad(k, (T-1, 0)), w.unsqueeze(1), groups=C)", conv1d_baseline,
+                 dtypes=DTYPES),
         Baseline("torch-compile", "torch.compile of the conv1d expression (Inductor)", compiled_conv1d_baseline,
-                 default=False),
+                 default=False, dtypes=DTYPES),
+        # float32 only: cuFFT has no bfloat16, and float16 transforms only of powers of two
         Baseline("fft", "eps + irfft(rfft(k, 2T) · rfft(flip(w), 2T))[:T] (cuFFT)", lambda: fft_conv,
                  default=False),
     ),
+    dtypes=DTYPES,
     work=work,
     bound="fma",
     input_kinds=("uniform", "rwkv"),

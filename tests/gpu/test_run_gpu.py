@@ -60,3 +60,22 @@ def test_out_of_tree_example_builds_checks_and_times():
                                    "--repeat", "5"])
     assert res.exit_code == 0, res.output
     assert "scale" in res.output and "torch-scale" in res.output
+
+
+@pytest.mark.parametrize("family, shape, baselines", [
+    ("timex", "B=8,C=64,T=256", "conv1d,fft"), ("add2", "n=2^20", "all"), ("matmul", "M=256,N=256,K=256", "all"),
+    ("sincos", "n=2^20", "eager")])  # (torch.compile baselines left out: minutes of Inductor per precision)
+def test_lower_precisions_check_and_time_the_baselines_and_skip_float32_kernels(tmp_path, family, shape, baselines):
+    path = tmp_path / "r.json"
+    res = CliRunner().invoke(app, ["run", "-k", family, "--shape", shape, "--dtype", "bfloat16,float16",
+                                   "--baseline", baselines, "--repeat", "5", "--json", str(path)])
+    assert res.exit_code == 0, res.output
+    assert f"{family}  {shape}  bfloat16" in res.output and f"{family}  {shape}  float16" in res.output
+    results = json.loads(path.read_text())["results"]
+    assert {r["case"]["dtype"] for r in results} == {"bfloat16", "float16"}
+    for r in results:
+        if r["role"] == "variant" or (family, r["subject"]) == ("timex", "fft"):
+            assert r["status"] == "SKIP" and r["skipped"].startswith("dtype:"), r
+        else:  # PyTorch's own ops, in the same precision, within its tolerance and trusted
+            assert r["status"] == "ok", (r["subject"], r["case"]["key"], r.get("skipped"), r.get("integrity"))
+            assert 0 < r["check"]["errors"]["out"] <= r["check"]["tolerance"]
