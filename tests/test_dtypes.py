@@ -114,3 +114,15 @@ def test_every_shipped_family_declares_its_precisions(registry):
         assert family.dtypes[0] == "float32"
         for subject in (*family.variants, *family.baselines):
             assert set(subject.dtypes) <= set(family.dtypes), subject.name
+
+
+def test_precision_skips_are_one_note_not_one_per_case():
+    from synthetic import skipped
+
+    results = [replace(skipped("timex", SMALL, name, f"dtype: {name} supports float32 only", direction),
+                       case=Case("timex", tuple(SMALL.items()), direction, dtype=dtype))
+               for dtype in ("bfloat16", "float16") for direction in ("fwd", "fwdbwd")
+               for name in ("timex-v4", "timex-fft")]
+    notes = report.notes(results)
+    assert notes == ["not run in bfloat16, float16: timex-v4, timex-fft (they do not take it; `cudabench list` "
+                     "shows each one's precisions)"]

@@ -121,13 +121,14 @@ class Runner:
                 for s in subjects(task, case):
                     queue.append((position, s))
                     position += 1
-        if len(self.lanes) == 1:
-            self._serve(self.lanes[0], queue)
-            return self.results
-        queue.sort(key=lambda item: (-expected_seconds(item[1]), item[1].role != "baseline", item[0]))
+        if len(self.lanes) > 1:
+            queue.sort(key=lambda item: (-expected_seconds(item[1]), item[1].role != "baseline", item[0]))
         try:
-            self._run_lanes(queue)
-        finally:
+            if len(self.lanes) == 1:
+                self._serve(self.lanes[0], queue)
+            else:
+                self._run_lanes(queue)
+        finally:  # in plan order: skips were recorded first, and lanes finish in any order
             with self._lock:
                 ordered = sorted(zip(self._positions, self.results), key=lambda pair: pair[0])
                 self._positions, self.results = [p for p, _ in ordered], [r for _, r in ordered]

@@ -145,9 +145,13 @@ def notes(results: Sequence[Result]) -> list[str]:
     """Lines under the tables: skips, kernel time versus per-call cost, and warnings (one line for
     all subjects that stopped sampling above the noise target)."""
     lines, noisy_ones = [], []
+    other_precision: dict[str, list[str]] = {}  # subject -> the precisions it was skipped in
     for r in results:
         who = f"{r.subject} {r.case.direction}"
-        if r.skipped:
+        if r.skipped.startswith("dtype:"):
+            seen = other_precision.setdefault(r.subject, [])
+            seen += [r.case.dtype] if r.case.dtype not in seen else []
+        elif r.skipped:
             lines.append(f"{who}: {r.skipped}")
         if r.error:
             lines.append(f"ERROR {who} ({r.case.shape_text}): {r.error}")
@@ -167,6 +171,10 @@ def notes(results: Sequence[Result]) -> list[str]:
         warning = throttle_warning(dict(r.measurement.clocks))
         if warning:
             lines.append(f"warning: {who}: {warning}")
+    for skipped_in in dict.fromkeys(tuple(v) for v in other_precision.values()):
+        names = [n for n, v in other_precision.items() if tuple(v) == skipped_in]
+        lines.append(f"not run in {', '.join(skipped_in)}: {', '.join(names)} (they do not take it; "
+                     "`cudabench list` shows each one's precisions)")
     if noisy_ones:
         lines.append(f"warning: {len(noisy_ones)} subject(s) reached the time limit before their median was known "
                      f"to the target precision (95 % CI): {', '.join(noisy_ones)}. Their medians are reported; "
