@@ -105,3 +105,26 @@ def test_longest_expected_first(registry):
     small, large = (Case("timex", (("B", b), ("C", 64), ("T", 256)), "fwdbwd") for b in (2, 32))
     assert expected_seconds(Subject(family, large, "x", "variant")) > expected_seconds(Subject(family, small, "x",
                                                                                               "variant"))
+
+
+def test_the_run_starts_on_whichever_gpu_can_start(registry):
+    with Runner(RunOptions(rule=FixedCount(3), timeout=20.0), lambda g: fake_gpu_worker(g, fail=(0,)),
+                gpus=[H200_0, H200_1]) as runner:
+        runner.start()  # GPU 0 cannot start: GPU 1 carries the run
+        results = runner.run(tasks(registry, [["a", "b"]]))
+    assert [(r.subject, r.status, r.gpu_uuid) for r in results] == [("a", "ok", "GPU-bbbb-1111"),
+                                                                    ("b", "ok", "GPU-bbbb-1111")]
+
+
+def test_a_subject_taken_by_a_gpu_that_then_cannot_restart_goes_to_another(registry):
+    starts = {0: 0, 1: 0}
+
+    def start(gpu):  # a GPU's worker starts once; the one that crashes cannot start again
+        starts[gpu.index] += 1
+        return fake_gpu_worker(gpu, fail=(gpu.index,) if starts[gpu.index] > 1 else ())
+
+    names = ["sleep-0.3", "exit", *(f"s{i}" for i in range(6))]
+    with Runner(RunOptions(rule=FixedCount(3), timeout=20.0), start, gpus=[H200_0, H200_1]) as runner:
+        results = runner.run(tasks(registry, [names]))
+    assert [r.subject for r in results] == names  # every subject recorded, none lost with GPU 0
+    assert all(r.status == "ok" for r in results if r.subject != "exit")

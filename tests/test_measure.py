@@ -131,3 +131,23 @@ def test_recorded_reads_a_kineto_session_without_building_function_events():
     assert len(call) == 1 and not call[0].on_gpu and call[0].annotation and call[0].end > call[0].start
     assert any(e.name == "aten::add_" and call[0].start <= e.start <= call[0].end for e in events)
     assert prof._function_events is None  # never built
+
+
+def test_recorded_keeps_nanoseconds_of_epoch_timestamps():
+    """Kineto's times are ns since the epoch (~1.8e18); as floats their step is 256 ns, so they
+    must be made relative before the division."""
+    from types import SimpleNamespace
+
+    from torch.autograd import DeviceType
+
+    from cudabench.measure.timers import recorded
+
+    def event(name, start, duration, device=DeviceType.CUDA):
+        return SimpleNamespace(name=lambda: name, device_type=lambda: device, start_ns=lambda: start,
+                               duration_ns=lambda: duration, is_user_annotation=lambda: False)
+
+    base = 1_795_409_782_283_182_058
+    prof = SimpleNamespace(kineto_results=SimpleNamespace(events=lambda: [
+        event("range", base, 10_000, DeviceType.CPU), event("k", base + 1_001, 1_370)]))
+    kernel = [a for a in recorded(prof) if a.name == "k"][0]
+    assert kernel.end - kernel.start == pytest.approx(1.370, abs=1e-9) and kernel.start == pytest.approx(1.001)

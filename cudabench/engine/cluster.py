@@ -54,7 +54,7 @@ _LANES_LOCK = threading.Lock()
 def _lane(hello: dict[str, Any], command: Sequence[str]) -> Lane:
     """This Dask worker's lane for a run's hello: one cudabench worker process, started on first use
     and kept warm for the next task (it inherits the Dask worker's CUDA_VISIBLE_DEVICES)."""
-    key = json.dumps([hello, list(command)], sort_keys=True)
+    key = json.dumps([hello, list(command), _sources_stamp(hello)], sort_keys=True)
     if key not in _LANES:
         for old in _LANES.values():  # another run's worker: one GPU, one worker
             old.close()
@@ -62,6 +62,23 @@ def _lane(hello: dict[str, Any], command: Sequence[str]) -> Lane:
         argv = list(command) or worker_command()  # by default this node's own Python
         _LANES[key] = Lane(lambda: ProcessWorker(argv), hello)
     return _LANES[key]
+
+
+def _sources_stamp(hello: dict[str, Any]) -> list[tuple[str, int, int]]:
+    """Path, size and modification time of every kernel source and spec.py this node would load: a
+    family edited between two runs gets a fresh worker (and build) instead of the warm one's old code."""
+    from pathlib import Path
+
+    from cudabench.spec.registry import builtin_kernels_dir
+
+    roots = [builtin_kernels_dir(), *map(Path, hello.get("kernels_dirs", ()))]
+    stamp = []
+    for root in roots:
+        for path in sorted(root.rglob("*")) if root.is_dir() else ():
+            if path.is_file() and path.suffix in (".py", ".cu", ".cpp", ".h", ".cuh", ".hpp"):
+                info = path.stat()
+                stamp.append((str(path), info.st_size, info.st_mtime_ns))
+    return stamp
 
 
 @atexit.register

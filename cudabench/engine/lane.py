@@ -55,7 +55,10 @@ class Lane:
         """The worker, started and greeted (its environment and ceilings are then known)."""
         if self.worker is not None:
             return self.worker
-        worker, launched, self._starting = self._starting or self.start_worker(), self._starting is not None, None
+        launched = self._starting is not None
+        if not launched:
+            self._starting = self.start_worker()
+        worker = self._starting  # held there until it answers, so close() can end it meanwhile (Ctrl-C)
         start = time.perf_counter()
         try:
             if launched:
@@ -63,9 +66,15 @@ class Lane:
             else:
                 reply = worker.request(self.hello, HELLO_TIMEOUT, self.on_status)
         except WorkerLost as lost:
+            self._starting = None
             worker.close()
             raise WorkerStartError(f"The worker process could not start: {lost.reason}",
                                    "Run `cudabench doctor` to see what this machine is missing.") from None
+        except BaseException:
+            self._starting = None
+            (worker.kill if hasattr(worker, "kill") else worker.close)()
+            raise
+        self._starting = None
         if reply.get("type") != "ready":
             worker.close()
             error = WorkerStartError(str(reply.get("message", reply)), str(reply.get("hint", "")))

@@ -94,9 +94,17 @@ class Runner:
             lane.launch()
 
     def start(self) -> None:
-        """Wait until the first lane's worker is ready; the others start meanwhile."""
+        """Wait until one lane's worker is ready (the first that can start); the others start
+        meanwhile. Raises the first lane's error only when none can start."""
         self.launch()
-        self.lanes[0].ready()
+        failures = []
+        for lane in self.lanes:
+            try:
+                lane.ready()
+                return
+            except WorkerStartError as error:
+                failures.append(error)
+        raise failures[0]
 
     def close(self) -> None:
         for lane in self.lanes:
@@ -157,13 +165,13 @@ class Runner:
         starts = [e for e in errors if isinstance(e, WorkerStartError)]
         if starts and len(starts) == len(self.lanes):
             raise starts[0]  # no GPU could start a worker: the same error as on one GPU
-        for position, s in list(queue):  # left when every lane of its GPU model failed to start
-            self._record(self._lost(s, {}, f"no worker could start on a {pinned.get(s.case.key(), 'GPU')}: "
-                                           + "; ".join(str(e) for e in starts)), position)
-        queue.clear()
         other = next((e for e in errors if not isinstance(e, WorkerStartError)), None)
         if other is not None:
             raise other
+        for position, s in list(queue):  # left when every lane of its GPU model failed to start
+            self._record(self._lost(s, {}, f"no worker could start on a {pinned.get(s.case.key(), 'GPU')}: "
+                                           + "; ".join(e.message for e in starts)), position)
+        queue.clear()
 
     def _lane_thread(self, lane: Lane, gpu: Optional[Gpu], queue: list, pinned: dict[str, str],
                      errors: list) -> None:
@@ -186,7 +194,12 @@ class Runner:
                 if index is None:
                     return
                 planned, s = queue.pop(index)
-            result = self._attempt(lane, s)
+            try:
+                result = self._attempt(lane, s)
+            except WorkerStartError:
+                with self._lock:  # this lane's worker cannot start again: the subject goes back
+                    queue.insert(0, (planned, s))
+                raise
             if self._stop.is_set():
                 return  # interrupted: what the killed worker said is not a result
             self._record(result, planned)
