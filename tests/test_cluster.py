@@ -114,3 +114,26 @@ def test_without_distributed_the_message_says_what_to_install(monkeypatch):
 def test_gpus_and_cluster_are_alternatives():
     res = cli("run", "-k", "add2", "--gpus", "all", "--cluster", "tcp://127.0.0.1:1")
     assert res.exit_code == 2 and "--gpus and --cluster are alternatives" in res.output
+
+
+def test_on_a_cluster_of_two_gpu_models_each_case_stays_on_one_model(registry):
+    import os
+
+    family = registry.family("add2")
+    cases = [Task(family, (Case("add2", (("n", 64 * (i + 1)),)),),
+                  tuple(Variant(f"sleep-0.0{i}{j}", "fake", bind=lambda e: None) for j in range(3)), ())
+             for i in range(4)]
+    with local_cluster() as c, distributed.Client(c.scheduler_address) as client:
+        workers = sorted(client.scheduler_info()["workers"])
+        for addr, model in zip(workers, ("NVIDIA H100", "NVIDIA A100")):  # what their fake workers will report
+            client.run(os.environ.__setitem__, "FAKE_GPU_NAME", model, workers=[addr])
+        with ClusterRunner(c.scheduler_address, RunOptions(rule=FixedCount(3), timeout=30.0), command=FAKE) as runner:
+            runner.start()
+            results = runner.run(cases)
+    assert sorted(runner.models.values()) == ["NVIDIA A100", "NVIDIA H100"]
+    assert len(results) == 12 and all(r.status == "ok" for r in results)
+    by_case = {}
+    for r in results:
+        by_case.setdefault(r.case.key(), set()).add(r.gpu)
+    assert all(len(models) == 1 for models in by_case.values()), by_case
+    assert {m for models in by_case.values() for m in models} == {"NVIDIA A100", "NVIDIA H100"}  # both used

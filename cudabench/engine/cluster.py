@@ -2,7 +2,8 @@
 declare `--resources GPU=1` (one Dask worker per GPU). On its node each task runs its subject in
 an isolated cudabench worker (a Lane, kept warm between the tasks of one Dask worker), which
 builds the kernels there, with that node's build cache. cudabench plans and orders the tasks
-(longest expected first); Dask places and moves them. A Dask worker lost mid-task: Dask runs
+(longest expected first), and on a cluster of several GPU models keeps the subjects of a case on
+one model; Dask places and moves them. A Dask worker lost mid-task: Dask runs
 the task again elsewhere, up to its `distributed.scheduler.allowed-failures`; past that the
 subject is recorded as lost. Nothing is dropped silently.
 
@@ -149,6 +150,8 @@ class ClusterRunner:
         self.waited = {"start-up": 0.0, "build": 0.0}
         self.gpu_workers: set[str] = set()      # Dask workers with a GPU resource seen during the run
         self.departed: list[str] = []           # ... and those that left mid-run
+        self.models: dict[str, str] = {}        # Dask worker -> the GPU model its cudabench worker has
+        self.allowed: dict[Any, Optional[set[str]]] = {}  # future -> the workers it may run on (None: any)
         self.client: Any = None
 
     @property
@@ -181,16 +184,31 @@ class ClusterRunner:
         if not self._watch_workers():
             raise ClusterError(f"The Dask cluster at {self.address} has no worker with a GPU resource.",
                                "Start its workers with `--resources GPU=1` (one per GPU).")
+        self._start_lanes(sorted(self.gpu_workers))
+
+    def _start_lanes(self, workers: list[str]) -> None:
+        """Start every GPU worker's cudabench worker at once and learn its GPU model; the first to
+        answer gives the run's environment. Raises only when none can start."""
         start = time.perf_counter()
-        future = self.client.submit(worker_environment, self.hello, self.command, resources=GPU, pure=False)
-        try:
-            first = future.result(timeout=HELLO_TIMEOUT)
-        except CudabenchError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - a remote failure arrives as its own type
-            raise ClusterError(f"The cudabench worker could not start on the cluster: {exc}") from None
+        futures = {addr: self.client.submit(worker_environment, self.hello, self.command, resources=GPU,
+                                            workers=[addr], allow_other_workers=False, pure=False)
+                   for addr in workers}
+        failures: list[CudabenchError] = []
+        for addr, future in futures.items():
+            try:
+                reply = future.result(timeout=max(1.0, HELLO_TIMEOUT - (time.perf_counter() - start)))
+            except CudabenchError as error:
+                failures.append(error)
+                continue
+            except Exception as exc:  # noqa: BLE001 - a remote failure arrives as its own type
+                failures.append(ClusterError(f"The cudabench worker could not start on {addr}: {exc}"))
+                continue
+            self.models[addr] = reply["environment"].get("gpu", "")
+            if not self.environment:
+                self.environment, self.ceilings = reply["environment"], reply["ceilings"]
         self.waited["start-up"] += time.perf_counter() - start
-        self.environment, self.ceilings = first["environment"], first["ceilings"]
+        if not self.environment:
+            raise failures[0]
 
     def _watch_workers(self) -> set[str]:
         """The Dask workers with a GPU resource now; remembers any that left since the last look."""
@@ -214,12 +232,16 @@ class ClusterRunner:
                     planned.append((position, s))
                     position += 1
         ranked = sorted(planned, key=lambda item: (-expected_seconds(item[1]), item[1].role != "baseline", item[0]))
+        where = self._pin_cases([s for _, s in ranked])
         futures = {}
         for rank, (place, s) in enumerate(ranked):
+            allowed = where.get(s.case.key())
             future = self.client.submit(run_subject, self.hello, self.command, self._build_request(s),
                                         self._request(s), self.options.timeout, resources=GPU, pure=False,
-                                        priority=len(ranked) - rank)
+                                        priority=len(ranked) - rank, workers=allowed,
+                                        allow_other_workers=False)
             futures[future] = (place, s)
+            self.allowed[future] = set(allowed) if allowed else None
         try:
             self._collect(futures, positions)
         except KeyboardInterrupt:
@@ -230,8 +252,28 @@ class ClusterRunner:
             self.results[:] = [self.results[i] for i in order]
         return self.results
 
+    def _pin_cases(self, ranked: list[Subject]) -> dict[str, list[str]]:
+        """With several GPU models in the cluster, the Dask workers each case may run on: all the
+        subjects of a case (compared with each other) on one model, cases spread by expected work
+        per worker of each model. With one model: no restriction."""
+        groups: dict[str, list[str]] = {}
+        for addr, model in sorted(self.models.items()):
+            groups.setdefault(model, []).append(addr)
+        if len(groups) < 2:
+            return {}
+        load = dict.fromkeys(groups, 0.0)
+        where: dict[str, list[str]] = {}
+        for s in ranked:
+            key = s.case.key()
+            if key not in where:
+                model = min(groups, key=lambda m: (load[m] + 1e-9) / len(groups[m]))
+                where[key] = groups[model]
+            model = next(m for m, addrs in groups.items() if addrs is where[key])
+            load[model] += expected_seconds(s) + 1e-6
+        return where
+
     def _collect(self, futures: dict, positions: list[int]) -> None:
-        pending, alone_since = set(futures), None
+        pending, stranded_since = set(futures), None
         while pending:
             done = {f for f in pending if f.done()}
             pending -= done
@@ -241,17 +283,19 @@ class ClusterRunner:
                 place, s = futures[future]
                 self._record(self._outcome(future, s), place, positions)
             live = self._watch_workers()
-            if pending and not live:
-                alone_since = alone_since or time.monotonic()
-                if time.monotonic() - alone_since > NO_WORKER_GRACE:
-                    for future in pending:
-                        place, s = futures[future]
-                        self._record(Result(s.case, s.name, s.role, error="lost: the cluster has had no GPU "
-                                            f"worker for {NO_WORKER_GRACE:g} s"), place, positions)
-                    self.client.cancel(list(pending))
-                    return
-            else:
-                alone_since = None
+            stranded = {f for f in pending if not live or (self.allowed.get(f) is not None and not self.allowed[f] & live)}
+            if not stranded:
+                stranded_since = None
+                continue
+            stranded_since = stranded_since or time.monotonic()
+            if time.monotonic() - stranded_since > NO_WORKER_GRACE:  # no worker left that may run them
+                for future in sorted(stranded, key=lambda f: futures[f][0]):
+                    place, s = futures[future]
+                    self._record(Result(s.case, s.name, s.role, error="lost: no Dask worker that may run it "
+                                        f"(its GPU model) for {NO_WORKER_GRACE:g} s"), place, positions)
+                self.client.cancel(list(stranded))
+                pending -= stranded
+                stranded_since = None
 
     def _outcome(self, future: Any, s: Subject) -> Result:
         distributed = require_distributed()
