@@ -2,7 +2,8 @@
 #include "add2.h"
 
 // c = a + b, written into the caller's c (so the check can hand in a NaN-poisoned output).
-// variant: 0 grid-stride scalar, 1 float4 (scalar when a pointer is not 16-byte aligned).
+// variant: 0 grid-stride scalar, 1 float4 grid-stride, 2 float4 one tile per block (1 and 2 fall back to
+// the scalar kernel when a pointer is not 16-byte aligned).
 void add2(const at::Tensor& a, const at::Tensor& b, at::Tensor& c, int64_t variant) {
   cudabench::check_tensor(a, "a");
   cudabench::check_tensor(b, "b");

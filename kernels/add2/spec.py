@@ -22,7 +22,7 @@ def work(shape, direction):
     return float(n), 12.0 * n  # one add per element; read a and b, write c
 
 
-SCALAR, VEC4 = 0, 1
+SCALAR, VEC4, TILE = 0, 1, 2
 
 
 def bind(variant):
@@ -48,6 +48,8 @@ FAMILY = Family(
         Variant("add2", "one element per thread per grid stride", bind(SCALAR), has_backward=False),
         Variant("add2-vec4", "float4 loads/stores, 4 independent float4 per thread in flight", bind(VEC4),
                 has_backward=False),
+        Variant("add2-tile", "one float4 per thread, one contiguous tile per block, one pass over n",
+                bind(TILE), has_backward=False),
     ),
     baselines=(Baseline("torch-add", "PyTorch a + b", lambda: reference, has_backward=False, dtypes=DTYPES),),
     work=work,

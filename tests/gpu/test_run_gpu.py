@@ -43,7 +43,7 @@ def test_cli_run_writes_json_with_samples(tmp_path):
     doc = json.loads(path.read_text())
     assert doc["schema_version"] == 2 and doc["environment"]["gpu"]
     subjects = {r["subject"]: r for r in doc["results"]}
-    assert set(subjects) == {"add2", "add2-vec4", "torch-add"}
+    assert set(subjects) == {"add2", "add2-vec4", "add2-tile", "torch-add"}
     assert len(subjects["add2"]["measurement"]["samples"]) == 9
     assert subjects["add2"]["check"]["passed"]
 
