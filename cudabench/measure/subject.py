@@ -260,7 +260,8 @@ class Bench:
         if result.case.dtype != "float32" and family.bound != "memory":
             return result  # the measured compute ceilings are float32's; tensor cores have their own
         extra = dict(result.measurement.extra)
-        share = self.ceilings.of(family.bound, result.flops, result.bytes, figure(result))
+        flops, nbytes = own_work(family, result.case, result)
+        share = self.ceilings.of(family.bound, flops, nbytes, figure(result))
         if share is None:
             return result
         extra["ceiling_fraction"] = share
@@ -360,11 +361,14 @@ def figure(result: Result) -> float:
 
 
 def own_work(family: Family, case: Case, result: Result) -> tuple[float, float]:
-    """The work a subject's algorithm must do: its variant's own count where it declares one."""
-    if result.role == "variant":
-        variant = family.variant(result.subject)
-        if variant.work is not None:
-            return work_of(variant.work, case)
+    """The work a subject's algorithm must do: its variant's or baseline's own count where it
+    declares one, else the family's."""
+    try:
+        subject = family.variant(result.subject) if result.role == "variant" else family.baseline(result.subject)
+    except KeyError:  # recorded under another name (--record-as)
+        return result.flops, result.bytes
+    if subject.work is not None:
+        return work_of(subject.work, case)
     return result.flops, result.bytes
 
 

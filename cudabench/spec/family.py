@@ -57,8 +57,8 @@ class Variant:
     constraints: tuple[Constraint, ...] = ()
     has_backward: bool = True
     # (flops, bytes) the variant's own algorithm needs when fewer than the family's count (e.g. an
-    # FFT formulation of a direct sum): the impossible-figure check bounds this, while tables keep
-    # the family's count so rates compare along the ladder
+    # FFT formulation of a direct sum): the impossible-figure check and the "% ceiling" column use
+    # this, while the TFLOP/s and GB/s columns keep the family's count so rates compare along the ladder
     work: Optional[Callable[[Shape, str], tuple[float, float]]] = None
     dtypes: tuple[str, ...] = FLOAT32          # the input and output precisions it takes
 
@@ -74,6 +74,7 @@ class Baseline:
     default: bool = True
     has_backward: bool = True
     dtypes: tuple[str, ...] = FLOAT32
+    work: Optional[Callable[[Shape, str], tuple[float, float]]] = None  # its own count, as Variant.work
 
 
 @dataclass(frozen=True)

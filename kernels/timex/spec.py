@@ -1,4 +1,5 @@
-"""TimeX (RWKV): causal depthwise convolution, the v1 → v5 ladder and timex-fft, forward and backward.
+"""TimeX (RWKV): causal depthwise convolution, the v1 → v5 ladder and timex-fft (any T up to 16384),
+forward and backward.
 
     out[b,c,t] = eps + sum_{u=0..t} w[c, T-1-(t-u)] * k[b,c,u]
 
@@ -12,6 +13,7 @@ import torch.nn.functional as F
 from cudabench.spec import DTYPES, Baseline, Constraint, Family, Param, Variant, compiled, empty_like
 
 TMAX = 1024
+FFT_TMAX = 16384  # timex-fft: one row's packed transform (M = N/2 complex points) in one block
 BF, BB, BB5 = 8, 2, 4  # batch rows per block: v4 forward, v4 backward, v5 backward
 
 
@@ -121,6 +123,8 @@ def fft_work(shape, direction):
 
 T_MAX = Constraint(f"T <= {TMAX}", lambda s: s["T"] <= TMAX,
                    f"T must be at most {TMAX}: one thread block holds a whole row")
+T_FFT = Constraint(f"T <= {FFT_TMAX}", lambda s: s["T"] <= FFT_TMAX,
+                   f"T must be at most {FFT_TMAX}: one row's transform is held in one block's shared memory")
 T_VEC = Constraint("T % 4 == 0", lambda s: s["T"] % 4 == 0,
                    "T must be a multiple of 4: each thread handles four outputs with float4 loads")
 T_PAIRS = Constraint("T % 8 == 0", lambda s: s["T"] % 8 == 0,
@@ -132,7 +136,7 @@ B_GROUP = Constraint(f"B % {BF} == 0", lambda s: s["B"] % BF == 0,
 FAMILY = Family(
     name="timex",
     summary="RWKV TimeX causal depthwise convolution, forward and backward",
-    sources=("timex.cu", "timex_fft.cu", "timex.cpp"),
+    sources=("timex.cu", "timex_fft.cu", "timex_fft_long.cu", "timex.cpp"),
     params=(Param("B", 32, "batch"), Param("C", 768, "channels"), Param("T", 768, "time steps")),
     make_inputs=make_inputs,
     reference=reference,
@@ -145,8 +149,9 @@ FAMILY = Family(
                             f"(backward: {BB})", bind(4), (T_MAX, T_VEC, B_GROUP)),
         Variant("timex-v5", f"v4 with equal work per thread (output quads q and T/4-1-q); backward "
                             f"{BB5} rows per block", bind(5), (T_MAX, T_PAIRS, B_GROUP)),
-        Variant("timex-fft", "products of spectra, FFTs on chip (Stockham radix-8, two rows per FFT), "
-                             "gw summed over the batch in frequency space", bind(6), (T_MAX,), work=fft_work),
+        Variant("timex-fft", "products of spectra, FFTs on chip (Stockham radix-8; T <= 1024 two rows per "
+                             "FFT, beyond one row packed into a half-length FFT), gw summed over the batch in "
+                             "frequency space", bind(6), (T_FFT,), work=fft_work),
     ),
     baselines=(
         Baseline("conv1d", "eps + conv1d(pad(k, (T-1, 0)), w.unsqueeze(1), groups=C)", conv1d_baseline,
@@ -155,7 +160,7 @@ FAMILY = Family(
                  default=False, dtypes=DTYPES),
         # float32 only: cuFFT has no bfloat16, and float16 transforms only of powers of two
         Baseline("fft", "eps + irfft(rfft(k, 2T) · rfft(flip(w), 2T))[:T] (cuFFT)", lambda: fft_conv,
-                 default=False),
+                 default=False, work=fft_work),
     ),
     dtypes=DTYPES,
     work=work,

@@ -36,8 +36,11 @@ void forward(const at::Tensor& w, const at::Tensor& k, at::Tensor& out, double e
   const Dims d = check_inputs(w, k, version, false);
   check_output(out, k, "out");
   const c10::cuda::CUDAGuard guard(k.device());
+  const size_t scratch_floats = timex_forward_scratch((int)version, d.B, d.C, d.T);
+  at::Tensor scratch = at::empty({(int64_t)scratch_floats}, k.options());
   cudabench::check_launch(timex_forward((int)version, w.data_ptr<float>(), k.data_ptr<float>(),
-                                        out.data_ptr<float>(), (float)eps, d.B, d.C, d.T,
+                                        out.data_ptr<float>(), (float)eps,
+                                        scratch_floats ? scratch.data_ptr<float>() : nullptr, d.B, d.C, d.T,
                                         cudabench::stream_of(k)),
                           "timex forward");
 }

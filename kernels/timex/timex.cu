@@ -275,8 +275,11 @@ size_t vec_smem_bytes(int T, int R, bool backward) {
 const char* timex_unsupported(int version, int B, int C, int T, bool backward) {
   if (version < 1 || version > 6) return "unknown TimeX version (1..6)";
   if (B <= 0 || C <= 0 || T <= 0) return "B, C and T must be positive";
+  if (version == 6) {  // timex-fft: any B and C
+    return T > TIMEX_FFT_TMAX ? "T must be at most 16384 (one row's transform in one block's shared memory)"
+                              : nullptr;
+  }
   if (version >= 2 && T > TIMEX_TMAX) return "T must be at most 1024 (one row per thread block)";
-  if (version == 6) return nullptr;  // timex-fft: any B, C and T <= TIMEX_TMAX
   if (version >= 3 && T % 4 != 0) return "T must be a multiple of 4 (float4 loads and stores)";
   if (version == 5 && T % 8 != 0) return "T must be a multiple of 8 (v5 pairs output quads q and T/4-1-q)";
   const int R = rows_per_block(version, backward);
@@ -285,10 +288,14 @@ const char* timex_unsupported(int version, int B, int C, int T, bool backward) {
   return nullptr;
 }
 
-cudaError_t timex_forward(int version, const float* w, const float* k, float* out, float eps,
+size_t timex_forward_scratch(int version, int B, int C, int T) {
+  return version == 6 ? timex_fft_scratch(B, C, T, false) : 0;
+}
+
+cudaError_t timex_forward(int version, const float* w, const float* k, float* out, float eps, float* scratch,
                           int B, int C, int T, cudaStream_t stream) {
   if (timex_unsupported(version, B, C, T, false)) return cudaErrorInvalidValue;
-  if (version == 6) return timex_fft_forward(w, k, out, eps, B, C, T, stream);
+  if (version == 6) return timex_fft_forward(w, k, out, eps, scratch, B, C, T, stream);
   const unsigned rows = (unsigned)B * C;
   switch (version) {
     case 1:
@@ -313,7 +320,7 @@ cudaError_t timex_forward(int version, const float* w, const float* k, float* ou
 }
 
 size_t timex_backward_scratch(int version, int B, int C, int T) {
-  if (version == 6) return timex_fft_scratch(B, C, T);
+  if (version == 6) return timex_fft_scratch(B, C, T, true);
   if (version == 1) return 0;
   return (size_t)(B / rows_per_block(version, true)) * C * T;
 }

@@ -9,6 +9,7 @@
 #include <cuda_runtime.h>
 
 constexpr int TIMEX_TMAX = 1024;  // v2..v5 keep one row per thread block (T/4 threads in v3, v4)
+constexpr int TIMEX_FFT_TMAX = 16384;  // timex-fft: one row's packed transform fits one block's shared memory
 constexpr int TIMEX_BF = 8;       // v4 forward: batch rows per block sharing one staged w row
 constexpr int TIMEX_BB = 2;       // v4 backward: batch rows per block
 constexpr int TIMEX_BB5 = 4;      // v5 backward: batch rows per block
@@ -16,7 +17,10 @@ constexpr int TIMEX_BB5 = 4;      // v5 backward: batch rows per block
 // Why (version, B, C, T) cannot run, or nullptr when it can.
 const char* timex_unsupported(int version, int B, int C, int T, bool backward);
 
-cudaError_t timex_forward(int version, const float* w, const float* k, float* out, float eps,
+// Floats of scratch the forward needs (timex-fft beyond T = 1024: the weights' spectra); 0 when none.
+size_t timex_forward_scratch(int version, int B, int C, int T);
+
+cudaError_t timex_forward(int version, const float* w, const float* k, float* out, float eps, float* scratch,
                           int B, int C, int T, cudaStream_t stream);
 
 // Floats of scratch the backward needs (partial per-batch gw sums); 0 when none.
@@ -28,9 +32,17 @@ cudaError_t timex_backward(int version, const float* w, const float* k, const fl
 // gw[i] = sum_p part[p, i] over P partial sums of n values (timex.cu).
 cudaError_t timex_sum_partials(const float* part, float* gw, int P, size_t n, cudaStream_t stream);
 
-// timex-fft (version 6): spectra products with on-chip FFTs, blocks per channel (timex_fft.cu).
-size_t timex_fft_scratch(int B, int C, int T);  // floats of partial gw sums the backward needs
-cudaError_t timex_fft_forward(const float* w, const float* k, float* out, float eps, int B, int C, int T,
-                              cudaStream_t stream);
+// timex-fft (version 6): spectra products with on-chip FFTs. T <= 1024: two rows per FFT, blocks per
+// channel (timex_fft.cu); beyond, one row per FFT (timex_fft_long.cu), which these dispatch to.
+size_t timex_fft_scratch(int B, int C, int T, bool backward);  // floats of scratch (spectra, partial gw sums)
+cudaError_t timex_fft_forward(const float* w, const float* k, float* out, float eps, float* scratch, int B, int C,
+                              int T, cudaStream_t stream);
 cudaError_t timex_fft_backward(const float* w, const float* k, const float* g, float* gw, float* gk, float* scratch,
                                int B, int C, int T, cudaStream_t stream);
+
+// timex-fft for 1024 < T <= TIMEX_FFT_TMAX (timex_fft_long.cu).
+size_t timex_fft_long_scratch(int B, int C, int T, bool backward);
+cudaError_t timex_fft_long_forward(const float* w, const float* k, float* out, float eps, float* scratch, int B,
+                                   int C, int T, cudaStream_t stream);
+cudaError_t timex_fft_long_backward(const float* w, const float* k, const float* g, float* gw, float* gk,
+                                    float* scratch, int B, int C, int T, cudaStream_t stream);

@@ -15,77 +15,14 @@
 #include <mutex>
 #include <tuple>
 
+#include "fft_math.cuh"
 #include "timex.h"
 
 namespace {
 
+using namespace timex_fft;
+
 constexpr int FFT_THREADS = 256;
-
-__device__ __forceinline__ int pad(int i) { return i + (i >> 4); }
-__device__ __forceinline__ float2 cmul(float2 a, float2 b) {
-  return make_float2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
-}
-__device__ __forceinline__ float2 cmul_conj(float2 a, float2 b) {  // conj(a) * b
-  return make_float2(a.x * b.x + a.y * b.y, a.x * b.y - a.y * b.x);
-}
-__device__ __forceinline__ float2 add(float2 a, float2 b) { return make_float2(a.x + b.x, a.y + b.y); }
-__device__ __forceinline__ float2 sub(float2 a, float2 b) { return make_float2(a.x - b.x, a.y - b.y); }
-// times SIGN·i
-template <int SIGN>
-__device__ __forceinline__ float2 rot(float2 a) {
-  return SIGN > 0 ? make_float2(-a.y, a.x) : make_float2(a.y, -a.x);
-}
-
-// In-register DFTs, X[q] = Σ_r v[r] exp(SIGN·2πi·r·q/R), natural order in and out.
-template <int SIGN>
-__device__ __forceinline__ void dft2(float2& a, float2& b) {
-  const float2 t = a;
-  a = add(t, b);
-  b = sub(t, b);
-}
-
-template <int SIGN>
-__device__ __forceinline__ void dft4(float2& v0, float2& v1, float2& v2, float2& v3) {
-  const float2 a = add(v0, v2), b = sub(v0, v2), c = add(v1, v3), d = rot<SIGN>(sub(v1, v3));
-  v0 = add(a, c);
-  v1 = add(b, d);
-  v2 = sub(a, c);
-  v3 = sub(b, d);
-}
-
-template <int R, int SIGN>
-__device__ __forceinline__ void dft(float2 (&v)[R]) {
-  if constexpr (R == 2) {
-    dft2<SIGN>(v[0], v[1]);
-  } else if constexpr (R == 3) {  // X1,2 = a - (b+c)/2 ± SIGN·i·(√3/2)(b - c)
-    const float2 s = add(v[1], v[2]);
-    const float2 m = make_float2(v[0].x - 0.5f * s.x, v[0].y - 0.5f * s.y);
-    const float2 d = rot<SIGN>(sub(v[1], v[2]));
-    const float r = 0.86602540378443865f;
-    v[0] = add(v[0], s);
-    v[1] = make_float2(m.x + r * d.x, m.y + r * d.y);
-    v[2] = make_float2(m.x - r * d.x, m.y - r * d.y);
-  } else if constexpr (R == 4) {
-    dft4<SIGN>(v[0], v[1], v[2], v[3]);
-  } else {  // R == 8: two DFT4s of the even and odd samples, then one radix-2 step
-    dft4<SIGN>(v[0], v[2], v[4], v[6]);
-    dft4<SIGN>(v[1], v[3], v[5], v[7]);
-    const float h = 0.70710678118654752f;
-    const float2 t0 = v[1];
-    const float2 t1 = cmul(v[3], make_float2(h, SIGN * h));
-    const float2 t2 = rot<SIGN>(v[5]);
-    const float2 t3 = cmul(v[7], make_float2(-h, SIGN * h));
-    const float2 e0 = v[0], e1 = v[2], e2 = v[4], e3 = v[6];
-    v[0] = add(e0, t0);
-    v[1] = add(e1, t1);
-    v[2] = add(e2, t2);
-    v[3] = add(e3, t3);
-    v[4] = sub(e0, t0);
-    v[5] = sub(e1, t1);
-    v[6] = sub(e2, t2);
-    v[7] = sub(e3, t3);
-  }
-}
 
 // One Stockham pass: Ns (a power of two) points already transformed per sub-sequence, radix R.
 template <int R, int SIGN>
@@ -97,34 +34,10 @@ __device__ __forceinline__ void fft_pass(const float2* src, float2* dst, int N, 
     float2 v[R];
 #pragma unroll
     for (int r = 0; r < R; ++r) v[r] = src[pad(j + r * stride)];
-    if (Ns > 1) {
-      float2 w1;
-      sincospif(turn * k, &w1.y, &w1.x);  // exp(SIGN 2πi k / (Ns R))
-      float2 w = w1;
-#pragma unroll
-      for (int r = 1; r < R; ++r) {
-        v[r] = cmul(v[r], w);
-        w = cmul(w, w1);
-      }
-    }
-    dft<R, SIGN>(v);
+    butterfly<R, SIGN>(v, k, Ns, turn);
     const int base = (j - k) * R + k;
 #pragma unroll
     for (int q = 0; q < R; ++q) dst[pad(base + q * Ns)] = v[q];
-  }
-}
-
-struct Plan {
-  int N;      // transform size: 2^log2m, or 3·2^log2m when three
-  int log2m;
-  bool three;
-};
-
-__host__ __device__ inline Plan plan_for(int T) {
-  const int need = 2 * T - 1;
-  for (int log2m = 3;; ++log2m) {
-    if ((1 << log2m) >= need) return {1 << log2m, log2m, false};
-    if (3 << (log2m - 1) >= need) return {3 << (log2m - 1), log2m - 1, true};
   }
 }
 
@@ -149,8 +62,6 @@ __device__ float2* fft(float2* a, float2* b, const Plan& p) {
   if (p.three) pass_and_swap<3, SIGN>(a, b, p.N, Ns);
   return a;
 }
-
-__host__ __device__ inline int padded(int n) { return n + (n >> 4); }
 
 // Shared memory: two FFT buffers (padded), WW, and for the backward S and one stored spectrum.
 struct Smem {
@@ -344,13 +255,15 @@ int splits(int B, int C, int T, bool backward) {
 
 }  // namespace
 
-size_t timex_fft_scratch(int B, int C, int T) {
-  const int s = splits(B, C, T, true);
+size_t timex_fft_scratch(int B, int C, int T, bool backward) {
+  if (T > TIMEX_TMAX) return timex_fft_long_scratch(B, C, T, backward);
+  const int s = backward ? splits(B, C, T, true) : 1;
   return s > 1 ? (size_t)s * C * T : 0;
 }
 
-cudaError_t timex_fft_forward(const float* w, const float* k, float* out, float eps, int B, int C, int T,
-                              cudaStream_t stream) {
+cudaError_t timex_fft_forward(const float* w, const float* k, float* out, float eps, float* scratch, int B, int C,
+                              int T, cudaStream_t stream) {
+  if (T > TIMEX_TMAX) return timex_fft_long_forward(w, k, out, eps, scratch, B, C, T, stream);
   if (resident_for(T, false) <= 0) return cudaErrorInvalidConfiguration;  // does not fit on this GPU
   const int s = splits(B, C, T, false);
   fft_forward<<<dim3(C, s), FFT_THREADS, smem_bytes(T, false), stream>>>(w, k, out, eps, B, C, T);
@@ -359,6 +272,7 @@ cudaError_t timex_fft_forward(const float* w, const float* k, float* out, float 
 
 cudaError_t timex_fft_backward(const float* w, const float* k, const float* g, float* gw, float* gk, float* scratch,
                                int B, int C, int T, cudaStream_t stream) {
+  if (T > TIMEX_TMAX) return timex_fft_long_backward(w, k, g, gw, gk, scratch, B, C, T, stream);
   if (resident_for(T, true) <= 0) return cudaErrorInvalidConfiguration;  // does not fit on this GPU
   const int s = splits(B, C, T, true);
   if (s > 1 && scratch == nullptr) return cudaErrorInvalidValue;  // sized by timex_fft_scratch

@@ -22,7 +22,8 @@ SHAPES = {
                dict(M=128, N=384, K=40)],
     "sincos": [dict(n=1), dict(n=1000003)],
     "timex": [dict(B=8, C=4, T=32), dict(B=16, C=3, T=100), dict(B=8, C=2, T=1024), dict(B=24, C=7, T=252),
-              dict(B=8, C=5, T=4), dict(B=3, C=5, T=37), dict(B=2, C=3, T=1500)],
+              dict(B=8, C=5, T=4), dict(B=3, C=5, T=37), dict(B=2, C=3, T=1500), dict(B=3, C=2, T=1025),
+              dict(B=5, C=3, T=3001), dict(B=8, C=2, T=4096), dict(B=2, C=2, T=16384), dict(B=1, C=1, T=12000)],
 }
 
 

@@ -1,0 +1,113 @@
+// Complex arithmetic and in-register DFTs shared by the on-chip FFTs of timex_fft.cu and
+// timex_fft_long.cu (float2 = one complex number).
+#pragma once
+#include <cuda_runtime.h>
+
+namespace timex_fft {
+
+__device__ __forceinline__ int pad(int i) { return i + (i >> 4); }
+__device__ __forceinline__ float2 cmul(float2 a, float2 b) {
+  return make_float2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
+}
+__device__ __forceinline__ float2 cmul_conj(float2 a, float2 b) {  // conj(a) * b
+  return make_float2(a.x * b.x + a.y * b.y, a.x * b.y - a.y * b.x);
+}
+__device__ __forceinline__ float2 add(float2 a, float2 b) { return make_float2(a.x + b.x, a.y + b.y); }
+__device__ __forceinline__ float2 sub(float2 a, float2 b) { return make_float2(a.x - b.x, a.y - b.y); }
+// times SIGN·i
+template <int SIGN>
+__device__ __forceinline__ float2 rot(float2 a) {
+  return SIGN > 0 ? make_float2(-a.y, a.x) : make_float2(a.y, -a.x);
+}
+
+// In-register DFTs, X[q] = Σ_r v[r] exp(SIGN·2πi·r·q/R), natural order in and out.
+template <int SIGN>
+__device__ __forceinline__ void dft2(float2& a, float2& b) {
+  const float2 t = a;
+  a = add(t, b);
+  b = sub(t, b);
+}
+
+template <int SIGN>
+__device__ __forceinline__ void dft4(float2& v0, float2& v1, float2& v2, float2& v3) {
+  const float2 a = add(v0, v2), b = sub(v0, v2), c = add(v1, v3), d = rot<SIGN>(sub(v1, v3));
+  v0 = add(a, c);
+  v1 = add(b, d);
+  v2 = sub(a, c);
+  v3 = sub(b, d);
+}
+
+template <int R, int SIGN>
+__device__ __forceinline__ void dft(float2 (&v)[R]) {
+  if constexpr (R == 2) {
+    dft2<SIGN>(v[0], v[1]);
+  } else if constexpr (R == 3) {  // X1,2 = a - (b+c)/2 ± SIGN·i·(√3/2)(b - c)
+    const float2 s = add(v[1], v[2]);
+    const float2 m = make_float2(v[0].x - 0.5f * s.x, v[0].y - 0.5f * s.y);
+    const float2 d = rot<SIGN>(sub(v[1], v[2]));
+    const float r = 0.86602540378443865f;
+    v[0] = add(v[0], s);
+    v[1] = make_float2(m.x + r * d.x, m.y + r * d.y);
+    v[2] = make_float2(m.x - r * d.x, m.y - r * d.y);
+  } else if constexpr (R == 4) {
+    dft4<SIGN>(v[0], v[1], v[2], v[3]);
+  } else {  // R == 8: two DFT4s of the even and odd samples, then one radix-2 step
+    dft4<SIGN>(v[0], v[2], v[4], v[6]);
+    dft4<SIGN>(v[1], v[3], v[5], v[7]);
+    const float h = 0.70710678118654752f;
+    const float2 t0 = v[1];
+    const float2 t1 = cmul(v[3], make_float2(h, SIGN * h));
+    const float2 t2 = rot<SIGN>(v[5]);
+    const float2 t3 = cmul(v[7], make_float2(-h, SIGN * h));
+    const float2 e0 = v[0], e1 = v[2], e2 = v[4], e3 = v[6];
+    v[0] = add(e0, t0);
+    v[1] = add(e1, t1);
+    v[2] = add(e2, t2);
+    v[3] = add(e3, t3);
+    v[4] = sub(e0, t0);
+    v[5] = sub(e1, t1);
+    v[6] = sub(e2, t2);
+    v[7] = sub(e3, t3);
+  }
+}
+
+
+// One Stockham butterfly: v[r] *= w^r with w = exp(SIGN 2πi k / (Ns R)), then the radix-R DFT. The
+// first twiddle comes from sincospif, the others are its powers. `turn` = 2·SIGN / (Ns R), computed
+// once per pass by the caller (a division per butterfly cost 5 % at T = 768).
+template <int R, int SIGN>
+__device__ __forceinline__ void butterfly(float2 (&v)[R], int k, int Ns, float turn) {
+  if (Ns > 1) {
+    float2 w1;
+    sincospif(turn * k, &w1.y, &w1.x);
+    float2 w = w1;
+#pragma unroll
+    for (int r = 1; r < R; ++r) {
+      v[r] = cmul(v[r], w);
+      w = cmul(w, w1);
+    }
+  }
+  dft<R, SIGN>(v);
+}
+
+// Shared-memory index padded by one element every 16 (strided accesses avoid bank conflicts), and
+// the padded length of a buffer of n elements.
+__host__ __device__ inline int padded(int n) { return n + (n >> 4); }
+
+// The transform size for a causal convolution of length T: the smallest 2^p or 3·2^p that is at
+// least 2T-1 (zero padding keeps the circular wrap-around out of the outputs).
+struct Plan {
+  int N;      // transform size: 2^log2m, or 3·2^log2m when three
+  int log2m;
+  bool three;
+};
+
+__host__ __device__ inline Plan plan_for(int T) {
+  const int need = 2 * T - 1;
+  for (int log2m = 3;; ++log2m) {
+    if ((1 << log2m) >= need) return {1 << log2m, log2m, false};
+    if (3 << (log2m - 1) >= need) return {3 << (log2m - 1), log2m - 1, true};
+  }
+}
+
+}  // namespace timex_fft
