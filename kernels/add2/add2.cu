@@ -43,7 +43,7 @@ __global__ void add2_vec4_kernel(const float4* __restrict__ a, const float4* __r
 
 // One float4 per thread and a grid that covers n in one pass: each block reads and writes one
 // contiguous 2 KiB tile of each array, so the DRAM pages of all three streams stay open. Measured on
-// the H100 against grid-stride layouts (probe/, 2026-11-23): grid-stride loops and streaming cache
+// the H100 against grid-stride layouts (.ci/probes/add2_layouts.py, 2026-11-23): grid-stride loops and streaming cache
 // hints (__ldcs/__stcs) were 3-8 % slower at 2^24..2^28; this layout matches PyTorch's own add.
 __global__ void add2_tile_kernel(const float4* __restrict__ a, const float4* __restrict__ b,
                                  float4* __restrict__ c, long long n4, const float* __restrict__ a_tail,

@@ -1,7 +1,13 @@
 // Complex arithmetic and in-register DFTs shared by the on-chip FFTs of timex_fft.cu and
 // timex_fft_long.cu (float2 = one complex number).
 #pragma once
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
+
+#include <type_traits>
+
+#include "timex.h"
 
 namespace timex_fft {
 
@@ -108,6 +114,36 @@ __host__ __device__ inline Plan plan_for(int T) {
     if ((1 << log2m) >= need) return {1 << log2m, log2m, false};
     if (3 << (log2m - 1) >= need) return {3 << (log2m - 1), log2m - 1, true};
   }
+}
+
+
+// Storage types of inputs and outputs (float, __nv_bfloat16, __half): every sum is in float32, and
+// a value is rounded to its storage type once, when stored.
+__device__ __forceinline__ float to_float(float x) { return x; }
+__device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
+template <typename S>
+__device__ __forceinline__ S from_float(float x);
+template <>
+__device__ __forceinline__ float from_float<float>(float x) { return x; }
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+template <>
+__device__ __forceinline__ __half from_float<__half>(float x) { return __float2half_rn(x); }
+
+
+// f(S* tag) for the storage type S of `dtype`: `using S = std::remove_pointer_t<decltype(tag)>`.
+template <typename F>
+cudaError_t with_storage(TimexDtype dtype, F&& f) {
+  switch (dtype) {
+    case TIMEX_F32:
+      return f(static_cast<float*>(nullptr));
+    case TIMEX_BF16:
+      return f(static_cast<__nv_bfloat16*>(nullptr));
+    case TIMEX_F16:
+      return f(static_cast<__half*>(nullptr));
+  }
+  return cudaErrorInvalidValue;
 }
 
 }  // namespace timex_fft

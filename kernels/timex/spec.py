@@ -96,6 +96,14 @@ def fft_conv(w, k, eps):
     return eps + torch.fft.irfft(spectrum, n=2 * T)[..., :T]
 
 
+def fft_conv_baseline(w, k, eps):
+    """The FFT convolution in any precision: cuFFT has no bfloat16 transforms, and float16 ones only
+    of powers of two, so in those the transforms run in float32 between casts, as a user would write it."""
+    if k.dtype not in (torch.bfloat16, torch.float16):
+        return fft_conv(w, k, eps)
+    return fft_conv(w.float(), k.float(), eps).to(k.dtype)
+
+
 def work(shape, direction):
     B, C, T = shape["B"], shape["C"], shape["T"]
     pass_flops = float(B) * C * T * (T + 1)  # 2 flops per multiply-add, T(T+1)/2 of them per row
@@ -151,16 +159,17 @@ FAMILY = Family(
                             f"{BB5} rows per block", bind(5), (T_MAX, T_PAIRS, B_GROUP)),
         Variant("timex-fft", "products of spectra, FFTs on chip (Stockham radix-8; T <= 1024 two rows per "
                              "FFT, beyond one row packed into a half-length FFT), gw summed over the batch in "
-                             "frequency space", bind(6), (T_FFT,), work=fft_work),
+                             "frequency space; bfloat16/float16 in and out, float32 inside", bind(6), (T_FFT,),
+                work=fft_work, dtypes=DTYPES),
     ),
     baselines=(
         Baseline("conv1d", "eps + conv1d(pad(k, (T-1, 0)), w.unsqueeze(1), groups=C)", conv1d_baseline,
                  dtypes=DTYPES),
         Baseline("torch-compile", "torch.compile of the conv1d expression (Inductor)", compiled_conv1d_baseline,
                  default=False, dtypes=DTYPES),
-        # float32 only: cuFFT has no bfloat16, and float16 transforms only of powers of two
-        Baseline("fft", "eps + irfft(rfft(k, 2T) · rfft(flip(w), 2T))[:T] (cuFFT)", lambda: fft_conv,
-                 default=False, work=fft_work),
+        Baseline("fft", "eps + irfft(rfft(k, 2T) · rfft(flip(w), 2T))[:T] (cuFFT; in bfloat16/float16 the "
+                        "transforms run in float32 between casts)", lambda: fft_conv_baseline,
+                 default=False, work=fft_work, dtypes=DTYPES),
     ),
     dtypes=DTYPES,
     work=work,

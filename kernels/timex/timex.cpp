@@ -7,9 +7,20 @@ struct Dims {
   int B, C, T;
 };
 
+// float32 for every version; timex-fft (6) also takes bfloat16 and float16.
+TimexDtype dtype_of(const at::Tensor& k, int64_t version) {
+  const at::ScalarType t = k.scalar_type();
+  if (t == at::kFloat) return TIMEX_F32;
+  TORCH_CHECK(version == 6 && (t == at::kBFloat16 || t == at::kHalf),
+              cudabench::message("k must be float32", version == 6 ? ", bfloat16 or float16" : "", " for timex-v",
+                                 version, " (got ", t, ")"));
+  return t == at::kBFloat16 ? TIMEX_BF16 : TIMEX_F16;
+}
+
 Dims check_inputs(const at::Tensor& w, const at::Tensor& k, int64_t version, bool backward) {
-  cudabench::check_tensor(w, "w");
-  cudabench::check_tensor(k, "k");
+  dtype_of(k, version);
+  cudabench::check_tensor(k, "k", k.scalar_type());
+  cudabench::check_tensor(w, "w", k.scalar_type());
   cudabench::check_same_device(w, k, "w", "k");
   TORCH_CHECK(k.dim() == 3, cudabench::message("k must be (B, C, T), got ", k.sizes()));
   TORCH_CHECK(w.dim() == 2, cudabench::message("w must be (C, T), got ", w.sizes()));
@@ -23,7 +34,7 @@ Dims check_inputs(const at::Tensor& w, const at::Tensor& k, int64_t version, boo
 }
 
 void check_output(const at::Tensor& o, const at::Tensor& like, const char* name) {
-  cudabench::check_tensor(o, name);
+  cudabench::check_tensor(o, name, like.scalar_type());
   cudabench::check_same_device(o, like, name, "k");
   TORCH_CHECK(o.sizes() == like.sizes(),
               cudabench::message(name, " must have shape ", like.sizes(), ", got ", o.sizes()));
@@ -37,12 +48,15 @@ void forward(const at::Tensor& w, const at::Tensor& k, at::Tensor& out, double e
   check_output(out, k, "out");
   const c10::cuda::CUDAGuard guard(k.device());
   const size_t scratch_floats = timex_forward_scratch((int)version, d.B, d.C, d.T);
-  at::Tensor scratch = at::empty({(int64_t)scratch_floats}, k.options());
-  cudabench::check_launch(timex_forward((int)version, w.data_ptr<float>(), k.data_ptr<float>(),
-                                        out.data_ptr<float>(), (float)eps,
-                                        scratch_floats ? scratch.data_ptr<float>() : nullptr, d.B, d.C, d.T,
-                                        cudabench::stream_of(k)),
-                          "timex forward");
+  at::Tensor scratch = at::empty({(int64_t)scratch_floats}, k.options().dtype(at::kFloat));
+  float* s = scratch_floats ? scratch.data_ptr<float>() : nullptr;
+  const TimexDtype dtype = dtype_of(k, version);
+  cudabench::check_launch(
+      dtype == TIMEX_F32 ? timex_forward((int)version, w.data_ptr<float>(), k.data_ptr<float>(), out.data_ptr<float>(),
+                                         (float)eps, s, d.B, d.C, d.T, cudabench::stream_of(k))
+                         : timex_fft_forward(dtype, w.data_ptr(), k.data_ptr(), out.data_ptr(), (float)eps, s, d.B,
+                                             d.C, d.T, cudabench::stream_of(k)),
+      "timex forward");
 }
 
 // gw (C,T) and gk (B,C,T) from g = dL/dout, written into the caller's tensors.
@@ -54,12 +68,15 @@ void backward(const at::Tensor& w, const at::Tensor& k, const at::Tensor& g, at:
   check_output(gw, w, "gw");
   const c10::cuda::CUDAGuard guard(k.device());
   const size_t scratch_floats = timex_backward_scratch((int)version, d.B, d.C, d.T);
-  at::Tensor scratch = at::empty({(int64_t)scratch_floats}, k.options());
+  at::Tensor scratch = at::empty({(int64_t)scratch_floats}, k.options().dtype(at::kFloat));
+  float* s = scratch_floats ? scratch.data_ptr<float>() : nullptr;
+  const TimexDtype dtype = dtype_of(k, version);
   cudabench::check_launch(
-      timex_backward((int)version, w.data_ptr<float>(), k.data_ptr<float>(), g.data_ptr<float>(),
-                     gw.data_ptr<float>(), gk.data_ptr<float>(),
-                     scratch_floats ? scratch.data_ptr<float>() : nullptr, d.B, d.C, d.T,
-                     cudabench::stream_of(k)),
+      dtype == TIMEX_F32
+          ? timex_backward((int)version, w.data_ptr<float>(), k.data_ptr<float>(), g.data_ptr<float>(),
+                           gw.data_ptr<float>(), gk.data_ptr<float>(), s, d.B, d.C, d.T, cudabench::stream_of(k))
+          : timex_fft_backward(dtype, w.data_ptr(), k.data_ptr(), g.data_ptr(), gw.data_ptr(), gk.data_ptr(), s, d.B,
+                               d.C, d.T, cudabench::stream_of(k)),
       "timex backward");
 }
 

@@ -295,7 +295,7 @@ size_t timex_forward_scratch(int version, int B, int C, int T) {
 cudaError_t timex_forward(int version, const float* w, const float* k, float* out, float eps, float* scratch,
                           int B, int C, int T, cudaStream_t stream) {
   if (timex_unsupported(version, B, C, T, false)) return cudaErrorInvalidValue;
-  if (version == 6) return timex_fft_forward(w, k, out, eps, scratch, B, C, T, stream);
+  if (version == 6) return timex_fft_forward(TIMEX_F32, w, k, out, eps, scratch, B, C, T, stream);
   const unsigned rows = (unsigned)B * C;
   switch (version) {
     case 1:
@@ -328,7 +328,7 @@ size_t timex_backward_scratch(int version, int B, int C, int T) {
 cudaError_t timex_backward(int version, const float* w, const float* k, const float* g, float* gw,
                            float* gk, float* scratch, int B, int C, int T, cudaStream_t stream) {
   if (timex_unsupported(version, B, C, T, true)) return cudaErrorInvalidValue;
-  if (version == 6) return timex_fft_backward(w, k, g, gw, gk, scratch, B, C, T, stream);
+  if (version == 6) return timex_fft_backward(TIMEX_F32, w, k, g, gw, gk, scratch, B, C, T, stream);
   const unsigned rows = (unsigned)B * C;
   const int R = rows_per_block(version, true);
   switch (version) {

@@ -3,7 +3,8 @@
 // Backward with g = dL/dout:
 //   gk[b,c,t] = sum_{s=t..T-1} g[b,c,s] * w[c, T-1-(s-t)]
 //   gw[c,j]   = sum_b sum_{u=0..j} g[b,c,T-1-j+u] * k[b,c,u]
-// Plain C++ launchers (no torch headers). All tensors float32, contiguous.
+// Plain C++ launchers (no torch headers). All tensors contiguous; float32, except that timex-fft also
+// takes bfloat16 and float16.
 #pragma once
 #include <cstddef>
 #include <cuda_runtime.h>
@@ -34,15 +35,18 @@ cudaError_t timex_sum_partials(const float* part, float* gw, int P, size_t n, cu
 
 // timex-fft (version 6): spectra products with on-chip FFTs. T <= 1024: two rows per FFT, blocks per
 // channel (timex_fft.cu); beyond, one row per FFT (timex_fft_long.cu), which these dispatch to.
+// Inputs and outputs in float32, bfloat16 or float16 (all tensors of one call alike); every sum in
+// float32, and the scratch is float32 whatever the dtype.
+enum TimexDtype { TIMEX_F32 = 0, TIMEX_BF16 = 1, TIMEX_F16 = 2 };
 size_t timex_fft_scratch(int B, int C, int T, bool backward);  // floats of scratch (spectra, partial gw sums)
-cudaError_t timex_fft_forward(const float* w, const float* k, float* out, float eps, float* scratch, int B, int C,
-                              int T, cudaStream_t stream);
-cudaError_t timex_fft_backward(const float* w, const float* k, const float* g, float* gw, float* gk, float* scratch,
-                               int B, int C, int T, cudaStream_t stream);
+cudaError_t timex_fft_forward(TimexDtype dtype, const void* w, const void* k, void* out, float eps, float* scratch,
+                              int B, int C, int T, cudaStream_t stream);
+cudaError_t timex_fft_backward(TimexDtype dtype, const void* w, const void* k, const void* g, void* gw, void* gk,
+                               float* scratch, int B, int C, int T, cudaStream_t stream);
 
 // timex-fft for 1024 < T <= TIMEX_FFT_TMAX (timex_fft_long.cu).
 size_t timex_fft_long_scratch(int B, int C, int T, bool backward);
-cudaError_t timex_fft_long_forward(const float* w, const float* k, float* out, float eps, float* scratch, int B,
-                                   int C, int T, cudaStream_t stream);
-cudaError_t timex_fft_long_backward(const float* w, const float* k, const float* g, float* gw, float* gk,
-                                    float* scratch, int B, int C, int T, cudaStream_t stream);
+cudaError_t timex_fft_long_forward(TimexDtype dtype, const void* w, const void* k, void* out, float eps,
+                                   float* scratch, int B, int C, int T, cudaStream_t stream);
+cudaError_t timex_fft_long_backward(TimexDtype dtype, const void* w, const void* k, const void* g, void* gw,
+                                    void* gk, float* scratch, int B, int C, int T, cudaStream_t stream);

@@ -79,15 +79,17 @@ __device__ Smem carve(float2* base, int N, bool backward) {
 }
 
 // x[n] = (re[n], im[n]) for n < T (im may be absent), zero up to N.
-__device__ void load_pair(float2* x, const float* re, const float* im, int T, int N) {
+template <typename S>
+__device__ void load_pair(float2* x, const S* re, const S* im, int T, int N) {
   for (int n = threadIdx.x; n < N; n += blockDim.x)
-    x[pad(n)] = n < T ? make_float2(re[n], im ? im[n] : 0.0f) : make_float2(0.0f, 0.0f);
+    x[pad(n)] = n < T ? make_float2(to_float(re[n]), im ? to_float(im[n]) : 0.0f) : make_float2(0.0f, 0.0f);
 }
 
 // WW = FFT(ww), ww[j] = w[c, T-1-j], into m.ww (natural, unpadded).
-__device__ void weight_spectrum(const Smem& m, const float* wr, int T, Plan p) {
+template <typename S>
+__device__ void weight_spectrum(const Smem& m, const S* wr, int T, Plan p) {
   for (int n = threadIdx.x; n < p.N; n += blockDim.x)
-    m.a[pad(n)] = make_float2(n < T ? wr[T - 1 - n] : 0.0f, 0.0f);
+    m.a[pad(n)] = make_float2(n < T ? to_float(wr[T - 1 - n]) : 0.0f, 0.0f);
   __syncthreads();
   const float2* spec = fft<-1>(m.a, m.b, p);
   for (int f = threadIdx.x; f < p.N; f += blockDim.x) m.ww[f] = spec[pad(f)];
@@ -105,9 +107,9 @@ __device__ Pairs my_pairs(int B) {
   return {first, min(pairs, first + per)};
 }
 
+template <typename S>
 __global__ void __launch_bounds__(FFT_THREADS)
-fft_forward(const float* __restrict__ w, const float* __restrict__ k, float* __restrict__ out, float eps,
-            int B, int C, int T) {
+fft_forward(const S* __restrict__ w, const S* __restrict__ k, S* __restrict__ out, float eps, int B, int C, int T) {
   extern __shared__ float2 smem2[];
   const Plan p = plan_for(T);
   const Smem m = carve(smem2, p.N, false);
@@ -118,7 +120,7 @@ fft_forward(const float* __restrict__ w, const float* __restrict__ k, float* __r
   for (int pair = mine.first; pair < mine.last; ++pair) {
     const int b = 2 * pair;
     const bool two = b + 1 < B;
-    const float* k0 = k + ((size_t)b * C + c) * T;
+    const S* k0 = k + ((size_t)b * C + c) * T;
     load_pair(m.a, k0, two ? k0 + (size_t)C * T : nullptr, T, p.N);
     __syncthreads();
     float2* z = fft<-1>(m.a, m.b, p);
@@ -126,11 +128,11 @@ fft_forward(const float* __restrict__ w, const float* __restrict__ k, float* __r
     for (int f = threadIdx.x; f < p.N; f += blockDim.x) z[pad(f)] = cmul(m.ww[f], z[pad(f)]);
     __syncthreads();
     const float2* y = fft<1>(z, other, p);
-    float* o0 = out + ((size_t)b * C + c) * T;
+    S* o0 = out + ((size_t)b * C + c) * T;
     for (int t = threadIdx.x; t < T; t += blockDim.x) {
       const float2 v = y[pad(t)];
-      o0[t] = eps + v.x * scale;
-      if (two) o0[(size_t)C * T + t] = eps + v.y * scale;
+      o0[t] = from_float<S>(eps + v.x * scale);
+      if (two) o0[(size_t)C * T + t] = from_float<S>(eps + v.y * scale);
     }
     __syncthreads();
   }
@@ -146,11 +148,12 @@ __device__ __forceinline__ float2 packed_cross(float2 xf, float2 xn, float2 yf, 
   return make_float2(0.25f * s.x, 0.25f * s.y);
 }
 
-// gk for the block's row pairs, and the block's share of gw: into gw_part[blockIdx.y] (summed by
-// the launcher) when the batch is split, else straight into gw.
+// gk for the block's row pairs, and the block's share of gw: into float partial sums
+// gw[blockIdx.y] (summed by the launcher) when the batch is split (G = float), else straight into gw.
+template <typename S, typename G>
 __global__ void __launch_bounds__(FFT_THREADS)
-fft_backward(const float* __restrict__ w, const float* __restrict__ k, const float* __restrict__ g,
-             float* __restrict__ gw, float* __restrict__ gk, int B, int C, int T) {
+fft_backward(const S* __restrict__ w, const S* __restrict__ k, const S* __restrict__ g, G* __restrict__ gw,
+             S* __restrict__ gk, int B, int C, int T) {
   extern __shared__ float2 smem2[];
   const Plan p = plan_for(T);
   const Smem m = carve(smem2, p.N, true);
@@ -182,16 +185,26 @@ fft_backward(const float* __restrict__ w, const float* __restrict__ k, const flo
     const float2* y = fft<1>(zg, other, p);
     for (int t = threadIdx.x; t < T; t += blockDim.x) {
       const float2 v = y[pad(t)];
-      gk[row + t] = v.x * scale;
-      if (two) gk[row + next + t] = v.y * scale;
+      gk[row + t] = from_float<S>(v.x * scale);
+      if (two) gk[row + next + t] = from_float<S>(v.y * scale);
     }
     __syncthreads();
   }
   for (int f = threadIdx.x; f < p.N; f += blockDim.x) m.a[pad(f)] = m.s[f];
   __syncthreads();
   const float2* r = fft<1>(m.a, m.b, p);
-  float* dst = gw + ((size_t)blockIdx.y * C + c) * T;
-  for (int j = threadIdx.x; j < T; j += blockDim.x) dst[T - 1 - j] = r[pad(j)].x * scale;
+  G* dst = gw + ((size_t)blockIdx.y * C + c) * T;
+  for (int j = threadIdx.x; j < T; j += blockDim.x) dst[T - 1 - j] = from_float<G>(r[pad(j)].x * scale);
+}
+
+// gw[i] = Σ_p part[p, i], rounded once to the storage type.
+template <typename S>
+__global__ void sum_parts(const float* __restrict__ part, S* __restrict__ gw, int P, size_t n) {
+  for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+    float s = 0.0f;
+    for (int p = 0; p < P; ++p) s += part[(size_t)p * n + i];
+    gw[i] = from_float<S>(s);
+  }
 }
 
 size_t smem_bytes(int T, bool backward) {
@@ -225,60 +238,83 @@ int resident_blocks(Kernel kernel, size_t bytes, bool backward) {
   return sms * per_sm;
 }
 
-// Resident blocks per (device, T, direction), asked of the occupancy API once: that query also
-// raises the kernel's shared-memory limit, and neither belongs in every timed call.
-int resident_for(int T, bool backward) {
+// Resident blocks per (device, kernel, T), asked of the occupancy API once: that query also raises
+// the kernel's shared-memory limit, and neither belongs in every timed call.
+template <typename Kernel>
+int resident_for(Kernel kernel, int T, bool backward) {
   static std::mutex lock;
-  static std::map<std::tuple<int, int, bool>, int> known;
+  static std::map<std::tuple<int, const void*, int>, int> known;
   int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess) return 0;
   const std::lock_guard<std::mutex> guard(lock);
-  const auto key = std::make_tuple(device, T, backward);
+  const auto key = std::make_tuple(device, reinterpret_cast<const void*>(kernel), T);
   auto it = known.find(key);
-  if (it == known.end()) {
-    const size_t bytes = smem_bytes(T, backward);
-    const int n = backward ? resident_blocks(fft_backward, bytes, true) : resident_blocks(fft_forward, bytes, false);
-    it = known.emplace(key, n).first;
-  }
+  if (it == known.end()) it = known.emplace(key, resident_blocks(kernel, smem_bytes(T, backward), backward)).first;
   return it->second;
 }
 
 // Blocks per channel: enough that the grid is about four waves of resident blocks (a single
 // partial wave of whole channels would leave most SMs idle at the end), at most one per row pair.
-int splits(int B, int C, int T, bool backward) {
-  const int resident = resident_for(T, backward);
+int splits(int resident, int B, int C) {
   if (resident <= 0) return 1;
   const int pairs = (B + 1) / 2;
   const int want = (4 * resident + C - 1) / C;
   return want < 1 ? 1 : (want > pairs ? pairs : want);
 }
 
+template <typename S>
+cudaError_t forward(const S* w, const S* k, S* out, float eps, int B, int C, int T, cudaStream_t stream) {
+  const int resident = resident_for(fft_forward<S>, T, false);
+  if (resident <= 0) return cudaErrorInvalidConfiguration;  // does not fit on this GPU
+  fft_forward<S><<<dim3(C, splits(resident, B, C)), FFT_THREADS, smem_bytes(T, false), stream>>>(w, k, out, eps,
+                                                                                                  B, C, T);
+  return cudaGetLastError();
+}
+
+// Blocks per channel in the backward, for every storage type as for float (timex_fft_scratch sized
+// the scratch by this count).
+int backward_splits(int B, int C, int T) { return splits(resident_for(fft_backward<float, float>, T, true), B, C); }
+
+// Split over the batch, each block's share of gw goes to float partial sums in scratch, summed once.
+template <typename S>
+cudaError_t backward(const S* w, const S* k, const S* g, S* gw, S* gk, float* scratch, int B, int C, int T,
+                     cudaStream_t stream) {
+  const int s = backward_splits(B, C, T);
+  const size_t smem = smem_bytes(T, true);
+  if (s == 1) {
+    if (resident_for(fft_backward<S, S>, T, true) <= 0) return cudaErrorInvalidConfiguration;
+    fft_backward<S, S><<<dim3(C, 1), FFT_THREADS, smem, stream>>>(w, k, g, gw, gk, B, C, T);
+    return cudaGetLastError();
+  }
+  if (resident_for(fft_backward<S, float>, T, true) <= 0) return cudaErrorInvalidConfiguration;
+  if (scratch == nullptr) return cudaErrorInvalidValue;  // sized by timex_fft_scratch
+  fft_backward<S, float><<<dim3(C, s), FFT_THREADS, smem, stream>>>(w, k, g, scratch, gk, B, C, T);
+  sum_parts<S><<<(unsigned)((C * (size_t)T + 255) / 256), 256, 0, stream>>>(scratch, gw, s, (size_t)C * T);
+  return cudaGetLastError();
+}
+
 }  // namespace
 
 size_t timex_fft_scratch(int B, int C, int T, bool backward) {
   if (T > TIMEX_TMAX) return timex_fft_long_scratch(B, C, T, backward);
-  const int s = backward ? splits(B, C, T, true) : 1;
+  const int s = backward ? backward_splits(B, C, T) : 1;
   return s > 1 ? (size_t)s * C * T : 0;
 }
 
-cudaError_t timex_fft_forward(const float* w, const float* k, float* out, float eps, float* scratch, int B, int C,
-                              int T, cudaStream_t stream) {
-  if (T > TIMEX_TMAX) return timex_fft_long_forward(w, k, out, eps, scratch, B, C, T, stream);
-  if (resident_for(T, false) <= 0) return cudaErrorInvalidConfiguration;  // does not fit on this GPU
-  const int s = splits(B, C, T, false);
-  fft_forward<<<dim3(C, s), FFT_THREADS, smem_bytes(T, false), stream>>>(w, k, out, eps, B, C, T);
-  return cudaGetLastError();
+cudaError_t timex_fft_forward(TimexDtype dtype, const void* w, const void* k, void* out, float eps, float* scratch,
+                              int B, int C, int T, cudaStream_t stream) {
+  if (T > TIMEX_TMAX) return timex_fft_long_forward(dtype, w, k, out, eps, scratch, B, C, T, stream);
+  return with_storage(dtype, [&](auto tag) {
+    using S = std::remove_pointer_t<decltype(tag)>;
+    return forward((const S*)w, (const S*)k, (S*)out, eps, B, C, T, stream);
+  });
 }
 
-cudaError_t timex_fft_backward(const float* w, const float* k, const float* g, float* gw, float* gk, float* scratch,
-                               int B, int C, int T, cudaStream_t stream) {
-  if (T > TIMEX_TMAX) return timex_fft_long_backward(w, k, g, gw, gk, scratch, B, C, T, stream);
-  if (resident_for(T, true) <= 0) return cudaErrorInvalidConfiguration;  // does not fit on this GPU
-  const int s = splits(B, C, T, true);
-  if (s > 1 && scratch == nullptr) return cudaErrorInvalidValue;  // sized by timex_fft_scratch
-  fft_backward<<<dim3(C, s), FFT_THREADS, smem_bytes(T, true), stream>>>(w, k, g, s > 1 ? scratch : gw, gk,
-                                                                          B, C, T);
-  cudaError_t err = cudaGetLastError();
-  if (err != cudaSuccess || s == 1) return err;
-  return timex_sum_partials(scratch, gw, s, (size_t)C * T, stream);
+cudaError_t timex_fft_backward(TimexDtype dtype, const void* w, const void* k, const void* g, void* gw, void* gk,
+                               float* scratch, int B, int C, int T, cudaStream_t stream) {
+  if (T > TIMEX_TMAX) return timex_fft_long_backward(dtype, w, k, g, gw, gk, scratch, B, C, T, stream);
+  return with_storage(dtype, [&](auto tag) {
+    using S = std::remove_pointer_t<decltype(tag)>;
+    return backward((const S*)w, (const S*)k, (const S*)g, (S*)gw, (S*)gk, scratch, B, C, T, stream);
+  });
 }

@@ -106,20 +106,23 @@ __device__ __forceinline__ float2 pack(float2 lo, float2 hi, float2 t) {
 }
 
 // buf[n] = x[2n] + i·x[2n+1] from x[i] = src[i·step] (i < T), zero beyond T, for n < M.
-__device__ void load_packed(float2* buf, const float* src, int step, const Half& h) {
+template <typename S>
+__device__ void load_packed(float2* buf, const S* src, int step, const Half& h) {
   for (int n = threadIdx.x; n < h.M; n += blockDim.x) {
-    const int i = 2 * n;
-    buf[pad(n)] = make_float2(i < h.T ? src[(long long)i * step] : 0.0f, i + 1 < h.T ? src[(long long)(i + 1) * step] : 0.0f);
+    const long long i = 2 * n;
+    buf[pad(n)] = make_float2(i < h.T ? to_float(src[i * step]) : 0.0f,
+                              i + 1 < h.T ? to_float(src[(i + 1) * step]) : 0.0f);
   }
 }
 
 // dst[i] = offset + y[i]/M for i < T, from the packed inverse transform in buf (dst step may be -1).
-__device__ void store_packed(float* dst, int step, const float2* buf, float offset, const Half& h) {
+template <typename S>
+__device__ void store_packed(S* dst, int step, const float2* buf, float offset, const Half& h) {
   const float s = 1.0f / h.M;
   for (int n = threadIdx.x; 2 * n < h.T; n += blockDim.x) {
     const float2 v = buf[pad(n)];
-    dst[(long long)(2 * n) * step] = offset + v.x * s;
-    if (2 * n + 1 < h.T) dst[(long long)(2 * n + 1) * step] = offset + v.y * s;
+    dst[(long long)(2 * n) * step] = from_float<S>(offset + v.x * s);
+    if (2 * n + 1 < h.T) dst[(long long)(2 * n + 1) * step] = from_float<S>(offset + v.y * s);
   }
 }
 
@@ -148,8 +151,9 @@ __device__ void multiply_packed(float2* buf, const float2* __restrict__ W, const
   __syncthreads();
 }
 
+template <typename S>
 __global__ void __launch_bounds__(LONG_THREADS)
-long_spectrum(const float* __restrict__ w, float2* __restrict__ W, int T) {
+long_spectrum(const S* __restrict__ w, float2* __restrict__ W, int T) {
   extern __shared__ float2 buf[];
   const Half h = half_for(T);
   const int c = blockIdx.x;
@@ -165,8 +169,9 @@ long_spectrum(const float* __restrict__ w, float2* __restrict__ W, int T) {
   }
 }
 
+template <typename S>
 __global__ void __launch_bounds__(LONG_THREADS)
-long_forward(const float2* __restrict__ W, const float* __restrict__ k, float* __restrict__ out, float eps,
+long_forward(const float2* __restrict__ W, const S* __restrict__ k, S* __restrict__ out, float eps,
              int B, int C, int T) {
   extern __shared__ float2 buf[];
   const Half h = half_for(T);
@@ -182,8 +187,9 @@ long_forward(const float2* __restrict__ W, const float* __restrict__ k, float* _
 
 // The half spectrum K_b[0..M] of each row of k into cross[b, c], where long_backward turns it into
 // the row's cross spectrum (one row per block, the rows of a channel adjacent).
+template <typename S>
 __global__ void __launch_bounds__(LONG_THREADS)
-long_row_spectrum(const float* __restrict__ k, float2* __restrict__ cross, int B, int C, int T) {
+long_row_spectrum(const S* __restrict__ k, float2* __restrict__ cross, int B, int C, int T) {
   extern __shared__ float2 buf[];
   const Half h = half_for(T);
   const int c = blockIdx.x / B, b = blockIdx.x % B;
@@ -201,8 +207,9 @@ long_row_spectrum(const float* __restrict__ k, float2* __restrict__ cross, int B
 
 // One row per block: gk = IFFT(conj(W)·G), and the row's cross spectrum P_b = conj(K_b)·G_b in place
 // of K_b. (Transforming k here too, in one kernel, made the FFT spill registers.)
+template <typename S>
 __global__ void __launch_bounds__(LONG_THREADS)
-long_backward(const float2* __restrict__ W, const float* __restrict__ g, float* __restrict__ gk,
+long_backward(const float2* __restrict__ W, const S* __restrict__ g, S* __restrict__ gk,
               float2* __restrict__ cross, int B, int C, int T) {
   extern __shared__ float2 buf[];
   const Half h = half_for(T);
@@ -225,18 +232,19 @@ long_backward(const float2* __restrict__ W, const float* __restrict__ g, float* 
 }
 
 // gw[c, T-1-j] = IFFT(S)[j] with S = Σ_b P_b: sum the rows' cross spectra, pack, invert.
+template <typename S>
 __global__ void __launch_bounds__(LONG_THREADS)
-long_gw(const float2* __restrict__ cross, float* __restrict__ gw, int B, int C, int T) {
+long_gw(const float2* __restrict__ cross, S* __restrict__ gw, int B, int C, int T) {
   extern __shared__ float2 buf[];
   const Half h = half_for(T);
   const int c = blockIdx.x;
-  auto S = [&](int a) {
+  auto sum = [&](int a) {  // S[a]
     float2 s = make_float2(0.0f, 0.0f);
     for (int b = 0; b < B; ++b) s = add(s, cross[((size_t)b * C + c) * (h.M + 1) + a]);
     return s;
   };
   for (int a = threadIdx.x; a < h.M; a += blockDim.x)
-    buf[pad(a)] = pack(S(a), conj(S(h.M - a)), twiddle(a, h.N));  // S[a+M] = conj(S[M-a])
+    buf[pad(a)] = pack(sum(a), conj(sum(h.M - a)), twiddle(a, h.N));  // S[a+M] = conj(S[M-a])
   __syncthreads();
   fft_inplace<1>(buf, h);
   store_packed(gw + (size_t)c * T + (T - 1), -1, buf, 0.0f, h);
@@ -262,16 +270,48 @@ cudaError_t allow_long_smem(Kernel kernel) {
   return it->second;
 }
 
+template <typename S>
 cudaError_t allow_all() {
   cudaError_t err;
-  if ((err = allow_long_smem(long_spectrum)) != cudaSuccess) return err;
-  if ((err = allow_long_smem(long_forward)) != cudaSuccess) return err;
-  if ((err = allow_long_smem(long_row_spectrum)) != cudaSuccess) return err;
-  if ((err = allow_long_smem(long_backward)) != cudaSuccess) return err;
-  return allow_long_smem(long_gw);
+  if ((err = allow_long_smem(long_spectrum<S>)) != cudaSuccess) return err;
+  if ((err = allow_long_smem(long_forward<S>)) != cudaSuccess) return err;
+  if ((err = allow_long_smem(long_row_spectrum<S>)) != cudaSuccess) return err;
+  if ((err = allow_long_smem(long_backward<S>)) != cudaSuccess) return err;
+  return allow_long_smem(long_gw<S>);
 }
 
 size_t spectrum_floats(int C, int T) { return 2 * (size_t)C * (half_for(T).M + 1); }
+
+template <typename S>
+cudaError_t forward(const S* w, const S* k, S* out, float eps, float* scratch, int B, int C, int T,
+                    cudaStream_t stream) {
+  if (scratch == nullptr) return cudaErrorInvalidValue;  // sized by timex_fft_long_scratch
+  cudaError_t err = allow_all<S>();
+  if (err != cudaSuccess) return err;
+  float2* W = reinterpret_cast<float2*>(scratch);
+  const int threads = long_threads(T);
+  const size_t smem = long_smem(T);
+  long_spectrum<S><<<C, threads, smem, stream>>>(w, W, T);
+  long_forward<S><<<(unsigned)((size_t)B * C), threads, smem, stream>>>(W, k, out, eps, B, C, T);
+  return cudaGetLastError();
+}
+
+template <typename S>
+cudaError_t backward(const S* w, const S* k, const S* g, S* gw, S* gk, float* scratch, int B, int C, int T,
+                     cudaStream_t stream) {
+  if (scratch == nullptr) return cudaErrorInvalidValue;
+  cudaError_t err = allow_all<S>();
+  if (err != cudaSuccess) return err;
+  const int threads = long_threads(T);
+  const size_t smem = long_smem(T), rows = (size_t)B * C;
+  float2* W = reinterpret_cast<float2*>(scratch);
+  float2* cross = W + spectrum_floats(C, T) / 2;
+  long_spectrum<S><<<C, threads, smem, stream>>>(w, W, T);
+  long_row_spectrum<S><<<(unsigned)rows, threads, smem, stream>>>(k, cross, B, C, T);
+  long_backward<S><<<(unsigned)rows, threads, smem, stream>>>(W, g, gk, cross, B, C, T);
+  long_gw<S><<<C, threads, smem, stream>>>(cross, gw, B, C, T);
+  return cudaGetLastError();
+}
 
 }  // namespace
 
@@ -280,31 +320,18 @@ size_t timex_fft_long_scratch(int B, int C, int T, bool backward) {
   return backward ? w * (1 + (size_t)B) : w;  // the weights' spectra, and each row's cross spectrum
 }
 
-cudaError_t timex_fft_long_forward(const float* w, const float* k, float* out, float eps, float* scratch, int B,
-                                   int C, int T, cudaStream_t stream) {
-  if (scratch == nullptr) return cudaErrorInvalidValue;  // sized by timex_fft_long_scratch
-  cudaError_t err = allow_all();
-  if (err != cudaSuccess) return err;
-  float2* W = reinterpret_cast<float2*>(scratch);
-  const int threads = long_threads(T);
-  const size_t smem = long_smem(T);
-  long_spectrum<<<C, threads, smem, stream>>>(w, W, T);
-  long_forward<<<(unsigned)((size_t)B * C), threads, smem, stream>>>(W, k, out, eps, B, C, T);
-  return cudaGetLastError();
+cudaError_t timex_fft_long_forward(TimexDtype dtype, const void* w, const void* k, void* out, float eps,
+                                   float* scratch, int B, int C, int T, cudaStream_t stream) {
+  return with_storage(dtype, [&](auto tag) {
+    using S = std::remove_pointer_t<decltype(tag)>;
+    return forward((const S*)w, (const S*)k, (S*)out, eps, scratch, B, C, T, stream);
+  });
 }
 
-cudaError_t timex_fft_long_backward(const float* w, const float* k, const float* g, float* gw, float* gk,
-                                    float* scratch, int B, int C, int T, cudaStream_t stream) {
-  if (scratch == nullptr) return cudaErrorInvalidValue;
-  cudaError_t err = allow_all();
-  if (err != cudaSuccess) return err;
-  const int threads = long_threads(T);
-  const size_t smem = long_smem(T), rows = (size_t)B * C;
-  float2* W = reinterpret_cast<float2*>(scratch);
-  float2* cross = W + spectrum_floats(C, T) / 2;
-  long_spectrum<<<C, threads, smem, stream>>>(w, W, T);
-  long_row_spectrum<<<(unsigned)rows, threads, smem, stream>>>(k, cross, B, C, T);
-  long_backward<<<(unsigned)rows, threads, smem, stream>>>(W, g, gk, cross, B, C, T);
-  long_gw<<<C, threads, smem, stream>>>(cross, gw, B, C, T);
-  return cudaGetLastError();
+cudaError_t timex_fft_long_backward(TimexDtype dtype, const void* w, const void* k, const void* g, void* gw,
+                                    void* gk, float* scratch, int B, int C, int T, cudaStream_t stream) {
+  return with_storage(dtype, [&](auto tag) {
+    using S = std::remove_pointer_t<decltype(tag)>;
+    return backward((const S*)w, (const S*)k, (const S*)g, (S*)gw, (S*)gk, scratch, B, C, T, stream);
+  });
 }

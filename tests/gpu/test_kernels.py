@@ -83,6 +83,37 @@ def test_timex_variants_on_rwkv_like_inputs(registry, extensions, shape):
             assert check.passed, f"{variant.name}: {dict(check.errors)}"
 
 
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("shape", [dict(B=3, C=5, T=37), dict(B=8, C=4, T=768), dict(B=64, C=2, T=100),
+                                   dict(B=3, C=2, T=1025), dict(B=5, C=3, T=3001), dict(B=2, C=2, T=16384)])
+def test_timex_fft_in_low_precision_matches_the_reference(registry, extensions, dtype, shape):
+    """Inputs and outputs in bfloat16 / float16, sums in float32: forward and both gradients within
+    the precision's tolerance of the fp64 reference on the rounded inputs, uniform and RWKV-like.
+    (B=64 at T=100 splits the batch over blocks: gw from float partial sums.)"""
+    from cudabench.measure.subject import in_dtype
+
+    family = registry.family("timex")
+    op = family.variant("timex-fft").bind(extensions["timex"])
+    for kind in ("uniform", "rwkv"):
+        gen = torch.Generator(device="cuda").manual_seed(zlib.crc32(f"{shape}{dtype}{kind}".encode()))
+        inputs = in_dtype(family.inputs(complete_shape(family, shape), gen, "cuda", kind), dtype)
+        grad_out = torch.empty(inputs["k"].shape, device="cuda").uniform_(-1, 1, generator=gen).to(inputs["k"].dtype)
+        ref = reference_results(family, inputs, "fwdbwd", grad_out)
+        check = check_workload(make_workload(op, inputs, "fwdbwd", family.grad_inputs, grad_out), ref,
+                               family.tolerance_for(dtype))
+        assert check.passed, f"{dtype} {kind} at {shape}: {dict(check.errors)}"
+        assert set(dict(check.errors)) == set(ref)
+        out = op(**inputs)
+        assert out.dtype == getattr(torch, dtype)
+
+
+def test_timex_kernels_other_than_fft_refuse_low_precision(extensions):
+    w = torch.rand(4, 64, device="cuda", dtype=torch.bfloat16)
+    k = torch.rand(8, 4, 64, device="cuda", dtype=torch.bfloat16)
+    with pytest.raises(RuntimeError, match="float32 for timex-v4"):
+        extensions["timex"].forward(w, k, torch.empty_like(k), 0.1, 4)
+
+
 def test_binding_rejects_broken_constraint(registry, extensions):
     ext = extensions["timex"]
     w = torch.rand(4, 766, device="cuda")
