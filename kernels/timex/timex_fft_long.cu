@@ -10,9 +10,12 @@
 //   spectrum  W[c, 0..M] = half spectrum of ww[j] = w[c, T-1-j], into scratch (one block per channel)
 //   forward   out = eps + IFFT(W · X)            one block per row, the rows of a channel adjacent
 //   rows      K_b = spectrum of each row of k, into scratch
-//   backward  gk  = IFFT(conj(W) · G), and the row's cross spectrum conj(K_b)·G_b over K_b (one row
-//             per block: with a loop over rows, or k transformed there too, the FFT spilled registers)
-//   gw        gw[c, T-1-j] = IFFT(Σ_b conj(K_b)·G_b)[j]   one block per channel
+//   backward  gk  = IFFT(conj(W) · G), and S[c] += conj(K_b)·G_b with atomic adds (one row per block:
+//             with a loop over rows, or k transformed there too, the FFT spilled registers; S is the
+//             size of one row's spectrum per channel, so the adds stay in L2, where per-row cross
+//             spectra summed afterwards cost 800 MB of DRAM traffic at B=8, T=4096)
+//   gw        gw[c, T-1-j] = IFFT(S[c])[j]                 one block per channel
+// The order of the atomic adds varies, so gw may differ in its last bits from run to run.
 // The FFT is in place: every pass reads its values into registers, waits, then writes (16 values
 // per thread, M/16 threads), radix 8 while it divides, then 4 or 2, then 3. The math of the packing
 // was checked against the direct convolution in numpy before it was written here.
@@ -185,18 +188,18 @@ long_forward(const float2* __restrict__ W, const S* __restrict__ k, S* __restric
   store_packed(out + row, 1, buf, eps, h);
 }
 
-// The half spectrum K_b[0..M] of each row of k into cross[b, c], where long_backward turns it into
-// the row's cross spectrum (one row per block, the rows of a channel adjacent).
+// The half spectrum K_b[0..M] of each row of k into kspec[b, c] for long_backward (one row per
+// block, the rows of a channel adjacent).
 template <typename S>
 __global__ void __launch_bounds__(LONG_THREADS)
-long_row_spectrum(const S* __restrict__ k, float2* __restrict__ cross, int B, int C, int T) {
+long_row_spectrum(const S* __restrict__ k, float2* __restrict__ kspec, int B, int C, int T) {
   extern __shared__ float2 buf[];
   const Half h = half_for(T);
   const int c = blockIdx.x / B, b = blockIdx.x % B;
   load_packed(buf, k + ((size_t)b * C + c) * T, 1, h);
   __syncthreads();
   fft_inplace<-1>(buf, h);
-  float2* P = cross + ((size_t)b * C + c) * (h.M + 1);
+  float2* P = kspec + ((size_t)b * C + c) * (h.M + 1);
   for (int f = threadIdx.x; 2 * f <= h.M; f += blockDim.x) {  // K[f], K[M-f] = conj(K[f+M])
     float2 lo, hi;
     unpack(buf[pad(f)], buf[pad((h.M - f) % h.M)], twiddle(f, h.N), lo, hi);
@@ -205,25 +208,31 @@ long_row_spectrum(const S* __restrict__ k, float2* __restrict__ cross, int B, in
   }
 }
 
-// One row per block: gk = IFFT(conj(W)·G), and the row's cross spectrum P_b = conj(K_b)·G_b in place
-// of K_b. (Transforming k here too, in one kernel, made the FFT spill registers.)
+__device__ __forceinline__ void atomic_add(float2* to, float2 v) {
+  atomicAdd(&to->x, v.x);
+  atomicAdd(&to->y, v.y);
+}
+
+// One row per block: gk = IFFT(conj(W)·G), and S[c] += conj(K_b)·G_b. (Transforming k here too, in
+// one kernel, made the FFT spill registers.)
 template <typename S>
 __global__ void __launch_bounds__(LONG_THREADS)
 long_backward(const float2* __restrict__ W, const S* __restrict__ g, S* __restrict__ gk,
-              float2* __restrict__ cross, int B, int C, int T) {
+              const float2* __restrict__ kspec, float2* __restrict__ sums, int B, int C, int T) {
   extern __shared__ float2 buf[];
   const Half h = half_for(T);
   const int c = blockIdx.x / B, b = blockIdx.x % B;
   const size_t row = ((size_t)b * C + c) * T;
-  float2* P = cross + ((size_t)b * C + c) * (h.M + 1);
+  const float2* K = kspec + ((size_t)b * C + c) * (h.M + 1);
+  float2* Sc = sums + (size_t)c * (h.M + 1);
   load_packed(buf, g + row, 1, h);
   __syncthreads();
   fft_inplace<-1>(buf, h);
   for (int f = threadIdx.x; 2 * f <= h.M; f += blockDim.x) {
     float2 lo, hi;
     unpack(buf[pad(f)], buf[pad((h.M - f) % h.M)], twiddle(f, h.N), lo, hi);
-    P[f] = cmul_conj(P[f], lo);
-    if (h.M - f != f) P[h.M - f] = cmul_conj(P[h.M - f], conj(hi));
+    atomic_add(Sc + f, cmul_conj(K[f], lo));
+    if (h.M - f != f) atomic_add(Sc + h.M - f, cmul_conj(K[h.M - f], conj(hi)));
   }
   // (that pass only read buf, each thread its own pairs, which multiply_packed takes again)
   multiply_packed<true>(buf, W + (size_t)c * (h.M + 1), h);
@@ -231,20 +240,16 @@ long_backward(const float2* __restrict__ W, const S* __restrict__ g, S* __restri
   store_packed(gk + row, 1, buf, 0.0f, h);
 }
 
-// gw[c, T-1-j] = IFFT(S)[j] with S = Σ_b P_b: sum the rows' cross spectra, pack, invert.
+// gw[c, T-1-j] = IFFT(S[c])[j]: pack, invert.
 template <typename S>
 __global__ void __launch_bounds__(LONG_THREADS)
-long_gw(const float2* __restrict__ cross, S* __restrict__ gw, int B, int C, int T) {
+long_gw(const float2* __restrict__ sums, S* __restrict__ gw, int C, int T) {
   extern __shared__ float2 buf[];
   const Half h = half_for(T);
   const int c = blockIdx.x;
-  auto sum = [&](int a) {  // S[a]
-    float2 s = make_float2(0.0f, 0.0f);
-    for (int b = 0; b < B; ++b) s = add(s, cross[((size_t)b * C + c) * (h.M + 1) + a]);
-    return s;
-  };
+  const float2* Sc = sums + (size_t)c * (h.M + 1);
   for (int a = threadIdx.x; a < h.M; a += blockDim.x)
-    buf[pad(a)] = pack(sum(a), conj(sum(h.M - a)), twiddle(a, h.N));  // S[a+M] = conj(S[M-a])
+    buf[pad(a)] = pack(Sc[a], conj(Sc[h.M - a]), twiddle(a, h.N));  // S[a+M] = conj(S[M-a])
   __syncthreads();
   fft_inplace<1>(buf, h);
   store_packed(gw + (size_t)c * T + (T - 1), -1, buf, 0.0f, h);
@@ -305,11 +310,14 @@ cudaError_t backward(const S* w, const S* k, const S* g, S* gw, S* gk, float* sc
   const int threads = long_threads(T);
   const size_t smem = long_smem(T), rows = (size_t)B * C;
   float2* W = reinterpret_cast<float2*>(scratch);
-  float2* cross = W + spectrum_floats(C, T) / 2;
+  float2* sums = W + spectrum_floats(C, T) / 2;  // S[c], as many as the weights' spectra
+  float2* kspec = sums + spectrum_floats(C, T) / 2;
+  cudaError_t zeroed = cudaMemsetAsync(sums, 0, spectrum_floats(C, T) * sizeof(float), stream);
+  if (zeroed != cudaSuccess) return zeroed;
   long_spectrum<S><<<C, threads, smem, stream>>>(w, W, T);
-  long_row_spectrum<S><<<(unsigned)rows, threads, smem, stream>>>(k, cross, B, C, T);
-  long_backward<S><<<(unsigned)rows, threads, smem, stream>>>(W, g, gk, cross, B, C, T);
-  long_gw<S><<<C, threads, smem, stream>>>(cross, gw, B, C, T);
+  long_row_spectrum<S><<<(unsigned)rows, threads, smem, stream>>>(k, kspec, B, C, T);
+  long_backward<S><<<(unsigned)rows, threads, smem, stream>>>(W, g, gk, kspec, sums, B, C, T);
+  long_gw<S><<<C, threads, smem, stream>>>(sums, gw, C, T);
   return cudaGetLastError();
 }
 
@@ -317,7 +325,7 @@ cudaError_t backward(const S* w, const S* k, const S* g, S* gw, S* gk, float* sc
 
 size_t timex_fft_long_scratch(int B, int C, int T, bool backward) {
   const size_t w = spectrum_floats(C, T);
-  return backward ? w * (1 + (size_t)B) : w;  // the weights' spectra, and each row's cross spectrum
+  return backward ? w * (2 + (size_t)B) : w;  // the weights' spectra, S per channel, K per row
 }
 
 cudaError_t timex_fft_long_forward(TimexDtype dtype, const void* w, const void* k, void* out, float eps,
