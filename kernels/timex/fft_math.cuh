@@ -78,14 +78,11 @@ __device__ __forceinline__ void dft(float2 (&v)[R]) {
 }
 
 
-// One Stockham butterfly: v[r] *= w^r with w = exp(SIGN 2πi k / (Ns R)), then the radix-R DFT. The
-// first twiddle comes from sincospif, the others are its powers. `turn` = 2·SIGN / (Ns R), computed
-// once per pass by the caller (a division per butterfly cost 5 % at T = 768).
+// One Stockham butterfly: v[r] *= w1^r (when `twiddled`), then the radix-R DFT, with w1 =
+// exp(SIGN 2πi k / (Ns R)) from the caller; its powers by multiplication.
 template <int R, int SIGN>
-__device__ __forceinline__ void butterfly(float2 (&v)[R], int k, int Ns, float turn) {
-  if (Ns > 1) {
-    float2 w1;
-    sincospif(turn * k, &w1.y, &w1.x);
+__device__ __forceinline__ void butterfly(float2 (&v)[R], float2 w1, bool twiddled) {
+  if (twiddled) {
     float2 w = w1;
 #pragma unroll
     for (int r = 1; r < R; ++r) {
@@ -94,6 +91,24 @@ __device__ __forceinline__ void butterfly(float2 (&v)[R], int k, int Ns, float t
     }
   }
   dft<R, SIGN>(v);
+}
+
+// exp(SIGN 2πi m / N) from a table of exp(-2πi m / N). In timex_fft_long.cu a lookup replaced one
+// accurate sincospif per butterfly (the FFTs are bound by instruction issue, ncu 2026-11-23): 7 %
+// faster at T = 4096.
+template <int SIGN>
+__device__ __forceinline__ float2 twiddle_from(const float2* table, int m) {
+  const float2 t = table[m];
+  return SIGN < 0 ? t : make_float2(t.x, -t.y);
+}
+
+// table[m] = exp(-2πi m / N) for m in [first, count), step apart, computed in float64.
+__device__ __forceinline__ void fill_twiddles(float2* table, int first, int count, int step, int N) {
+  for (int m = first; m < count; m += step) {
+    double s, c;
+    sincospi(-2.0 * m / N, &s, &c);
+    table[m] = make_float2((float)c, (float)s);
+  }
 }
 
 // Shared-memory index padded by one element every 16 (strided accesses avoid bank conflicts), and

@@ -25,6 +25,8 @@ using namespace timex_fft;
 constexpr int FFT_THREADS = 256;
 
 // One Stockham pass: Ns (a power of two) points already transformed per sub-sequence, radix R.
+// The first twiddle comes from sincospif: a table in shared memory (as timex_fft_long.cu has in
+// global memory) made T <= 1024 up to 17 % slower, by the occupancy its bytes cost.
 template <int R, int SIGN>
 __device__ __forceinline__ void fft_pass(const float2* src, float2* dst, int N, int Ns) {
   const int stride = N / R;
@@ -34,7 +36,9 @@ __device__ __forceinline__ void fft_pass(const float2* src, float2* dst, int N, 
     float2 v[R];
 #pragma unroll
     for (int r = 0; r < R; ++r) v[r] = src[pad(j + r * stride)];
-    butterfly<R, SIGN>(v, k, Ns, turn);
+    float2 w1;
+    sincospif(turn * k, &w1.y, &w1.x);  // exp(SIGN 2πi k / (Ns R))
+    butterfly<R, SIGN>(v, w1, Ns > 1);
     const int base = (j - k) * R + k;
 #pragma unroll
     for (int q = 0; q < R; ++q) dst[pad(base + q * Ns)] = v[q];

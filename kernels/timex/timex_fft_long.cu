@@ -45,7 +45,8 @@ __host__ __device__ inline Half half_for(int T) {
 
 // One in-place Stockham pass of radix R over M points (Ns already transformed per sub-sequence).
 template <int R, int SIGN>
-__device__ __forceinline__ void pass_inplace(float2* buf, int M, int Ns) {
+__device__ __forceinline__ void pass_inplace(float2* buf, const float2* __restrict__ tw, const Half& h, int Ns) {
+  const int M = h.M, step = h.N / (Ns * R);
   constexpr int P = (PER_THREAD + R - 1) / R;  // butterflies per thread, at most
   const int stride = M / R;
   float2 v[P][R];
@@ -58,13 +59,12 @@ __device__ __forceinline__ void pass_inplace(float2* buf, int M, int Ns) {
     }
   }
   __syncthreads();
-  const float turn = 2.0f * SIGN / (Ns * R);
 #pragma unroll
   for (int i = 0; i < P; ++i) {
     const int j = threadIdx.x + i * blockDim.x;
     if (j < stride) {
       const int k = j & (Ns - 1);
-      butterfly<R, SIGN>(v[i], k, Ns, turn);
+      butterfly<R, SIGN>(v[i], twiddle_from<SIGN>(tw, k * step), Ns > 1);
       const int base = (j - k) * R + k;
 #pragma unroll
       for (int q = 0; q < R; ++q) buf[pad(base + q * Ns)] = v[i][q];
@@ -74,22 +74,17 @@ __device__ __forceinline__ void pass_inplace(float2* buf, int M, int Ns) {
 }
 
 template <int SIGN>
-__device__ __noinline__ void fft_inplace(float2* buf, const Half& h) {
+__device__ __noinline__ void fft_inplace(float2* buf, const float2* __restrict__ tw, const Half& h) {
   int Ns = 1;
-  for (int i = 0; i < h.log2 / 3; ++i, Ns *= 8) pass_inplace<8, SIGN>(buf, h.M, Ns);
-  if (h.log2 % 3 == 1) pass_inplace<2, SIGN>(buf, h.M, Ns), Ns *= 2;
-  if (h.log2 % 3 == 2) pass_inplace<4, SIGN>(buf, h.M, Ns), Ns *= 4;
-  if (h.three) pass_inplace<3, SIGN>(buf, h.M, Ns);
+  for (int i = 0; i < h.log2 / 3; ++i, Ns *= 8) pass_inplace<8, SIGN>(buf, tw, h, Ns);
+  if (h.log2 % 3 == 1) pass_inplace<2, SIGN>(buf, tw, h, Ns), Ns *= 2;
+  if (h.log2 % 3 == 2) pass_inplace<4, SIGN>(buf, tw, h, Ns), Ns *= 4;
+  if (h.three) pass_inplace<3, SIGN>(buf, tw, h, Ns);
 }
 
 __device__ __forceinline__ float2 conj(float2 a) { return make_float2(a.x, -a.y); }
 __device__ __forceinline__ float2 scale(float2 a, float s) { return make_float2(a.x * s, a.y * s); }
 
-__device__ __forceinline__ float2 twiddle(int a, int N) {  // exp(-2πi a/N)
-  float2 t;
-  sincospif(-2.0f * a / N, &t.y, &t.x);
-  return t;
-}
 
 // X[a] (lo) and X[a+M] (hi) of the real row packed in Z, from za = Z[a] and zb = Z[(M-a) % M].
 __device__ __forceinline__ void unpack(float2 za, float2 zb, float2 t, float2& lo, float2& hi) {
@@ -133,8 +128,9 @@ __device__ void store_packed(S* dst, int step, const float2* buf, float offset, 
 // when CONJ. W holds the half spectrum W[0..M] of a real signal: W[a+M] = conj(W[M-a]). Each thread
 // takes the pairs (f, M-f), so the values it reads are the ones it writes.
 template <bool CONJ>
-__device__ __forceinline__ float2 product(int a, float2 za, float2 zb, const float2* __restrict__ W, const Half& h) {
-  const float2 t = twiddle(a, h.N);
+__device__ __forceinline__ float2 product(int a, float2 za, float2 zb, const float2* __restrict__ W,
+                                          const float2* __restrict__ tw, const Half& h) {
+  const float2 t = tw[a];
   float2 lo, hi;
   unpack(za, zb, t, lo, hi);
   const float2 wlo = W[a], whi = conj(W[h.M - a]);  // W[a], W[a+M]
@@ -144,37 +140,38 @@ __device__ __forceinline__ float2 product(int a, float2 za, float2 zb, const flo
 }
 
 template <bool CONJ>
-__device__ void multiply_packed(float2* buf, const float2* __restrict__ W, const Half& h) {
+__device__ void multiply_packed(float2* buf, const float2* __restrict__ W, const float2* __restrict__ tw,
+                                const Half& h) {
   for (int f = threadIdx.x; 2 * f <= h.M; f += blockDim.x) {
     const int g = (h.M - f) % h.M;
     const float2 zf = buf[pad(f)], zg = buf[pad(g)];
-    buf[pad(f)] = product<CONJ>(f, zf, zg, W, h);
-    if (g != f) buf[pad(g)] = product<CONJ>(g, zg, zf, W, h);
+    buf[pad(f)] = product<CONJ>(f, zf, zg, W, tw, h);
+    if (g != f) buf[pad(g)] = product<CONJ>(g, zg, zf, W, tw, h);
   }
   __syncthreads();
 }
 
 template <typename S>
 __global__ void __launch_bounds__(LONG_THREADS)
-long_spectrum(const S* __restrict__ w, float2* __restrict__ W, int T) {
+long_spectrum(const S* __restrict__ w, const float2* __restrict__ tw, float2* __restrict__ W, int T) {
   extern __shared__ float2 buf[];
   const Half h = half_for(T);
   const int c = blockIdx.x;
   load_packed(buf, w + (size_t)c * T + (T - 1), -1, h);  // ww[j] = w[c, T-1-j]
   __syncthreads();
-  fft_inplace<-1>(buf, h);
+  fft_inplace<-1>(buf, tw, h);
   float2* out = W + (size_t)c * (h.M + 1);
   for (int a = threadIdx.x; a <= h.M; a += blockDim.x) {
     const int i = a % h.M;
     float2 lo, hi;
-    unpack(buf[pad(i)], buf[pad((h.M - i) % h.M)], twiddle(i, h.N), lo, hi);
+    unpack(buf[pad(i)], buf[pad((h.M - i) % h.M)], tw[i], lo, hi);
     out[a] = a == h.M ? hi : lo;  // X[M] is X[0 + M]
   }
 }
 
 template <typename S>
 __global__ void __launch_bounds__(LONG_THREADS)
-long_forward(const float2* __restrict__ W, const S* __restrict__ k, S* __restrict__ out, float eps,
+long_forward(const float2* __restrict__ W, const float2* __restrict__ tw, const S* __restrict__ k, S* __restrict__ out, float eps,
              int B, int C, int T) {
   extern __shared__ float2 buf[];
   const Half h = half_for(T);
@@ -182,9 +179,9 @@ long_forward(const float2* __restrict__ W, const S* __restrict__ k, S* __restric
   const size_t row = ((size_t)b * C + c) * T;
   load_packed(buf, k + row, 1, h);
   __syncthreads();
-  fft_inplace<-1>(buf, h);
-  multiply_packed<false>(buf, W + (size_t)c * (h.M + 1), h);
-  fft_inplace<1>(buf, h);
+  fft_inplace<-1>(buf, tw, h);
+  multiply_packed<false>(buf, W + (size_t)c * (h.M + 1), tw, h);
+  fft_inplace<1>(buf, tw, h);
   store_packed(out + row, 1, buf, eps, h);
 }
 
@@ -192,17 +189,18 @@ long_forward(const float2* __restrict__ W, const S* __restrict__ k, S* __restric
 // block, the rows of a channel adjacent).
 template <typename S>
 __global__ void __launch_bounds__(LONG_THREADS)
-long_row_spectrum(const S* __restrict__ k, float2* __restrict__ kspec, int B, int C, int T) {
+long_row_spectrum(const S* __restrict__ k, const float2* __restrict__ tw, float2* __restrict__ kspec, int B, int C,
+                  int T) {
   extern __shared__ float2 buf[];
   const Half h = half_for(T);
   const int c = blockIdx.x / B, b = blockIdx.x % B;
   load_packed(buf, k + ((size_t)b * C + c) * T, 1, h);
   __syncthreads();
-  fft_inplace<-1>(buf, h);
+  fft_inplace<-1>(buf, tw, h);
   float2* P = kspec + ((size_t)b * C + c) * (h.M + 1);
   for (int f = threadIdx.x; 2 * f <= h.M; f += blockDim.x) {  // K[f], K[M-f] = conj(K[f+M])
     float2 lo, hi;
-    unpack(buf[pad(f)], buf[pad((h.M - f) % h.M)], twiddle(f, h.N), lo, hi);
+    unpack(buf[pad(f)], buf[pad((h.M - f) % h.M)], tw[f], lo, hi);
     P[f] = lo;
     P[h.M - f] = conj(hi);
   }
@@ -217,7 +215,7 @@ __device__ __forceinline__ void atomic_add(float2* to, float2 v) {
 // one kernel, made the FFT spill registers.)
 template <typename S>
 __global__ void __launch_bounds__(LONG_THREADS)
-long_backward(const float2* __restrict__ W, const S* __restrict__ g, S* __restrict__ gk,
+long_backward(const float2* __restrict__ W, const float2* __restrict__ tw, const S* __restrict__ g, S* __restrict__ gk,
               const float2* __restrict__ kspec, float2* __restrict__ sums, int B, int C, int T) {
   extern __shared__ float2 buf[];
   const Half h = half_for(T);
@@ -227,32 +225,37 @@ long_backward(const float2* __restrict__ W, const S* __restrict__ g, S* __restri
   float2* Sc = sums + (size_t)c * (h.M + 1);
   load_packed(buf, g + row, 1, h);
   __syncthreads();
-  fft_inplace<-1>(buf, h);
+  fft_inplace<-1>(buf, tw, h);
   for (int f = threadIdx.x; 2 * f <= h.M; f += blockDim.x) {
     float2 lo, hi;
-    unpack(buf[pad(f)], buf[pad((h.M - f) % h.M)], twiddle(f, h.N), lo, hi);
+    unpack(buf[pad(f)], buf[pad((h.M - f) % h.M)], tw[f], lo, hi);
     atomic_add(Sc + f, cmul_conj(K[f], lo));
     if (h.M - f != f) atomic_add(Sc + h.M - f, cmul_conj(K[h.M - f], conj(hi)));
   }
   // (that pass only read buf, each thread its own pairs, which multiply_packed takes again)
-  multiply_packed<true>(buf, W + (size_t)c * (h.M + 1), h);
-  fft_inplace<1>(buf, h);
+  multiply_packed<true>(buf, W + (size_t)c * (h.M + 1), tw, h);
+  fft_inplace<1>(buf, tw, h);
   store_packed(gk + row, 1, buf, 0.0f, h);
 }
 
 // gw[c, T-1-j] = IFFT(S[c])[j]: pack, invert.
 template <typename S>
 __global__ void __launch_bounds__(LONG_THREADS)
-long_gw(const float2* __restrict__ sums, S* __restrict__ gw, int C, int T) {
+long_gw(const float2* __restrict__ sums, const float2* __restrict__ tw, S* __restrict__ gw, int C, int T) {
   extern __shared__ float2 buf[];
   const Half h = half_for(T);
   const int c = blockIdx.x;
   const float2* Sc = sums + (size_t)c * (h.M + 1);
   for (int a = threadIdx.x; a < h.M; a += blockDim.x)
-    buf[pad(a)] = pack(Sc[a], conj(Sc[h.M - a]), twiddle(a, h.N));  // S[a+M] = conj(S[M-a])
+    buf[pad(a)] = pack(Sc[a], conj(Sc[h.M - a]), tw[a]);  // S[a+M] = conj(S[M-a])
   __syncthreads();
-  fft_inplace<1>(buf, h);
+  fft_inplace<1>(buf, tw, h);
   store_packed(gw + (size_t)c * T + (T - 1), -1, buf, 0.0f, h);
+}
+
+// tw[m] = exp(-2πi m/N) for m <= M: the passes' and the packing's twiddles.
+__global__ void long_twiddles(float2* __restrict__ tw, int M, int N) {
+  fill_twiddles(tw, blockIdx.x * blockDim.x + threadIdx.x, M + 1, gridDim.x * blockDim.x, N);
 }
 
 size_t long_smem(int T) { return (size_t)padded(half_for(T).M) * sizeof(float2); }
@@ -287,6 +290,17 @@ cudaError_t allow_all() {
 
 size_t spectrum_floats(int C, int T) { return 2 * (size_t)C * (half_for(T).M + 1); }
 
+// The scratch: the weights' spectra W (C·(M+1)), the twiddles (M+1), and for the backward the
+// per-channel sums S (C·(M+1)) and each row's k-spectrum (B·C·(M+1)), all float2.
+size_t twiddle_floats(int T) { return 2 * ((size_t)half_for(T).M + 1); }
+
+float2* twiddles(float* scratch, int C, int T, cudaStream_t stream) {
+  float2* tw = reinterpret_cast<float2*>(scratch + spectrum_floats(C, T));
+  const Half h = half_for(T);
+  long_twiddles<<<(h.M + 256) / 256, 256, 0, stream>>>(tw, h.M, h.N);
+  return tw;
+}
+
 template <typename S>
 cudaError_t forward(const S* w, const S* k, S* out, float eps, float* scratch, int B, int C, int T,
                     cudaStream_t stream) {
@@ -294,10 +308,11 @@ cudaError_t forward(const S* w, const S* k, S* out, float eps, float* scratch, i
   cudaError_t err = allow_all<S>();
   if (err != cudaSuccess) return err;
   float2* W = reinterpret_cast<float2*>(scratch);
+  const float2* tw = twiddles(scratch, C, T, stream);
   const int threads = long_threads(T);
   const size_t smem = long_smem(T);
-  long_spectrum<S><<<C, threads, smem, stream>>>(w, W, T);
-  long_forward<S><<<(unsigned)((size_t)B * C), threads, smem, stream>>>(W, k, out, eps, B, C, T);
+  long_spectrum<S><<<C, threads, smem, stream>>>(w, tw, W, T);
+  long_forward<S><<<(unsigned)((size_t)B * C), threads, smem, stream>>>(W, tw, k, out, eps, B, C, T);
   return cudaGetLastError();
 }
 
@@ -310,14 +325,15 @@ cudaError_t backward(const S* w, const S* k, const S* g, S* gw, S* gk, float* sc
   const int threads = long_threads(T);
   const size_t smem = long_smem(T), rows = (size_t)B * C;
   float2* W = reinterpret_cast<float2*>(scratch);
-  float2* sums = W + spectrum_floats(C, T) / 2;  // S[c], as many as the weights' spectra
+  const float2* tw = twiddles(scratch, C, T, stream);
+  float2* sums = reinterpret_cast<float2*>(scratch + spectrum_floats(C, T) + twiddle_floats(T));
   float2* kspec = sums + spectrum_floats(C, T) / 2;
   cudaError_t zeroed = cudaMemsetAsync(sums, 0, spectrum_floats(C, T) * sizeof(float), stream);
   if (zeroed != cudaSuccess) return zeroed;
-  long_spectrum<S><<<C, threads, smem, stream>>>(w, W, T);
-  long_row_spectrum<S><<<(unsigned)rows, threads, smem, stream>>>(k, kspec, B, C, T);
-  long_backward<S><<<(unsigned)rows, threads, smem, stream>>>(W, g, gk, kspec, sums, B, C, T);
-  long_gw<S><<<C, threads, smem, stream>>>(sums, gw, C, T);
+  long_spectrum<S><<<C, threads, smem, stream>>>(w, tw, W, T);
+  long_row_spectrum<S><<<(unsigned)rows, threads, smem, stream>>>(k, tw, kspec, B, C, T);
+  long_backward<S><<<(unsigned)rows, threads, smem, stream>>>(W, tw, g, gk, kspec, sums, B, C, T);
+  long_gw<S><<<C, threads, smem, stream>>>(sums, tw, gw, C, T);
   return cudaGetLastError();
 }
 
@@ -325,7 +341,7 @@ cudaError_t backward(const S* w, const S* k, const S* g, S* gw, S* gk, float* sc
 
 size_t timex_fft_long_scratch(int B, int C, int T, bool backward) {
   const size_t w = spectrum_floats(C, T);
-  return backward ? w * (2 + (size_t)B) : w;  // the weights' spectra, S per channel, K per row
+  return twiddle_floats(T) + (backward ? w * (2 + (size_t)B) : w);  // see twiddle_floats
 }
 
 cudaError_t timex_fft_long_forward(TimexDtype dtype, const void* w, const void* k, void* out, float eps,
