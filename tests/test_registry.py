@@ -1,6 +1,6 @@
 import pytest
 
-from cudabench.errors import ConfigError, UnknownKernelError
+from cudabench.errors import ConfigError, ShapeError, UnknownKernelError
 from cudabench.spec.registry import discover
 
 
@@ -47,3 +47,17 @@ def test_duplicate_names_are_refused(tmp_path):
     shutil.copytree(builtin_kernels_dir() / "add2", tmp_path / "add2")
     with pytest.raises(ConfigError, match="already registered"):
         discover([tmp_path])
+
+
+def test_timex_fft_runs_past_1024_up_to_its_own_limit(registry):
+    """Only timex-fft (and the unbounded v1) take T beyond one block's row; past 16384 it says why."""
+    from cudabench.engine.plan import RunOptions, plan, skips, subjects
+
+    long = plan(registry, ["timex"], {"B": 16, "C": 256, "T": 4096}, RunOptions(directions=("fwd",)))
+    case = long[0].cases[0]
+    assert {s.name for s in subjects(long[0], case) if s.role == "variant"} == {"timex-v1", "timex-fft"}
+    too_long = plan(registry, ["timex"], {"B": 2, "C": 4, "T": 16385}, RunOptions(directions=("fwd",)))
+    why = {name: reason for name, _, reason in skips(too_long[0], too_long[0].cases[0])}
+    assert "T must be at most 16384" in why["timex-fft"]
+    with pytest.raises(ShapeError, match="timex-fft cannot run at B=2,C=4,T=16385"):  # named alone
+        plan(registry, ["timex-fft"], {"B": 2, "C": 4, "T": 16385}, RunOptions(directions=("fwd",)))
