@@ -207,8 +207,12 @@ long_row_spectrum(const S* __restrict__ k, const float2* __restrict__ tw, float2
 }
 
 __device__ __forceinline__ void atomic_add(float2* to, float2 v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  atomicAdd(to, v);  // one vector atomic (sm_90) instead of two
+#else
   atomicAdd(&to->x, v.x);
   atomicAdd(&to->y, v.y);
+#endif
 }
 
 // One row per block: gk = IFFT(conj(W)·G), and S[c] += conj(K_b)·G_b. (Transforming k here too, in
