@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from cudabench.cli.app import app
 from cudabench.errors import ConfigError
 from cudabench.results.compare import compare_documents, to_json, to_markdown as verdicts_markdown
-from cudabench.results.export import (_clean, check_document, document, load_results, result_from_dict, to_csv,
+from cudabench.results.export import (json_safe, check_document, document, load_results, result_from_dict, to_csv,
                                       to_markdown, write_json_atomic)
 from cudabench.results.model import Check, IntegrityCheck
 from cudabench.results.plot import sweep_panels
@@ -33,7 +33,7 @@ def valid():
                measured("timex", SHAPE, "conv1d", 4e-3, role="baseline", seed=2),
                measured("timex", {**SHAPE, "T": 1024}, "timex-v4", 1.3e-3, seed=3),
                skipped("timex", {**SHAPE, "T": 66}, "timex-v3")]
-    return json.loads(json.dumps(_clean(doc(results))))
+    return json.loads(json.dumps(json_safe(doc(results))))
 
 
 def written(tmp_path, data, name="old.json"):
@@ -231,7 +231,7 @@ def _paths(node, prefix=()):
         yield from _paths(child, (*prefix, key))
 
 
-BASE = json.loads(json.dumps(_clean(timex_sweep())))
+BASE = json.loads(json.dumps(json_safe(timex_sweep())))
 BASE["results"] = BASE["results"][:6]  # two shapes of three subjects: a sweep of T, small enough to walk
 PATHS = [p for p in _paths(BASE) if p and not (len(p) > 4 and p[3] == "samples" and p[4] > 2)]
 JSON_VALUES = st.recursive(
@@ -256,7 +256,7 @@ def test_any_edit_either_loads_and_every_consumer_copes_or_is_a_config_error(edi
         return
     reference = check_document(BASE, Path("base.json"))
     for comparison in (compare_documents(reference, loaded), compare_documents(loaded, reference)):
-        json.dumps(_clean(to_json(comparison)))
+        json.dumps(json_safe(to_json(comparison)))
         verdicts_markdown(comparison)
     to_csv(loaded), to_markdown(loaded)
     try:

@@ -3,6 +3,7 @@ codes in cudabench.cli.common.report_errors, and nowhere else."""
 
 from __future__ import annotations
 
+import sys
 from typing import Optional
 
 import typer
@@ -28,9 +29,13 @@ EXAMPLES = {
     "check": ["cudabench check --kernel timex", "cudabench check -k timex-v4 -d fwdbwd --inputs rwkv --baselines"],
     "run": ["cudabench run --kernel timex-v4",
             "cudabench run -k timex-v4 --shape B=32,C=768,T=768 -d fwdbwd --baseline fft --timing events",
-            "cudabench run --config configs/timex.toml --json results.json --markdown -"],
+            "cudabench run --config configs/timex.toml --json results.json --markdown -",
+            "cudabench run -k timex-v4 --store   # appended to .cudabench/results.db with the git commit"],
     "compare": ["cudabench compare old.json new.json", "cudabench compare old.json new.json --threshold 3%",
-                "cudabench compare old.json new.json --markdown verdicts.md --allow-missing"],
+                "cudabench compare old.json new.json --markdown verdicts.md --allow-missing",
+                "cudabench compare @HEAD~1 @latest   # stored runs (cudabench run --store)"],
+    "history": ["cudabench history", "cudabench history -k timex-v4 --case T=768 --gpu H100",
+                "cudabench history -k timex-v4 --plot history.png --store results.db"],
     "plot": ["cudabench plot sweep.json -o sweep.png", "cudabench plot sweep.json --param T -o sweep.svg"],
     "compare-sync-modes": ["cudabench compare-sync-modes", "cudabench compare-sync-modes --kernel timex-v4 --iters 30"],
     "profile": ["cudabench profile --kernel timex-v4", "cudabench profile -k timex-fft -d fwdbwd --tool ncu",
@@ -44,6 +49,7 @@ COMMANDS = [
     ("check", run.check),
     ("run", run.run),
     ("compare", results.compare),
+    ("history", results.history),
     ("plot", results.plot),
     ("compare-sync-modes", lessons.compare_sync_modes),
     ("profile", profile.profile),
@@ -73,7 +79,17 @@ def options(
 
 
 def main() -> None:
+    sys.argv[1:] = optional_value(sys.argv[1:], "--store", commands=("run", "history"))
     app()
+
+
+def optional_value(args: list[str], option: str, commands: tuple[str, ...]) -> list[str]:
+    """`--store` alone (last, or before another option) becomes `--store=`: the default store. Only
+    for commands without positional arguments, where the next word can only be its value."""
+    if not any(a in commands for a in args):
+        return args
+    return [f"{a}=" if a == option and (i + 1 == len(args) or args[i + 1].startswith("-")) else a
+            for i, a in enumerate(args)]
 
 
 if __name__ == "__main__":

@@ -1,20 +1,25 @@
-"""`cudabench compare` and `cudabench plot`: reading results files."""
+"""`cudabench compare`, `cudabench history` and `cudabench plot`: reading results files and the store."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, List, Optional
 
 import typer
 from rich.console import Console
 
-from cudabench.cli.common import err, out, say
+from cudabench.cli.common import detail, err, out, say
 from cudabench.errors import ConfigError
 
 
+STORE_HELP = ("The results store that @references read (default: $CUDABENCH_STORE or .cudabench/results.db at "
+              "the top of the git work tree).")
+
+
 def compare(
-    old: Path = typer.Argument(..., help="Results JSON of the reference run."),
-    new: Path = typer.Argument(..., help="Results JSON of the run to judge."),
+    old: str = typer.Argument(..., help="Results JSON of the reference run, or a stored run: @latest, "
+                              "@latest~1, @COMMIT, @HEAD~1 (anything git names)."),
+    new: str = typer.Argument(..., help="Results JSON of the run to judge, or a stored run (@...)."),
     threshold: str = typer.Option("5%", "--threshold", "-t", help="Smallest change that counts (5% or 0.05)."),
     allow_missing: bool = typer.Option(False, "--allow-missing", help="Pass even when a subject measured in old "
                                        "is missing, skipped or failed in new (never when one is INVALID or "
@@ -24,6 +29,7 @@ def compare(
     markdown_path: Optional[Path] = typer.Option(None, "--markdown", help="Also write the verdicts as a Markdown "
                                                  "table here, e.g. for a pull-request comment (- for standard "
                                                  "output)."),
+    store: Optional[Path] = typer.Option(None, "--store", help=STORE_HELP),
 ) -> None:
     """Noise-aware verdicts per case (bootstrap interval of the ratio of medians). Exit 1 when a case
     is slower beyond the threshold, a subject measured in old is not measured in new, a result is
@@ -31,11 +37,10 @@ def compare(
     --markdown -, standard output carries only that; the table and notes go to standard error."""
     from cudabench.results import report
     from cudabench.results.compare import compare_documents, describe, parse_threshold
-    from cudabench.results.export import load_results
 
     limit = parse_threshold(threshold)
     console = _check_outputs(json_path, markdown_path)
-    old_doc, new_doc = load_results(old), load_results(new)
+    old_doc, new_doc = _load(old, store), _load(new, store)
     comparison = compare_documents(old_doc, new_doc, limit, allow_missing)
     for line in report.environment_differences(old_doc, new_doc):
         say(("note: ", "yellow"), line, console=console)
@@ -53,6 +58,62 @@ def compare(
         say(("FAIL ", "bold red"), problem, console=err)
     _write_verdicts(comparison, json_path, markdown_path, console)
     raise typer.Exit(comparison.exit_code)
+
+
+def _load(where: str, store: Optional[Path]) -> dict:
+    """A results document from a file, or from the store for `@REF`."""
+    from cudabench.results.export import check_document, load_results
+    from cudabench.results.store import Store, default_path
+
+    if not where.startswith("@"):
+        return load_results(Path(where))
+    path = store or default_path()
+    if not path.exists():
+        raise ConfigError(f"{where} names a stored run, but there is no results store at {path}.",
+                          "Record runs with `cudabench run ... --store`, or name the store with --store PATH.")
+    with Store(path) as opened:
+        run = opened.resolve(where[1:])
+        return check_document(opened.document(run), Path(f"{path}{where}"))
+
+
+def history(
+    kernel: Optional[List[str]] = typer.Option(None, "--kernel", "-k", help="Kernel or family (repeatable; "
+                                               "default: every stored subject)."),
+    case: str = typer.Option("", "--case", help="Only cases whose key contains this, e.g. T=768 or /fwdbwd."),
+    gpu: str = typer.Option("", "--gpu", help="Only results on GPU models whose name contains this, e.g. H100."),
+    threshold: str = typer.Option("5%", "--threshold", "-t", help="Smallest change that counts (5% or 0.05)."),
+    plot_path: Optional[str] = typer.Option(None, "--plot", help="Also draw the medians over the runs into this "
+                                            "image (.png, .svg, .pdf)."),
+    store: Optional[str] = typer.Option(None, "--store", help=STORE_HELP),
+) -> None:
+    """A subject's median over the stored runs, oldest first, each judged against the run before with
+    compare's noise-aware test: the change points are where it got slower or faster."""
+    from cudabench.results import report
+    from cudabench.results.compare import parse_threshold
+    from cudabench.results.history import select, series
+    from cudabench.results.store import Store, default_path
+
+    limit = parse_threshold(threshold)
+    if plot_path:
+        from cudabench.results.plot import check_image_path
+
+        check_image_path(plot_path)
+    path = Path(store) if store else default_path()
+    if not path.exists():
+        raise ConfigError(f"There is no results store at {path}.",
+                          "Record runs with `cudabench run ... --store`, or name the store with --store PATH.")
+    with Store(path) as opened:
+        found = series(select(opened.points(), kernel or (), case, gpu), limit)
+    if not found:
+        raise ConfigError(f"No measured result in {path} matches.", "`cudabench history` alone lists them all.")
+    for table in report.history_tables(found):
+        out.print(table)
+    changes = sum(step.changed for steps in found.values() for step in steps)
+    detail(f"{len(found)} series, {changes} change point(s) beyond {threshold} (store: {path})")
+    if plot_path:
+        from cudabench.results.plot import plot_history
+
+        out.print(f"wrote {plot_history(found, plot_path)}")
 
 
 def _check_outputs(json_path: Optional[Path], markdown_path: Optional[Path]) -> Console:

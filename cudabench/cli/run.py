@@ -94,6 +94,8 @@ class Outputs:
     json: Optional[Path]
     csv: Optional[Path]
     markdown: Optional[Path]
+    store: Optional[Path] = None   # a results store the run is appended to, at the end
+    stored_as: Optional[int] = None
 
     def check(self) -> None:
         paths = [p for p in (self.json, self.csv, self.markdown) if p is not None]
@@ -101,6 +103,10 @@ class Outputs:
             raise ShapeError("Only one of --json, --csv and --markdown can go to standard output (-).")
         for path in paths:
             check_writable(path)
+        if self.store is not None:
+            from cudabench.results.store import check_readable
+
+            check_readable(self.store)
 
     @contextlib.contextmanager
     def tables_elsewhere(self) -> Iterator[None]:
@@ -124,11 +130,25 @@ class Outputs:
                 write_json_atomic(path, doc)  # `-` is written to stdout directly
             else:
                 write_text_atomic(path, text(doc))
+        if final and self.store is not None:
+            self.stored_as = append_to_store(self.store, doc)
 
     def tell(self) -> None:
         for label, path in (("results", self.json), ("csv", self.csv), ("markdown", self.markdown)):
             if path and not is_stdout(path):
                 detail(f"{label}: {path}")
+        if self.stored_as is not None:
+            detail(f"store: {self.store} (run {self.stored_as})")
+
+
+def append_to_store(path: Path, doc: dict) -> int:
+    """Append the finished run, with the git commit of this work tree, to the store at `path`."""
+    from datetime import datetime, timezone
+
+    from cudabench.results.store import Provenance, Store
+
+    with Store(path) as store:
+        return store.append(doc, Provenance.here(), datetime.now(timezone.utc).isoformat(timespec="seconds"))
 
 
 def run(
@@ -169,6 +189,10 @@ def run(
                                              "at the end)."),
     csv_path: Optional[Path] = typer.Option(None, "--csv", help="Also write a CSV summary here (- for standard "
                                             "output)."),
+    store: Optional[str] = typer.Option(None, "--store", help="Also append the run to a results store (SQLite) "
+                                        "with this work tree's git commit: --store PATH, or --store alone for "
+                                        "$CUDABENCH_STORE or .cudabench/results.db at the top of the work tree "
+                                        "(see `cudabench history`)."),
     markdown_path: Optional[Path] = typer.Option(None, "--markdown", help="Also write a Markdown table here (- for standard "
                                                  "output)."),
     record_as: Optional[List[str]] = typer.Option(None, "--record-as", help="VARIANT=NAME: record a "
@@ -208,7 +232,7 @@ def run(
     if config and shape:
         raise ShapeError("--shape goes with --kernel; a suite names its shapes in the file.",
                          "Edit the suite's shape tables, or run the kernel with --kernel and --shape.")
-    outputs = Outputs(json_path, csv_path, markdown_path)
+    outputs = Outputs(json_path, csv_path, markdown_path, store_path(store))
     outputs.check()
     if arch:
         from cudabench.spec.build import normalize_arch
@@ -243,6 +267,15 @@ def run(
             require_gpu()  # after planning: a user's mistake is reported first, with or without a GPU
         with outputs.tables_elsewhere():
             execute(runner, tasks, outputs, "cudabench " + shlex.join(sys.argv[1:]), policy, started)
+
+
+def store_path(option: Optional[str]) -> Optional[Path]:
+    """The store `--store` names: its path, or the default for `--store` alone (an empty value)."""
+    if option is None:
+        return None
+    from cudabench.results.store import default_path
+
+    return Path(option) if option else default_path()
 
 
 def gpu_likely() -> bool:

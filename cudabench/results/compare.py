@@ -213,7 +213,7 @@ def _failure(result: Optional[Mapping[str, Any]], side: str = "") -> Optional[st
     return f"{result['status']}{where}: " + ("; ".join(failed) or str(result.get("error") or "no reason recorded"))
 
 
-def _samples(result: Mapping[str, Any]) -> Optional[np.ndarray]:
+def measured_samples(result: Mapping[str, Any]) -> Optional[np.ndarray]:
     """The samples of a measured result: status ok (not SKIP, FAIL, ERROR, INVALID) and positive times."""
     if result.get("status", "ok") != "ok":
         return None  # not run, wrong, crashed or untrustworthy: not a figure anyone should compare
@@ -229,7 +229,7 @@ def _samples(result: Mapping[str, Any]) -> Optional[np.ndarray]:
 def _nothing_measured(doc: Mapping[str, Any], side: str) -> list[str]:
     """A sentence when `doc` has no measured result, saying what it has instead."""
     results = list(doc.get("results", []))
-    if any(_samples(r) is not None for r in results):
+    if any(measured_samples(r) is not None for r in results):
         return []
     statuses = Counter(str(r.get("status") or "no status") for r in results)
     has = ", ".join(f"{n} {status}" for status, n in statuses.items()) if results else "no results at all"
@@ -322,7 +322,7 @@ def compare_documents(old: Mapping[str, Any], new: Mapping[str, Any], threshold:
     failed = _failures(olds, news)
     for key in dict.fromkeys([*olds, *news]):
         a, b = olds.get(key), news.get(key)
-        xa, xb = (_samples(a) if a else None), (_samples(b) if b else None)
+        xa, xb = (measured_samples(a) if a else None), (measured_samples(b) if b else None)
         if xa is not None and xb is not None and _timing(a) != _timing(b):
             unmeasured.append(_unmatched(key, f"not comparable: timed as {_timing(a)} in old, {_timing(b)} in new"))
         elif xa is not None and xb is not None:

@@ -138,14 +138,14 @@ def source_hash(family: Family) -> str:
     return h.hexdigest()
 
 
-def _clean(value: Any) -> Any:
+def json_safe(value: Any) -> Any:
     """JSON has no NaN/inf: write them as strings so the file stays standard JSON."""
     if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
         return str(value)
     if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
+        return {k: json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
+        return [json_safe(v) for v in value]
     return value
 
 
@@ -186,7 +186,7 @@ def check_output_path(path: Optional[Path | str]) -> None:
 
 
 def write_json_atomic(path: Path | str, data: dict[str, Any]) -> None:
-    write_text_atomic(path, json.dumps(_clean(data), indent=1) + "\n")
+    write_text_atomic(path, json.dumps(json_safe(data), indent=1) + "\n")
 
 
 def write_text_atomic(path: Path | str, text: str) -> None:

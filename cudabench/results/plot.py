@@ -229,12 +229,50 @@ def _suptitle(doc: Mapping[str, Any]) -> str:
     return f"cudabench · {env.get('gpu') or 'unknown GPU'}\n" + " · ".join(parts)
 
 
+def plot_history(histories: Mapping[tuple[str, str, str], Sequence[Any]], out_path: Path | str) -> Path:
+    """Each series' median per run (95 % interval as error bars) in run order, change points ringed;
+    written to exactly `out_path` (see check_image_path)."""
+    Figure, Canvas, _, _ = _matplotlib()
+    image_format = check_image_path(out_path)
+    fig = Figure(figsize=(9, 5), layout="constrained")
+    Canvas(fig)
+    ax = fig.subplots()
+    labels: dict[int, str] = {}
+    for (gpu, key, subject), steps in histories.items():
+        xs = [s.point.run.id for s in steps]
+        ys = [s.median * 1e6 for s in steps]
+        errs = [s.median * 1e6 * (s.precision if s.precision == s.precision else 0.0) for s in steps]
+        line = ax.errorbar(xs, ys, yerr=errs, marker="o", capsize=3, label=f"{subject} {key}" + (f" ({gpu})" if len(
+            {g for g, _, _ in histories}) > 1 else ""))
+        changed = [(x, y) for x, y, s in zip(xs, ys, steps) if s.changed]
+        if changed:
+            ax.scatter(*zip(*changed), s=220, facecolors="none", edgecolors=line[0].get_color(), linewidths=2)
+        labels.update({s.point.run.id: s.point.run.label() for s in steps})
+    ax.set_xticks(sorted(labels), [labels[x] for x in sorted(labels)], rotation=30, ha="right", fontsize=8)
+    ax.set_xlabel("run (commit), oldest first; rings: changed against the run before")
+    ax.set_ylabel("median time per call (µs)")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    ax.set_title("cudabench history")
+    return _save(fig, out_path, image_format)
+
+
+def _save(fig: Any, out_path: Path | str, image_format: str) -> Path:
+    from cudabench.results.export import write_bytes_atomic
+
+    image = io.BytesIO()
+    try:
+        fig.savefig(image, format=image_format, dpi=120)
+    except (OSError, ValueError, RuntimeError) as exc:  # e.g. .pgf without LaTeX
+        raise ConfigError(f"Cannot write the plot to {out_path}: {exc}", "Use a .png, .svg or .pdf path.") from None
+    write_bytes_atomic(out_path, image.getvalue())  # through symlinks, never half a file
+    return Path(out_path)
+
+
 def plot_sweep(doc: Mapping[str, Any], out_path: Path | str, parameter: Optional[str] = None) -> Path:
     """Write the sweep plot of a results document to exactly `out_path` (see check_image_path) and
     return that path. Raises ToolNotFoundError without matplotlib, ConfigError when nothing (or not
     `parameter`) varies or the path cannot be written."""
-    from cudabench.results.export import write_bytes_atomic
-
     Figure, Canvas, fixed, null = _matplotlib()
     image_format = check_image_path(out_path)
     panels = sweep_panels(doc, parameter)
@@ -247,10 +285,4 @@ def plot_sweep(doc: Mapping[str, Any], out_path: Path | str, parameter: Optional
         _draw_speedups(axes[1][col], panel)
         _x_axis(axes[1][col], xs, " = ".join(panel.axis), (fixed, null))  # shared with the top panel
     fig.suptitle(_suptitle(doc), fontsize=12)
-    image = io.BytesIO()
-    try:
-        fig.savefig(image, format=image_format, dpi=120)
-    except (OSError, ValueError, RuntimeError) as exc:  # e.g. .pgf without LaTeX
-        raise ConfigError(f"Cannot write the plot to {out_path}: {exc}", "Use a .png, .svg or .pdf path.") from None
-    write_bytes_atomic(out_path, image.getvalue())  # through symlinks, never half a file
-    return Path(out_path)
+    return _save(fig, out_path, image_format)

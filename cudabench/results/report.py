@@ -342,3 +342,25 @@ def environment_differences(old: dict, new: dict) -> list[str]:
     if changed:
         lines.append("kernel sources changed: " + ", ".join(changed))
     return lines
+
+
+def history_tables(histories: Any) -> list[Table]:
+    """One table per (GPU, case, subject): its median per stored run, oldest first, and the verdict
+    against the run before (a change point where it got slower or faster)."""
+    from cudabench.results.compare import median_text
+
+    tables = []
+    for (gpu, key, subject), steps in histories.items():
+        table = Table(title=f"{subject}  {key}" + (f"  on {gpu}" if gpu else ""), title_justify="left",
+                      header_style="bold")
+        for col in ("run", "commit", "date", "median", "vs run before", "verdict"):
+            table.add_column(col, justify="right" if col in ("run", "median", "vs run before") else "left")
+        for step in steps:
+            run = step.point.run
+            verdict = Text(("CHANGE: " if step.changed else "") + step.verdict,
+                           style=VERDICT_STYLE.get(step.verdict, "")) if step.verdict else Text("")
+            table.add_row(str(run.id), run.label(), run.created[:19].replace("T", " "),
+                          median_text(step.median, step.precision),
+                          f"{step.ratio:.3f}" if step.verdict else "", verdict)
+        tables.append(table)
+    return tables

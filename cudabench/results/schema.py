@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal, Optional
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
-NON_FINITE = ("nan", "inf", "-inf")  # how export._clean writes NaN and infinities
+NON_FINITE = ("nan", "inf", "-inf")  # how export.json_safe writes NaN and infinities
 MAX_REPORTED = 5                     # wrong fields named in one message
 
 

@@ -1,0 +1,61 @@
+"""A subject's median across the runs of a results store, oldest first, with the points where it
+changed: each run judged against the one before by compare's noise-aware test (bootstrap interval
+of the ratio of medians against the threshold)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Optional
+
+from cudabench.results.compare import compare_pair, measured_samples
+from cudabench.results.store import Point
+
+Series = tuple[str, str, str]  # (GPU model, case key, subject)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One run of a series: its figure, and how it compares with the run before it."""
+
+    point: Point
+    median: float
+    precision: float       # half the median's 95 % interval, relative
+    ratio: float = 1.0     # median / the previous run's median
+    verdict: str = ""      # compare's verdict against the previous run ("" for the first)
+
+    @property
+    def changed(self) -> bool:
+        return self.verdict in ("slower", "faster")
+
+
+def select(points: Iterable[Point], kernels: Iterable[str] = (), case: str = "", gpu: str = "") -> list[Point]:
+    """Measured results of these kernels (a subject or a family name), whose case key contains
+    `case` and whose GPU model contains `gpu`."""
+    names = set(kernels)
+    return [p for p in points
+            if (not names or p.result["subject"] in names or p.result["case"]["family"] in names)
+            and case in p.result["case"]["key"] and gpu in p.gpu and measured_samples(p.result) is not None]
+
+
+def series(points: Iterable[Point], threshold: float) -> dict[Series, list[Step]]:
+    """Each (GPU, case, subject) in run order, each run judged against the previous one."""
+    grouped: dict[Series, list[Point]] = {}
+    for p in points:
+        grouped.setdefault((p.gpu, p.result["case"]["key"], p.result["subject"]), []).append(p)
+    return {key: _steps(found, threshold) for key, found in grouped.items()}
+
+
+def _steps(points: list[Point], threshold: float) -> list[Step]:
+    steps: list[Step] = []
+    before: Optional[Point] = None
+    for p in points:
+        xs = measured_samples(p.result)
+        median = float((p.result.get("stats") or {}).get("median") or 0.0)
+        precision = float((p.result.get("stats") or {}).get("precision") or float("nan"))
+        if before is None:
+            steps.append(Step(p, median, precision))
+        else:
+            row = compare_pair(before.result, p.result, measured_samples(before.result), xs, threshold, p.gpu)
+            steps.append(Step(p, median, precision, row.ratio, row.verdict))
+        before = p
+    return steps

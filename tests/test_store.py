@@ -1,0 +1,177 @@
+"""The results store (SQLite): schema and migration, a newer store refused, two processes appending
+at once, history's change points, and compare's @references."""
+
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from cudabench.cli.app import app, optional_value
+from cudabench.errors import ConfigError
+from cudabench.results.history import select, series
+from cudabench.results.store import MIGRATIONS, SCHEMA_VERSION, Provenance, Store, check_readable
+from synthetic import doc, measured
+
+SHAPE = {"B": 32, "C": 768, "T": 768}
+
+
+def run_doc(median_v4, median_v5=1e-3, seed=0):
+    return doc([measured("timex", SHAPE, "timex-v4", median_v4, seed=seed),
+                measured("timex", SHAPE, "timex-v5", median_v5, seed=seed + 1)])
+
+
+def fill(path, medians, commits=None):
+    """One run per median of timex-v4, at commits c0, c1, ... (40 hex digits each)."""
+    commits = commits or [f"{i:x}" * 40 for i in range(len(medians))]
+    with Store(path) as store:
+        for i, (m, c) in enumerate(zip(medians, commits)):
+            store.append(run_doc(m, seed=10 * i), Provenance(c[:40], dirty=False), f"2026-11-23T08:0{i}:00+00:00")
+    return commits
+
+
+def test_a_new_store_has_the_current_schema_and_keeps_a_run_whole(tmp_path):
+    path = tmp_path / "r.db"
+    document = run_doc(1e-3)
+    with Store(path) as store:
+        assert store.version == SCHEMA_VERSION
+        run_id = store.append(document, Provenance("ab" * 20, dirty=True), "2026-11-23T08:00:00+00:00")
+        (run,) = store.runs()
+        assert (run.id, run.commit, run.dirty, run.label()) == (run_id, "ab" * 20, True, "ababababab+dirty")
+        assert store.document(run) == json.loads(json.dumps(document))  # as `run --json` writes it
+        rows = store.db.execute("SELECT subject, case_key, status, source_hash FROM results ORDER BY subject")
+        assert rows.fetchall() == [("timex-v4", "timex[B=32,C=768,T=768]/fwd", "ok", "ab" * 32),
+                                   ("timex-v5", "timex[B=32,C=768,T=768]/fwd", "ok", "ab" * 32)]
+
+
+def test_an_older_store_is_migrated_forward_with_its_runs(tmp_path):
+    path = tmp_path / "old.db"
+    db = sqlite3.connect(path)
+    for statement in MIGRATIONS[0]:  # a store as version 1 left it
+        db.execute(statement)
+    db.execute("INSERT INTO runs VALUES (1, '2026-01-01', 'cudabench run', ?, 0, ?)", ("cd" * 20, json.dumps(run_doc(2e-3))))
+    db.execute("PRAGMA user_version = 1")
+    db.commit()
+    db.close()
+    with Store(path) as store:
+        assert store.version == SCHEMA_VERSION == 2
+        assert [r.commit for r in store.runs()] == ["cd" * 20]
+        columns = [row[1] for row in store.db.execute("PRAGMA table_info(results)")]
+        assert "source_hash" in columns
+        store.append(run_doc(1e-3), Provenance("ef" * 20, False), "2026-01-02")
+        assert len(store.runs()) == 2
+
+
+def test_a_store_from_a_newer_cudabench_or_not_a_store_is_refused(tmp_path):
+    newer = tmp_path / "newer.db"
+    sqlite3.connect(newer).execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    for attempt in (lambda: check_readable(newer), lambda: Store(newer)):
+        with pytest.raises(ConfigError, match="newer cudabench"):
+            attempt()
+    junk = tmp_path / "junk.db"
+    junk.write_bytes(b"not a database at all" * 100)
+    with pytest.raises(ConfigError, match="is not a cudabench results store"):
+        check_readable(junk)
+
+
+WRITER = """
+import sys
+sys.path[:0] = [sys.argv[3]]
+from cudabench.results.store import Provenance, Store
+from synthetic import doc, measured
+with Store(sys.argv[1]) as store:
+    for i in range(int(sys.argv[2])):
+        store.append(doc([measured("timex", {"B": 8, "C": 4, "T": 64}, "timex-v4", 1e-3, n=50, seed=i)]),
+                     Provenance("ab" * 20, False), "2026-11-23")
+"""
+
+
+def test_two_processes_appending_at_once_lose_nothing_and_corrupt_nothing(tmp_path):
+    path = tmp_path / "shared.db"
+    Store(path).close()  # created, so both writers meet an existing store
+    tests = str(Path(__file__).parent)
+    writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), "25", tests]) for _ in range(2)]
+    assert [w.wait(timeout=120) for w in writers] == [0, 0]
+    with Store(path) as store:
+        assert len(store.runs()) == 50
+        assert store.db.execute("SELECT count(*) FROM results").fetchone()[0] == 50
+        assert store.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_history_finds_the_change_points_between_neighbouring_runs(tmp_path):
+    path = tmp_path / "h.db"
+    fill(path, [1.00e-3, 1.002e-3, 1.30e-3, 1.301e-3, 0.90e-3])  # slower at run 3, faster at run 5
+    with Store(path) as store:
+        found = series(select(store.points(), ["timex-v4"]), 0.05)
+    (steps,) = found.values()
+    assert [s.verdict for s in steps] == ["", "same", "slower", "same", "faster"]
+    assert [s.point.run.id for s in steps if s.changed] == [3, 5]
+
+
+def test_history_command_prints_the_table_and_draws_the_plot(tmp_path):
+    pytest.importorskip("matplotlib")
+    path = tmp_path / "h.db"
+    fill(path, [1.00e-3, 1.30e-3, 1.30e-3])
+    res = CliRunner().invoke(app, ["history", "-k", "timex-v4", "--store", str(path), "--plot",
+                                   str(tmp_path / "h.png")])
+    assert res.exit_code == 0, res.output
+    assert "CHANGE: slower" in res.output and "1 change point(s)" in res.output
+    assert (tmp_path / "h.png").read_bytes()[:4] == b"\x89PNG"
+    res = CliRunner().invoke(app, ["history", "-k", "matmul-naive", "--store", str(path)])
+    assert res.exit_code == 2 and "No measured result" in res.output
+
+
+def test_compare_reads_stored_runs_by_reference(tmp_path):
+    path = tmp_path / "c.db"
+    commits = fill(path, [1.00e-3, 1.30e-3])
+    slower = CliRunner().invoke(app, ["compare", "@latest~1", "@latest", "--store", str(path)])
+    assert slower.exit_code == 1, slower.output
+    assert "regression beyond 5%: timex-v4" in slower.output
+    by_commit = CliRunner().invoke(app, ["compare", f"@{commits[1][:8]}", f"@{commits[0][:8]}", "--store", str(path)])
+    assert by_commit.exit_code == 0, by_commit.output  # the other way round: faster
+    unknown = CliRunner().invoke(app, ["compare", "@deadbeef", "@latest", "--store", str(path)])
+    assert unknown.exit_code == 2 and "no run in" in unknown.output and "Traceback" not in unknown.output
+    nowhere = CliRunner().invoke(app, ["compare", "@latest", "@latest", "--store", str(tmp_path / "none.db")])
+    assert nowhere.exit_code == 2 and "no results store" in nowhere.output
+
+
+def test_compare_resolves_git_names_through_git(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    for i in range(2):
+        (repo / "f").write_text(str(i))
+        subprocess.run([*git, "add", "f"], check=True)
+        subprocess.run([*git, "commit", "-qm", f"c{i}"], check=True)
+    heads = subprocess.run([*git, "rev-list", "HEAD"], capture_output=True, text=True, check=True).stdout.split()
+    path = tmp_path / "g.db"
+    fill(path, [1.0e-3, 1.0e-3], commits=list(reversed(heads)))
+    with Store(path) as store:
+        assert store.resolve("HEAD~1", cwd=repo).commit == heads[1]
+        assert store.resolve("HEAD", cwd=repo).commit == heads[0]
+
+
+def test_run_appends_to_the_store_with_this_work_trees_commit(tmp_path):
+    from cudabench.cli.run import Outputs
+
+    path = tmp_path / "run.db"
+    outputs = Outputs(None, None, None, store=path)
+    outputs.check()
+    outputs.save(run_doc(1e-3), final=False)
+    assert not path.exists()  # only the finished run is appended
+    outputs.save(run_doc(1e-3), final=True)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    with Store(path) as store:
+        (run,) = store.runs()
+        assert run.commit == head and outputs.stored_as == run.id
+
+
+def test_store_alone_means_the_default_store():
+    assert optional_value(["run", "-k", "add2", "--store"], "--store", ("run",)) == ["run", "-k", "add2", "--store="]
+    assert optional_value(["run", "--store", "-k", "add2"], "--store", ("run",))[1] == "--store="
+    assert optional_value(["run", "--store", "x.db"], "--store", ("run",)) == ["run", "--store", "x.db"]
+    assert optional_value(["compare", "--store", "@a"], "--store", ("run",)) == ["compare", "--store", "@a"]
