@@ -116,3 +116,67 @@ def compare(call: Call, iterations: int, warmup: int, busy_ms: float) -> list[Mo
         label = timer.name + (f" ×{m.calls_per_sample}/replay" if m.calls_per_sample > 1 else "")
         results.append(ModeResult(label, m.samples, True, contains))
     return results
+
+
+# ---- the lesson as a picture ---------------------------------------------------------------------
+
+MODE, WARMUP, CLOCK, LAUNCH, SYNC = ("cudabench:mode:", "cudabench:warm-up", "cudabench:clock",
+                                     "cudabench:launch", "cudabench:synchronize")
+HOST_KINDS = {WARMUP: "warm-up", CLOCK: "clock", LAUNCH: "launch", SYNC: "synchronize"}
+BUSY_KERNELS = ("spin_kernel", "sleep")  # torch.cuda._sleep's kernel: the earlier GPU work
+
+
+def timeline(call: Call, iterations: int, warmup: int, busy_ms: float) -> list[dict[str, Any]]:
+    """A few iterations of every placement inside one CUPTI session: the host's ranges (warm-up
+    launches, launches, synchronize waits and the span the clock measured, as torch.profiler
+    ranges) and the GPU's kernels, on the profiler's one clock. Each span is a dict (mode, lane
+    "host" or "gpu", kind, start, end) in µs since its mode began."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    from cudabench.measure.timers import recorded, sleep_cycles
+
+    sync = torch.cuda.synchronize
+    sync()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for p in PLACEMENTS:
+            with record_function(MODE + p.name):
+                if busy_ms > 0:
+                    torch.cuda._sleep(sleep_cycles(busy_ms / 1e3))
+                for _ in range(warmup):
+                    with record_function(WARMUP):
+                        call()
+                for _ in range(iterations):
+                    if p.sync_before:
+                        with record_function(SYNC):
+                            sync()
+                    with record_function(CLOCK):
+                        with record_function(LAUNCH):
+                            call()
+                        if p.sync_after:
+                            with record_function(SYNC):
+                                sync()
+                with record_function(SYNC):  # the GPU drains inside the mode's range
+                    sync()
+    return timeline_spans(recorded(prof))
+
+
+def timeline_spans(events: list[Any]) -> list[dict[str, Any]]:
+    """Spans per mode (see timeline) from a session's activities."""
+    modes = sorted((e.start, e.end, e.name[len(MODE):]) for e in events
+                   if not e.on_gpu and e.name.startswith(MODE))
+    spans = []
+    for e in events:
+        if e.on_gpu and not e.annotation:
+            kind = "busy" if any(w in e.name.lower() for w in BUSY_KERNELS) else "kernel"
+            lane = "gpu"
+        elif not e.on_gpu and e.name in HOST_KINDS:
+            kind, lane = HOST_KINDS[e.name], "host"
+        else:
+            continue
+        for start, end, name in modes:
+            if start <= e.start <= end:
+                spans.append({"mode": name, "lane": lane, "kind": kind, "start": e.start - start,
+                              "end": e.end - start})
+                break
+    return spans

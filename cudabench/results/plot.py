@@ -41,7 +41,7 @@ class Panel:
     lines: tuple[Line, ...]
 
 
-def _matplotlib() -> Any:
+def matplotlib_classes() -> Any:
     try:
         importlib.import_module("matplotlib")  # first: a missing package fails here, even if submodules are cached
         from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -74,7 +74,7 @@ def check_image_path(path: Path | str) -> str:
     suffix = Path(text).suffix.lower().lstrip(".")
     if not suffix:
         return "png"
-    _matplotlib()
+    matplotlib_classes()
     formats = _image_formats()
     if suffix not in formats:
         raise ConfigError(f"Cannot write the plot to {text}: matplotlib does not write .{suffix} files.",
@@ -232,7 +232,7 @@ def _suptitle(doc: Mapping[str, Any]) -> str:
 def plot_history(histories: Mapping[tuple[str, str, str], Sequence[Any]], out_path: Path | str) -> Path:
     """Each series' median per run (95 % interval as error bars) in run order, change points ringed;
     written to exactly `out_path` (see check_image_path)."""
-    Figure, Canvas, _, _ = _matplotlib()
+    Figure, Canvas, _, _ = matplotlib_classes()
     image_format = check_image_path(out_path)
     fig = Figure(figsize=(9, 5), layout="constrained")
     Canvas(fig)
@@ -254,10 +254,10 @@ def plot_history(histories: Mapping[tuple[str, str, str], Sequence[Any]], out_pa
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
     ax.set_title("cudabench history")
-    return _save(fig, out_path, image_format)
+    return save_figure(fig, out_path, image_format)
 
 
-def _save(fig: Any, out_path: Path | str, image_format: str) -> Path:
+def save_figure(fig: Any, out_path: Path | str, image_format: str) -> Path:
     from cudabench.results.export import write_bytes_atomic
 
     image = io.BytesIO()
@@ -273,7 +273,7 @@ def plot_sweep(doc: Mapping[str, Any], out_path: Path | str, parameter: Optional
     """Write the sweep plot of a results document to exactly `out_path` (see check_image_path) and
     return that path. Raises ToolNotFoundError without matplotlib, ConfigError when nothing (or not
     `parameter`) varies or the path cannot be written."""
-    Figure, Canvas, fixed, null = _matplotlib()
+    Figure, Canvas, fixed, null = matplotlib_classes()
     image_format = check_image_path(out_path)
     panels = sweep_panels(doc, parameter)
     fig = Figure(figsize=(6.4 * len(panels), 8.5), layout="constrained")
@@ -285,4 +285,4 @@ def plot_sweep(doc: Mapping[str, Any], out_path: Path | str, parameter: Optional
         _draw_speedups(axes[1][col], panel)
         _x_axis(axes[1][col], xs, " = ".join(panel.axis), (fixed, null))  # shared with the top panel
     fig.suptitle(_suptitle(doc), fontsize=12)
-    return _save(fig, out_path, image_format)
+    return save_figure(fig, out_path, image_format)
