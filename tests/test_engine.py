@@ -161,3 +161,21 @@ def test_timer_names_match_the_timers():
 
     assert set(TIMINGS) == set(TIMERS)
     assert all(TIMERS[name].describes == TIMINGS[name] for name in TIMINGS)
+
+
+def test_a_worker_reports_any_exception_with_its_type_instead_of_ending_silently(capsys):
+    """An AttributeError (say, in a spec's bind or a bug in a lesson) used to end the worker's loop
+    through its final os._exit(0): the parent saw "exited with code 0" and no reason."""
+    from cudabench.engine.worker import Handler
+
+    handler = Handler(device="cpu")
+    handler.bench = object()
+
+    def broken(request):
+        raise AttributeError("'profile' object has no attribute 'kineto_results'")
+
+    handler._sync_modes = broken
+    reply = handler.handle({"op": "sync-modes"})
+    assert reply["type"] == "error" and reply["healthy"] is True
+    assert reply["message"] == "AttributeError: 'profile' object has no attribute 'kineto_results'"
+    assert "Traceback" in capsys.readouterr().err  # the whole story stays in the worker's log

@@ -69,6 +69,15 @@ class Handler:
             from cudabench.measure.subject import first_line
 
             return {"type": "error", "message": first_line(exc), "healthy": self._healthy()}
+        except Exception as exc:  # noqa: BLE001 - anything else (a spec's AttributeError, a bug here)
+            # is reported with its type, never left to end the worker without a word
+            import traceback
+
+            from cudabench.measure.subject import first_line
+
+            traceback.print_exc(file=sys.stderr)
+            return {"type": "error", "message": f"{type(exc).__name__}: {first_line(exc)}",
+                    "healthy": self._healthy()}
         return {"type": "error", "message": f"unknown request {op!r}"}
 
     def _healthy(self) -> bool:

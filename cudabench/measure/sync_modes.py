@@ -132,13 +132,13 @@ def timeline(call: Call, iterations: int, warmup: int, busy_ms: float) -> list[d
     ranges) and the GPU's kernels, on the profiler's one clock. Each span is a dict (mode, lane
     "host" or "gpu", kind, start, end) in µs since its mode began."""
     import torch
-    from torch.profiler import ProfilerActivity, profile, record_function
+    from torch.autograd.profiler import record_function
 
-    from cudabench.measure.timers import recorded, sleep_cycles
+    from cudabench.measure.timers import cupti_session, recorded, sleep_cycles
 
     sync = torch.cuda.synchronize
     sync()
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+    with cupti_session() as prof:
         for p in PLACEMENTS:
             with record_function(MODE + p.name):
                 if busy_ms > 0:
