@@ -61,29 +61,3 @@ def test_only_both_is_marked_valid():
 def test_mode_result_separates_the_first_iteration():
     r = ModeResult("x", (9.0, 1.0, 2.0, 3.0), True, "")
     assert r.first == 9.0 and r.rest_median == 2.0
-
-
-def test_timeline_spans_sort_host_ranges_and_kernels_into_their_modes(tmp_path):
-    """Activities as torch.profiler records them: each mode's range, host ranges inside it, GPU
-    kernels (and their annotation shadows, which are not kernels)."""
-    from cudabench.measure.sync_modes import CLOCK, LAUNCH, MODE, SYNC, WARMUP, timeline_spans
-    from cudabench.measure.timers import Activity
-
-    events = [Activity(MODE + "both", False, 100.0, 200.0), Activity(MODE + "none", False, 300.0, 350.0),
-              Activity("void sleep_kernel", True, 101.0, 120.0), Activity(WARMUP, False, 102.0, 104.0),
-              Activity(SYNC, False, 121.0, 125.0), Activity(CLOCK, False, 125.0, 140.0),
-              Activity(LAUNCH, False, 125.5, 127.0), Activity("add2_kernel", True, 128.0, 138.0),
-              Activity(CLOCK, True, 128.0, 138.0, annotation=True), Activity("cudaLaunchKernel", False, 126.0, 126.5),
-              Activity(LAUNCH, False, 301.0, 303.0), Activity("add2_kernel", True, 304.0, 314.0)]
-    spans = timeline_spans(events)
-    both = [(s["lane"], s["kind"], s["start"], s["end"]) for s in spans if s["mode"] == "both"]
-    assert both == [("gpu", "busy", 1.0, 20.0), ("host", "warm-up", 2.0, 4.0), ("host", "synchronize", 21.0, 25.0),
-                    ("host", "clock", 25.0, 40.0), ("host", "launch", 25.5, 27.0), ("gpu", "kernel", 28.0, 38.0)]
-    none = [(s["lane"], s["kind"], s["start"]) for s in spans if s["mode"] == "none"]
-    assert none == [("host", "launch", 1.0), ("gpu", "kernel", 4.0)]
-
-    pytest.importorskip("matplotlib")
-    from cudabench.results.timeline import plot_timeline
-
-    path = plot_timeline(spans, {"both": (15e-6, True), "none": (2e-6, False)}, "add2", tmp_path / "t.png")
-    assert path.read_bytes()[:4] == b"\x89PNG"

@@ -37,8 +37,7 @@ EXAMPLES = {
     "history": ["cudabench history", "cudabench history -k timex-v4 --case T=768 --gpu H100",
                 "cudabench history -k timex-v4 --plot history.png --store results.db"],
     "plot": ["cudabench plot sweep.json -o sweep.png", "cudabench plot sweep.json --param T -o sweep.svg"],
-    "compare-sync-modes": ["cudabench compare-sync-modes", "cudabench compare-sync-modes --kernel timex-v4 --iters 30",
-                           "cudabench compare-sync-modes -k add2 --timeline add2-sync-modes.png"],
+    "compare-sync-modes": ["cudabench compare-sync-modes", "cudabench compare-sync-modes --kernel timex-v4 --iters 30"],
     "profile": ["cudabench profile --kernel timex-v4", "cudabench profile -k timex-fft -d fwdbwd --tool ncu",
                 "cudabench profile -k add2 --tool torch"],
 }
