@@ -37,6 +37,8 @@ EXAMPLES = {
     "history": ["cudabench history", "cudabench history -k timex-v4 --case T=768 --gpu H100",
                 "cudabench history -k timex-v4 --plot history.png --store results.db"],
     "plot": ["cudabench plot sweep.json -o sweep.png", "cudabench plot sweep.json --param T -o sweep.svg"],
+    "report": ["cudabench report --html report.html   # the store's latest run, its plots and history",
+               "cudabench report --html report.html --results sweep.json --store results.db"],
     "compare-sync-modes": ["cudabench compare-sync-modes", "cudabench compare-sync-modes --kernel timex-v4 --iters 30"],
     "profile": ["cudabench profile --kernel timex-v4", "cudabench profile -k timex-fft -d fwdbwd --tool ncu",
                 "cudabench profile -k add2 --tool torch"],
@@ -51,6 +53,7 @@ COMMANDS = [
     ("compare", results.compare),
     ("history", results.history),
     ("plot", results.plot),
+    ("report", results.report_cmd),
     ("compare-sync-modes", lessons.compare_sync_modes),
     ("profile", profile.profile),
 ]

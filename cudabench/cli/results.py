@@ -116,6 +116,70 @@ def history(
         out.print(f"wrote {plot_history(found, plot_path)}")
 
 
+def report_cmd(
+    html_path: Path = typer.Option(..., "--html", help="The page to write: one self-contained HTML file (no "
+                                   "server, no network), e.g. a CI artifact."),
+    results: Optional[Path] = typer.Option(None, "--results", help="Report this results JSON (default: the "
+                                           "store's latest run)."),
+    store: Optional[str] = typer.Option(None, "--store", help=STORE_HELP + " Its runs give the history "
+                                        "section."),
+) -> None:
+    """One HTML page: the run's tables, its sweep plot, and its subjects' history across the stored runs."""
+    from cudabench.results.export import check_output_path, load_results, write_text_atomic
+    from cudabench.results.html import page
+    from cudabench.results.store import default_path
+
+    check_output_path(html_path)
+    path = Path(store) if store else default_path()
+    if results is None and not path.exists():
+        raise ConfigError(f"Nothing to report: no --results file and no results store at {path}.",
+                          "Give --results FILE.json, or record runs with `cudabench run ... --store`.")
+    doc = load_results(results) if results else _load("@latest", path)
+    source = str(results) if results else f"{path} @latest"
+    history = _history_of(doc, path) if path.exists() else {}
+    figures, missing = _report_figures(doc, history)
+    write_text_atomic(html_path, page(doc, figures, history, source))
+    if missing:
+        say(("note: ", "yellow"), missing, console=err)
+    out.print(f"wrote {html_path} ({len(doc.get('results', []))} results, {len(figures)} plot(s), "
+              f"{len(history)} history series)")
+
+
+def _history_of(doc: dict, path: Path) -> dict:
+    """History series (see cudabench.results.history) of the subjects and cases `doc` measured."""
+    from cudabench.results.history import select, series
+    from cudabench.results.store import Store
+
+    wanted = {(r["case"]["key"], r["subject"]) for r in doc.get("results", [])}
+    with Store(path) as opened:
+        points = [p for p in select(opened.points()) if (p.result["case"]["key"], p.result["subject"]) in wanted]
+    return series(points, 0.05)
+
+
+def _report_figures(doc: dict, history: dict) -> tuple[list, str]:
+    """The sweep plot (where a parameter varies) and the history plot, as PNG bytes; why none."""
+    import tempfile
+
+    from cudabench.errors import ToolNotFoundError
+    from cudabench.results.html import Figure
+    from cudabench.results.plot import plot_history, plot_sweep
+
+    figures = []
+    with tempfile.TemporaryDirectory() as tmp:
+        image = Path(tmp) / "figure.png"
+        try:
+            for title, draw in (("sweep", lambda: plot_sweep(doc, image)),
+                                ("history", lambda: plot_history(history, image) if history else None)):
+                try:
+                    if draw() is not None:
+                        figures.append(Figure(title, image.read_bytes()))
+                except ConfigError:
+                    continue  # nothing swept: no sweep plot
+        except ToolNotFoundError:
+            return [], 'plots left out: matplotlib is not installed (pip install "cudabench[plot]").'
+    return figures, ""
+
+
 def _check_outputs(json_path: Optional[Path], markdown_path: Optional[Path]) -> Console:
     """Refuse outputs that can never be written, before reading anything; the console for the table:
     standard error when a verdict file goes to standard output, so that stays machine-readable."""
