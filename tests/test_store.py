@@ -175,3 +175,67 @@ def test_store_alone_means_the_default_store():
     assert optional_value(["run", "--store", "-k", "add2"], "--store", ("run",))[1] == "--store="
     assert optional_value(["run", "--store", "x.db"], "--store", ("run",)) == ["run", "--store", "x.db"]
     assert optional_value(["compare", "--store", "@a"], "--store", ("run",)) == ["compare", "--store", "@a"]
+
+
+def test_a_store_that_cannot_take_the_run_keeps_it_in_a_file_and_says_so(tmp_path, monkeypatch):
+    """Nothing measured is lost: a store locked past the wait (or full, or Ctrl-C while waiting)."""
+    import cudabench.results.store as store_module
+    from cudabench.cli.run import Outputs
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(store_module, "WAIT_SECONDS", 0.2)
+    path = tmp_path / "busy.db"
+    Store(path).close()
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another run holds the write lock
+    outputs = Outputs(None, None, None, store=path)
+    outputs.save(run_doc(1e-3), final=True)
+    holder.execute("ROLLBACK")
+    (kept,) = tmp_path.glob("cudabench-unstored-*.json")
+    assert json.loads(kept.read_text())["results"][0]["subject"] == "timex-v4"
+    assert outputs.stored_as is None and str(kept.name) in outputs.store_problem
+    assert "locked" in outputs.store_problem
+
+
+def test_a_store_that_cannot_be_created_is_refused_before_the_run(tmp_path):
+    from cudabench.cli.run import Outputs
+
+    (tmp_path / "file").write_text("")
+    with pytest.raises(ConfigError, match="Cannot write"):
+        Outputs(None, None, None, store=tmp_path / "file" / "r.db").check()
+    weird = tmp_path / "run#1?.db"  # URI characters in the name stay in the name
+    sqlite3.connect(weird).execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    with pytest.raises(ConfigError, match="newer cudabench"):
+        check_readable(weird)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "run#1?.db"]
+
+
+def test_references_to_commits_are_unambiguous_and_prefer_the_clean_run(tmp_path):
+    path = tmp_path / "r.db"
+    with Store(path) as store:
+        store.append(run_doc(1e-3), Provenance("abcd1111" * 5, False), "1")
+        store.append(run_doc(1e-3), Provenance("abcd2222" * 5, False), "2")
+        store.append(run_doc(2e-3), Provenance("abcd2222" * 5, True), "3")  # the same commit, changed tree
+        with pytest.raises(ConfigError, match="matches runs at 2 commits"):
+            store.resolve("abcd")
+        assert store.resolve("abcd2222").id == 2 and store.resolve("latest").id == 3
+    same = CliRunner().invoke(app, ["compare", "@latest", "@latest~0", "--store", str(path)])
+    assert same.exit_code == 2 and "name the same stored run" in same.output
+
+
+def test_history_keeps_differently_timed_results_apart(tmp_path):
+    path = tmp_path / "t.db"
+    with Store(path) as store:
+        store.append(run_doc(1.0e-3), Provenance("aa" * 20, False), "1")
+        store.append(doc([measured("timex", SHAPE, "timex-v4", 0.5e-3, timing="events")]),
+                     Provenance("bb" * 20, False), "2")
+        found = series(select(store.points(), ["timex-v4"]), 0.05)
+    assert sorted(k[1] for k in found) == ["timex[B=32,C=768,T=768]/fwd",
+                                           "timex[B=32,C=768,T=768]/fwd (events, hot)"]
+    assert all(len(steps) == 1 for steps in found.values())  # no change point across timers
+
+
+def test_store_rewrite_only_for_the_command_itself():
+    assert optional_value(["compare", "a.json", "run", "--store"], "--store", ("run",)) == [
+        "compare", "a.json", "run", "--store"]
+    assert optional_value(["--quiet", "run", "--store"], "--store", ("run",))[-1] == "--store="

@@ -88,8 +88,10 @@ def main() -> None:
 
 def optional_value(args: list[str], option: str, commands: tuple[str, ...]) -> list[str]:
     """`--store` alone (last, or before another option) becomes `--store=`: the default store. Only
-    for commands without positional arguments, where the next word can only be its value."""
-    if not any(a in commands for a in args):
+    for commands without positional arguments, where the next word can only be its value; the
+    command is the first word that is not an option (the global options take no value)."""
+    command = next((a for a in args if not a.startswith("-")), None)
+    if command not in commands:
         return args
     return [f"{a}=" if a == option and (i + 1 == len(args) or args[i + 1].startswith("-")) else a
             for i, a in enumerate(args)]

@@ -40,7 +40,10 @@ def compare(
 
     limit = parse_threshold(threshold)
     console = _check_outputs(json_path, markdown_path)
-    old_doc, new_doc = _load(old, store), _load(new, store)
+    (old_doc, old_run), (new_doc, new_run) = _load(old, store), _load(new, store)
+    if old_run is not None and old_run == new_run:
+        raise ConfigError(f"{old} and {new} name the same stored run (run {old_run}).",
+                          "`cudabench history` lists the stored runs and their commits.")
     comparison = compare_documents(old_doc, new_doc, limit, allow_missing)
     for line in report.environment_differences(old_doc, new_doc):
         say(("note: ", "yellow"), line, console=console)
@@ -60,20 +63,20 @@ def compare(
     raise typer.Exit(comparison.exit_code)
 
 
-def _load(where: str, store: Optional[Path]) -> dict:
-    """A results document from a file, or from the store for `@REF`."""
+def _load(where: str, store: Optional[Path]) -> tuple[dict, Optional[int]]:
+    """A results document from a file, or from the store for `@REF` (with its run's id)."""
     from cudabench.results.export import check_document, load_results
     from cudabench.results.store import Store, default_path
 
     if not where.startswith("@"):
-        return load_results(Path(where))
+        return load_results(Path(where)), None
     path = store or default_path()
     if not path.exists():
         raise ConfigError(f"{where} names a stored run, but there is no results store at {path}.",
                           "Record runs with `cudabench run ... --store`, or name the store with --store PATH.")
     with Store(path) as opened:
         run = opened.resolve(where[1:])
-        return check_document(opened.document(run), Path(f"{path}{where}"))
+        return check_document(opened.document(run), Path(f"{path}{where}")), run.id
 
 
 def history(
@@ -134,7 +137,7 @@ def report_cmd(
     if results is None and not path.exists():
         raise ConfigError(f"Nothing to report: no --results file and no results store at {path}.",
                           "Give --results FILE.json, or record runs with `cudabench run ... --store`.")
-    doc = load_results(results) if results else _load("@latest", path)
+    doc = load_results(results) if results else _load("@latest", path)[0]
     source = str(results) if results else f"{path} @latest"
     history = _history_of(doc, path) if path.exists() else {}
     figures, missing = _report_figures(doc, history)

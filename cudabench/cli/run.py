@@ -96,6 +96,7 @@ class Outputs:
     markdown: Optional[Path]
     store: Optional[Path] = None   # a results store the run is appended to, at the end
     stored_as: Optional[int] = None
+    store_problem: str = ""        # why the append failed, and where the run was kept instead
 
     def check(self) -> None:
         paths = [p for p in (self.json, self.csv, self.markdown) if p is not None]
@@ -106,6 +107,7 @@ class Outputs:
         if self.store is not None:
             from cudabench.results.store import check_readable
 
+            check_writable(self.store)  # its folder can be made and written (the file may not exist yet)
             check_readable(self.store)
 
     @contextlib.contextmanager
@@ -131,7 +133,27 @@ class Outputs:
             else:
                 write_text_atomic(path, text(doc))
         if final and self.store is not None:
+            self._store(doc)
+
+    def _store(self, doc: dict) -> None:
+        """Append the run; if that fails (a locked or full store, Ctrl-C while waiting for it), keep
+        the run in a JSON file beside it instead and say so: nothing measured is lost."""
+        import sqlite3
+
+        from cudabench.errors import CudabenchError
+        from cudabench.results.export import write_json_atomic
+
+        try:
             self.stored_as = append_to_store(self.store, doc)
+            return
+        except (CudabenchError, sqlite3.Error, OSError, KeyboardInterrupt) as exc:
+            why = exc.message if isinstance(exc, CudabenchError) else f"{type(exc).__name__}: {exc}".rstrip(": ")
+        kept = Path(f"cudabench-unstored-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.json")
+        try:
+            write_json_atomic(kept, doc)
+            self.store_problem = f"could not append the run to {self.store} ({why}); it is kept in {kept}."
+        except OSError as exc:
+            self.store_problem = f"could not append the run to {self.store} ({why}), nor keep it in {kept} ({exc})."
 
     def tell(self) -> None:
         for label, path in (("results", self.json), ("csv", self.csv), ("markdown", self.markdown)):
@@ -139,6 +161,8 @@ class Outputs:
                 detail(f"{label}: {path}")
         if self.stored_as is not None:
             detail(f"store: {self.store} (run {self.stored_as})")
+        if self.store_problem:
+            say(("warning: ", "yellow"), self.store_problem, console=err)
 
 
 def append_to_store(path: Path, doc: dict) -> int:
@@ -273,6 +297,9 @@ def store_path(option: Optional[str]) -> Optional[Path]:
     """The store `--store` names: its path, or the default for `--store` alone (an empty value)."""
     if option is None:
         return None
+    if is_stdout(option):
+        raise ShapeError("--store needs a file: a results store is a SQLite database, not a stream.",
+                         "Give --store PATH, or --store alone for the default store.")
     from cudabench.results.store import default_path
 
     return Path(option) if option else default_path()

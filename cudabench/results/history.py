@@ -5,12 +5,12 @@ of the ratio of medians against the threshold)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Optional
+from typing import Any, Iterable, Mapping, Optional
 
 from cudabench.results.compare import compare_pair, measured_samples
 from cudabench.results.store import Point
 
-Series = tuple[str, str, str]  # (GPU model, case key, subject)
+Series = tuple[str, str, str]  # (GPU model, case key, subject) of results timed alike
 
 
 @dataclass(frozen=True)
@@ -38,11 +38,21 @@ def select(points: Iterable[Point], kernels: Iterable[str] = (), case: str = "",
 
 
 def series(points: Iterable[Point], threshold: float) -> dict[Series, list[Step]]:
-    """Each (GPU, case, subject) in run order, each run judged against the previous one."""
-    grouped: dict[Series, list[Point]] = {}
+    """Each (GPU, case, subject) in run order, each run judged against the previous one. Results
+    timed differently (sync/events/graph/cupti, hot/cold L2) are separate series, their timer in
+    the case key's place; a run that measured one twice (several GPUs of one model) counts once,
+    with its last result."""
+    grouped: dict[Series, dict[int, Point]] = {}
     for p in points:
-        grouped.setdefault((p.gpu, p.result["case"]["key"], p.result["subject"]), []).append(p)
-    return {key: _steps(found, threshold) for key, found in grouped.items()}
+        key = (p.gpu, p.result["case"]["key"] + _timed(p.result), p.result["subject"])
+        grouped.setdefault(key, {})[p.run.id] = p
+    return {key: _steps(list(found.values()), threshold) for key, found in grouped.items()}
+
+
+def _timed(result: Mapping[str, Any]) -> str:
+    m = result.get("measurement") or {}
+    how = [m.get("timing", "sync"), m.get("cache", "hot")]
+    return "" if how == ["sync", "hot"] else f" ({', '.join(how)})"
 
 
 def _steps(points: list[Point], threshold: float) -> list[Step]:

@@ -6,8 +6,10 @@ A run is kept whole, as the same results document `run --json` writes (so a stor
 exactly like a file), plus one row per result for queries. The schema version is SQLite's
 `user_version`; MIGRATIONS bring an older store forward in one transaction, and a store written by a
 newer cudabench is refused. Writers take the write lock up front (BEGIN IMMEDIATE) and wait for it
-(busy timeout), in WAL mode, so runs on many GPUs or in parallel shells append without corrupting
-each other.
+(busy timeout), in WAL mode, so runs on many GPUs or in parallel shells of one host append without
+corrupting each other. A store is for one host: SQLite's WAL needs shared memory, which network file
+systems (NFS, Lustre) do not give across hosts; a cluster run is appended by the one process that
+schedules it.
 """
 
 from __future__ import annotations
@@ -106,11 +108,11 @@ def check_readable(path: Path) -> None:
     """Refuse, before a run starts, a store this cudabench cannot append to (not SQLite, or newer)."""
     if not path.exists():
         return
-    try:
-        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
+    try:  # read-only, through a URI escaped as one ('#', '?' and '%' in a name stay in the name)
+        with contextlib.closing(sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True)) as db:
             version = int(db.execute("PRAGMA user_version").fetchone()[0])
-    except sqlite3.DatabaseError as exc:
-        raise _not_a_store(path, exc) from None
+    except sqlite3.Error as exc:
+        raise _cannot_use(path, exc) from None
     if version > SCHEMA_VERSION:
         raise _newer(path, version)
 
@@ -123,8 +125,8 @@ class Store:
             self.db = sqlite3.connect(self.path, timeout=WAIT_SECONDS, isolation_level=None)
             self.db.execute("PRAGMA journal_mode=WAL")
             self._migrate()
-        except sqlite3.DatabaseError as exc:
-            raise _not_a_store(self.path, exc) from None
+        except sqlite3.Error as exc:
+            raise _cannot_use(self.path, exc) from None
 
     def close(self) -> None:
         self.db.close()
@@ -156,7 +158,8 @@ class Store:
         try:
             yield
         except BaseException:
-            self.db.execute("ROLLBACK")
+            if self.db.in_transaction:  # SQLite has already rolled back after e.g. a full disk
+                self.db.execute("ROLLBACK")
             raise
         self.db.execute("COMMIT")
 
@@ -217,12 +220,21 @@ class Store:
             known = ", ".join(dict.fromkeys(r.label() for r in reversed(runs)))
             raise ConfigError(f"@{ref}: no run in {self.path} at that commit.",
                               f"Stored commits, newest first: {known}. `cudabench history` shows them.")
-        return matching[-1]
+        commits = sorted({r.commit for r in matching})
+        if len(commits) > 1:
+            raise ConfigError(f"@{ref} matches runs at {len(commits)} commits: {', '.join(c[:12] for c in commits)}.",
+                              "Give more of the commit.")
+        clean = [r for r in matching if not r.dirty]
+        return (clean or matching)[-1]  # the commit as committed, unless only changed trees ran there
 
 
-def _not_a_store(path: Path, exc: Exception) -> ConfigError:
-    return ConfigError(f"{path} is not a cudabench results store ({exc}).",
-                       f"Give another path with --store, or set {ENV_VAR}.")
+def _cannot_use(path: Path, exc: sqlite3.Error) -> ConfigError:
+    if getattr(exc, "sqlite_errorname", "") == "SQLITE_NOTADB" or "not a database" in str(exc):
+        return ConfigError(f"{path} is not a cudabench results store ({exc}).",
+                           f"Give another path with --store, or set {ENV_VAR}.")
+    return ConfigError(f"Cannot use the results store {path}: {exc}.",
+                       "Another run may hold it (it waits up to a minute), or the folder is not writable; "
+                       f"give another path with --store, or set {ENV_VAR}.")
 
 
 def _newer(path: Path, version: int) -> ConfigError:
