@@ -10,6 +10,7 @@ import contextlib
 from typing import ContextManager
 
 DOMAIN = "cudabench"
+CALL_SUFFIX = " call"  # the range around each profiled call is named '<subject> call'
 COLORS = {  # category -> colour in the timeline
     "build": "grey",
     "check": "purple",

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from cudabench.profile.nsys_report import (gpu_time_in, kernel_table, launch_overhead, range_table, read_report,
+from cudabench.profile.nsys_report import (call_timeline, gpu_time_in, kernel_table, launch_overhead, range_table, read_report,
                                    short_kernel_name)
 
 FIXTURE = Path(__file__).parent / "fixtures" / "nsys-timex-v4-fwdbwd.sqlite"
@@ -57,3 +57,22 @@ def test_launch_overhead(report):
 ])
 def test_short_kernel_names(demangled, short):
     assert short_kernel_name(demangled) == short
+
+
+def test_call_timeline_draws_the_first_calls_with_their_launches_syncs_and_kernels(report, tmp_path):
+    spans = call_timeline(report, " call", 2)
+    clocks = [s for s in spans if s["kind"] == "clock"]
+    assert len(clocks) == 2 and clocks[0]["start"] == 0.0
+    for clock in clocks:  # each call: its three launches, its kernels and its synchronize inside the range
+        inside = [s for s in spans if clock["start"] <= s["start"] <= clock["end"]]
+        kinds = [s["kind"] for s in inside if s is not clock]
+        assert kinds.count("launch") == 3 and kinds.count("kernel") == 3 and "synchronize" in kinds, kinds
+    first_kernels = [s for s in spans if s["kind"] == "kernel"][:3]
+    assert [round(s["end"] - s["start"], 3) for s in first_kernels] == [k.duration / 1e3 for k in report.kernels[:3]]
+    assert call_timeline(report, " no such range", 2) == []
+
+    pytest.importorskip("matplotlib")
+    from cudabench.results.timeline import plot_timeline
+
+    path = plot_timeline(spans, {"profiled": ("timex-v4", True)}, "nsys", tmp_path / "t.png")
+    assert path.read_bytes()[:4] == b"\x89PNG"

@@ -169,3 +169,17 @@ def test_profile_says_which_binary_it_runs_and_why(tmp_path, monkeypatch):
     assert find_profiler("ncu", None, out, err) == ncu
     assert f"ncu: {ncu} (found via $CUDABENCH_NCU)" in out.export_text()
     assert find_profiler("torch", None, out, err) is None
+
+
+@pytest.mark.parametrize("tool", ["ncu", "torch"])
+def test_profile_timeline_needs_nsys(tool, tmp_path, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    res = CliRunner().invoke(app, ["profile", "-k", "add2", "--tool", tool, "--timeline", str(tmp_path / "t.png")])
+    assert res.exit_code == 2, res.output
+    assert f"--timeline reads an Nsight Systems report (this is --tool {tool})" in res.output
+
+
+def test_profile_timeline_refuses_an_unknown_image_type_before_profiling(tmp_path, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    res = CliRunner().invoke(app, ["profile", "-k", "add2", "--timeline", str(tmp_path / "t.bmpx")])
+    assert res.exit_code == 2 and "t.bmpx" in res.output, res.output

@@ -39,9 +39,10 @@ EXAMPLES = {
     "plot": ["cudabench plot sweep.json -o sweep.png", "cudabench plot sweep.json --param T -o sweep.svg"],
     "report": ["cudabench report --html report.html   # the store's latest run, its plots and history",
                "cudabench report --html report.html --results sweep.json --store results.db"],
-    "compare-sync-modes": ["cudabench compare-sync-modes", "cudabench compare-sync-modes --kernel timex-v4 --iters 30"],
+    "compare-sync-modes": ["cudabench compare-sync-modes", "cudabench compare-sync-modes --kernel timex-v4 --iters 30",
+                           "cudabench compare-sync-modes -k add2 --timeline add2-sync-modes.png"],
     "profile": ["cudabench profile --kernel timex-v4", "cudabench profile -k timex-fft -d fwdbwd --tool ncu",
-                "cudabench profile -k add2 --tool torch"],
+                "cudabench profile -k add2 --tool torch", "cudabench profile -k add2 --timeline add2-nsys.png"],
 }
 
 COMMANDS = [

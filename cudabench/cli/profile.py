@@ -27,6 +27,10 @@ def profile(
     nsys: Optional[str] = typer.Option(None, "--nsys", help="The nsys to use with --tool nsys (else "
                                        "$CUDABENCH_NSYS, PATH, usual install folders). ncu: $CUDABENCH_NCU."),
     seed: Optional[int] = typer.Option(None, "--seed", min=0, max=2**31 - 1, help="Seed of the random inputs."),
+    timeline: Optional[Path] = typer.Option(None, "--timeline", help="With --tool nsys: also draw the first "
+                                            "profiled calls from the report (NVTX call ranges, launch and "
+                                            "synchronize calls, kernels) into this image (.png, .svg, .pdf; "
+                                            "needs matplotlib)."),
     kernels_dir: Optional[List[Path]] = KernelsDir,
 ) -> None:
     """Run the kernel under Nsight Systems, Nsight Compute or torch.profiler; print its kernels and
@@ -44,6 +48,14 @@ def profile(
         # An error, not a warning: the user named a binary and would otherwise believe it was used.
         other = "; $CUDABENCH_NCU chooses the ncu binary." if tool == "ncu" else "."
         raise ConfigError(f"--nsys only applies to --tool nsys (this is --tool {tool}).", "Drop --nsys" + other)
+    if timeline and tool != "nsys":
+        raise ConfigError(f"--timeline reads an Nsight Systems report (this is --tool {tool}).",
+                          "Use --tool nsys, or compare-sync-modes --timeline for a timeline from CUPTI.")
+    if timeline:
+        from cudabench.results.plot import check_image_path, matplotlib_classes
+
+        check_image_path(timeline)
+        matplotlib_classes()  # missing matplotlib is said now, not after profiling
     task = plan_single(registry(kernels_dir), kernel, parse_shape(shape), direction)  # user errors first
     if tool == "nsys":
         from cudabench.profile.nsys import find_nsys
@@ -58,6 +70,6 @@ def profile(
     require_gpu()
     req = ProfileRequest(kernel=kernel, tool=tool, shape=shape, direction=direction, out_dir=out_dir,
                          name=name, iterations=iters, kernels_dirs=tuple(kernels_dir or ()),
-                         seed=fresh_seed(seed), case=case_to_dict(task.cases[0]))
+                         seed=fresh_seed(seed), case=case_to_dict(task.cases[0]), timeline=timeline)
     profile_and_report(req, nsys, out, err,
                        lambda command, env, echo: run_one_shot(command, env, echo, timeout=PROFILE_TIMEOUT))

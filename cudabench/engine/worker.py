@@ -164,8 +164,13 @@ class Handler:
 
         call, check, _ = self._checked_call(request)
         modes = sync_modes.compare(call, request["iterations"], request["warmup"], request["busy_ms"])
-        return {"type": "sync-modes", "modes": [dataclasses.asdict(m) for m in modes],
-                "check": {"errors": dict(check.errors), "tolerance": check.tolerance}}
+        reply = {"type": "sync-modes", "modes": [dataclasses.asdict(m) for m in modes],
+                 "check": {"errors": dict(check.errors), "tolerance": check.tolerance}}
+        if request.get("timeline"):  # a few iterations, the earlier GPU work scaled to a few calls
+            busy_ms = min(request["busy_ms"], 3e3 * modes[0].rest_median)
+            reply["timeline"] = sync_modes.timeline(call, request["timeline"], min(request["warmup"], 3), busy_ms)
+            reply["timeline_busy_ms"] = busy_ms
+        return reply
 
     def _profile(self, request: dict[str, Any]) -> dict[str, Any]:
         """Build, check and warm up outside the capture; one CUDA-event measurement (for the parent's

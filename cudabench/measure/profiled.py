@@ -12,7 +12,7 @@ from cudabench.measure.stop import FixedCount
 from cudabench.measure.timers import EventTimer, cupti_session, gpu_activity, recorded
 from cudabench.results.stats import summarize
 
-CALL_SUFFIX = " call"
+CALL_SUFFIX = nvtx.CALL_SUFFIX
 
 
 def profiled_region(call: Callable[[], Any], name: str, tool: str, iterations: int,

@@ -116,3 +116,82 @@ def compare(call: Call, iterations: int, warmup: int, busy_ms: float) -> list[Mo
         label = timer.name + (f" ×{m.calls_per_sample}/replay" if m.calls_per_sample > 1 else "")
         results.append(ModeResult(label, m.samples, True, contains))
     return results
+
+
+# ---- the lesson as a picture ---------------------------------------------------------------------
+
+# The host's launch and synchronize calls as CUPTI records them (runtime and driver API), on the
+# same clock as the GPU's kernels.
+LAUNCH_CALLS = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx")
+SYNC_CALLS = ("cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cuCtxSynchronize")
+BUSY_KERNELS = ("spin_kernel", "sleep")  # torch.cuda._sleep's kernel: the earlier GPU work
+
+
+def timeline(call: Call, iterations: int, warmup: int, busy_ms: float) -> list[dict[str, Any]]:
+    """A few iterations of every placement inside one CUPTI session that records GPU activity and
+    the CUDA API calls only (no host op profiling, which would stretch every call by tens of µs).
+    The clock's spans and the warm-up are marked with time.time_ns, the clock Kineto converts
+    CUPTI's timestamps to. Each span is a dict (mode, lane "host" or "gpu", kind, start, end) in
+    µs since its mode began."""
+    import torch
+
+    from cudabench.measure.timers import cupti_session, recorded, sleep_cycles
+
+    sync, now = torch.cuda.synchronize, time.time_ns
+    modes, marks = [], []  # (mode, start ns, end ns); (mode, kind, start ns, end ns)
+    sync()
+    with cupti_session(host_ops=False) as prof:
+        # Primer: a session's first API calls and launches take milliseconds (CUPTI sets itself up),
+        # which would stretch the first mode's picture.
+        torch.cuda._sleep(1000)
+        call()
+        sync()
+        for p in PLACEMENTS:
+            begin = now()
+            if busy_ms > 0:
+                torch.cuda._sleep(sleep_cycles(busy_ms / 1e3))
+            start = now()
+            for _ in range(warmup):
+                call()
+            marks.append((p.name, "warm-up", start, now()))
+            for _ in range(iterations):
+                if p.sync_before:
+                    sync()
+                start = now()
+                call()
+                if p.sync_after:
+                    sync()
+                marks.append((p.name, "clock", start, now()))
+            sync()  # the GPU drains inside the mode
+            modes.append((p.name, begin, now()))
+    origin = modes[0][1]  # µs since the first mode began: floats that small keep ns steps
+
+    def us(ns: int) -> float:
+        return (ns - origin) / 1e3
+
+    return timeline_spans(recorded(prof, origin=origin), [(m, us(a), us(b)) for m, a, b in modes],
+                          [(m, kind, us(a), us(b)) for m, kind, a, b in marks])
+
+
+def timeline_spans(events: list[Any], modes: list[tuple[str, float, float]],
+                   marks: list[tuple[str, str, float, float]]) -> list[dict[str, Any]]:
+    """Spans per mode (see timeline), in µs since the mode began, from a session's activities and
+    the host clock's marks (µs on the activities' clock), in the modes' order."""
+    begins = {name: begin for name, begin, _ in modes}
+    spans = [{"mode": mode, "lane": "host", "kind": kind, "start": a - begins[mode], "end": b - begins[mode]}
+             for mode, kind, a, b in marks]
+    for e in events:
+        if e.on_gpu and not e.annotation:
+            kind = "busy" if any(w in e.name.lower() for w in BUSY_KERNELS) else "kernel"
+            lane = "gpu"
+        elif not e.on_gpu and e.name in LAUNCH_CALLS + SYNC_CALLS:
+            kind, lane = ("launch" if e.name in LAUNCH_CALLS else "synchronize"), "host"
+        else:
+            continue
+        for name, begin, end in modes:
+            if begin <= e.start <= end:
+                spans.append({"mode": name, "lane": lane, "kind": kind, "start": e.start - begin,
+                              "end": e.end - begin})
+                break
+    order = {name: i for i, (name, _, _) in enumerate(modes)}
+    return sorted(spans, key=lambda s: (order[s["mode"]], s["start"]))

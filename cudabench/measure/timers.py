@@ -166,16 +166,18 @@ class Activity:
     annotation: bool = False    # a record_function range (on the GPU: its shadow over the kernels)
 
 
-def recorded(prof: Any) -> list[Activity]:
-    """A finished session's events straight from Kineto. Not `function_events`: building those
+def recorded(prof: Any, origin: Optional[int] = None) -> list[Activity]:
+    """A finished session's events straight from Kineto, in µs since `origin` (ns since the
+    epoch, time.time_ns's clock; default the first event). Not `function_events`: building those
     costs Python time per host op, and a cuDNN baseline records dozens of ops per call (half a
     second per subject in the CUPTI pass)."""
     from torch.autograd import DeviceType
 
     events = list(prof.kineto_results.events())
-    # Times are ns since the epoch (about 1.8e18): subtract the first in integers before turning
+    # Times are ns since the epoch (about 1.8e18): subtract the origin in integers before turning
     # them into floats, whose step at that size is 256 ns (a 1.37 µs kernel would read 1.25 µs).
-    origin = min((e.start_ns() for e in events), default=0)
+    if origin is None:
+        origin = min((e.start_ns() for e in events), default=0)
     found = []
     for e in events:
         start = (e.start_ns() - origin) / 1e3
@@ -216,15 +218,16 @@ def gpu_activity(events: list[Activity], ranges: set[str]) -> list[Activity]:
 
 
 @contextlib.contextmanager
-def cupti_session() -> Iterator[Any]:
-    """CPU ranges and GPU activity recorded through Kineto and CUPTI; `.function_events` after
-    the block (read them with `recorded`). torch.autograd.profiler.profile directly: torch.profiler.profile wraps it but first
+def cupti_session(host_ops: bool = True) -> Iterator[Any]:
+    """CPU ranges and GPU activity recorded through Kineto and CUPTI; read them after the block
+    with `recorded`. Without `host_ops` only the GPU's activity and the CUDA API calls are kept,
+    which leaves the host's calls nearly as fast as unprofiled. torch.autograd.profiler.profile directly: torch.profiler.profile wraps it but first
     imports Inductor's configuration, seconds of Python on a cold machine that every worker paid."""
     from torch.autograd.profiler import profile
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the profiler's notes about its own cycles
-        with profile(use_kineto=True, use_device="cuda") as prof:
+        with profile(use_kineto=True, use_device="cuda", use_cpu=host_ops) as prof:
             yield prof
 
 

@@ -33,6 +33,7 @@ class ProfileRequest:
     kernels_dirs: tuple[Path, ...] = ()
     python: str = field(default=sys.executable)
     case: dict = field(default_factory=dict)    # the planned case (family, shape, direction, inputs)
+    timeline: Optional[Path] = None             # nsys: also draw the first calls' timeline here
 
     @property
     def base(self) -> Path:

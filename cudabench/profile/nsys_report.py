@@ -10,7 +10,7 @@ import sqlite3
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 NVTX_DOMAIN_CREATE = 75  # NVTX_EVENTS.eventType of a domain registration (its text is the name)
 
@@ -198,3 +198,25 @@ def launch_overhead(report: Report) -> LaunchStat:
         kernel_total=sum(k.duration for k in report.kernels) / 1e9,
         latency_median=statistics.median(latencies) if latencies else None,
     )
+
+
+def call_timeline(report: Report, suffix: str, calls: int) -> list[dict[str, Any]]:
+    """The first `calls` NVTX ranges named '... <suffix>' as a timeline (see results/timeline.py):
+    each range as a clock bracket, the launch and synchronize API calls on the host lane, the
+    kernels on the GPU lane; µs since the first range began, all in one mode, "profiled"."""
+    chosen = [r for r in report.ranges if r.text.endswith(suffix)][:calls]
+    if not chosen:
+        return []
+    begin, end = chosen[0].start, chosen[-1].end
+
+    def span(lane: str, kind: str, start: int, stop: int) -> dict[str, Any]:
+        return {"mode": "profiled", "lane": lane, "kind": kind, "start": (start - begin) / 1e3,
+                "end": (stop - begin) / 1e3}
+
+    spans = [span("host", "clock", r.start, r.end) for r in chosen]
+    for a in report.api_calls:
+        kind = "launch" if "Launch" in a.name else "synchronize" if "Synchronize" in a.name else None
+        if kind and begin <= a.start <= end:
+            spans.append(span("host", kind, a.start, a.end))
+    spans += [span("gpu", "kernel", k.start, k.end) for k in report.kernels if begin <= k.start <= end]
+    return sorted(spans, key=lambda s: s["start"])

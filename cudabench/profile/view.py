@@ -16,6 +16,7 @@ from cudabench.profile import nsys as nsys_tool
 from cudabench.profile import nsys_report
 from cudabench.results import report
 from cudabench.errors import CudabenchError
+from cudabench.nvtx import CALL_SUFFIX
 from cudabench.profile.nsys import with_ext
 from cudabench.profile.launch import OUTPUTS, ProfileRequest, child_command, child_env, keep_summary, read_summary
 
@@ -85,10 +86,33 @@ def report_nsys(req: ProfileRequest, nsys: str, rc: int, log: str, reply: Option
         out.print(f"launch overhead: {launch.launches} launches, {report.fmt_time(launch.api_total)} in launch "
                   f"API calls ({report.fmt_time(launch.api_total / launch.launches)} each) for "
                   f"{report.fmt_time(launch.kernel_total)} of kernels; median launch→start latency {latency}")
-    calls = [r for r in ranges if r.name.endswith(" call")]
+    calls = [r for r in ranges if r.name.endswith(CALL_SUFFIX)]
     per_call = calls[0].gpu_median if calls else launch.kernel_total / req.iters
     out.print(agreement_line("nsys kernel time", per_call, summary))
     out.print(f"report: {rep}\nsqlite: {sqlite}")
+    if req.timeline:
+        draw_timeline(req, data, summary, out)
+
+
+TIMELINE_CALLS = 3  # calls drawn by profile --timeline: enough to see the pattern, few enough to read
+
+
+def draw_timeline(req: ProfileRequest, data: nsys_report.Report, summary: dict, out: Console) -> None:
+    """The first profiled calls from the nsys report: NVTX call ranges, launch and synchronize API
+    calls on the host, kernels on the GPU."""
+    from cudabench.results.timeline import plot_timeline
+
+    spans = nsys_report.call_timeline(data, CALL_SUFFIX, TIMELINE_CALLS)
+    if not spans:
+        raise CudabenchError("no NVTX call ranges in the nsys report, so there is no timeline to draw.",
+                             "Set CUDABENCH_NVTX_BACKEND=torch if this nsys does not record the nvtx package's ranges.")
+    heading = (f"{req.kernel}: {TIMELINE_CALLS} of {req.iters} profiled calls; cudabench events median "
+               f"{summary['events_median'] * 1e6:.1f} µs per call; brackets: the NVTX range around call + "
+               "synchronize", True)
+    title = (f"{req.kernel} at {req.shape or 'its default shape'} ({req.direction}) under Nsight Systems\n"
+             "host lane: NVTX call ranges (brackets), launch and synchronize API calls; GPU lane: kernels")
+    path = plot_timeline(spans, {"profiled": heading}, title, req.timeline, "µs since the first call began")
+    out.print(f"wrote {path}")
 
 
 def report_ncu(req: ProfileRequest, ncu: str, rc: int, log: str, reply: Optional[dict], out: Console) -> None:

@@ -97,3 +97,37 @@ def test_compare_sync_modes_prints_table_view_and_explanation():
     for text in ["sync both", "sync before", "sync after", "sync none", "events", "graph", "cupti",
                  "first 10 iterations", "How to read this"]:
         assert text in res.output
+
+
+def test_compare_sync_modes_draws_the_timeline(tmp_path, monkeypatch):
+    """--timeline: every mode has its launches on the host and its kernels on the GPU, and "both"
+    has a synchronize before each clock span; the picture is written."""
+    pytest.importorskip("matplotlib")
+    from cudabench.results import timeline
+
+    drawn = {}
+    real = timeline.plot_timeline
+
+    def keep(spans, headings, title, out_path, x_label):
+        drawn.update(spans=spans, headings=headings)
+        return real(spans, headings, title, out_path, x_label)
+
+    monkeypatch.setattr(timeline, "plot_timeline", keep)
+    path = tmp_path / "sync.png"
+    res = CliRunner().invoke(app, ["compare-sync-modes", "-k", "add2", "--iters", "10", "--timeline", str(path)])
+    assert res.exit_code == 0, res.output
+    assert path.read_bytes()[:4] == b"\x89PNG" and f"wrote {path}" in res.output
+    spans = drawn["spans"]
+    for mode in ("both", "before", "after", "none"):
+        kinds = {(s["lane"], s["kind"]) for s in spans if s["mode"] == mode}
+        assert {("host", "launch"), ("host", "clock"), ("gpu", "kernel")} <= kinds, mode
+    both = sorted((s["start"], s["kind"]) for s in spans if s["mode"] == "both" and s["lane"] == "host"
+                  and s["kind"] in ("clock", "synchronize"))
+    clocks = [i for i, (_, kind) in enumerate(both) if kind == "clock"]
+    assert len(clocks) == 3 and all(i > 0 and both[i - 1][1] == "synchronize" for i in clocks)
+    for mode in ("both", "before", "after", "none"):  # the host clock's marks line up with CUPTI's calls
+        host = [s for s in spans if s["mode"] == mode and s["lane"] == "host"]
+        for clock in (s for s in host if s["kind"] == "clock"):
+            assert any(clock["start"] <= s["start"] <= s["end"] <= clock["end"] for s in host
+                       if s["kind"] == "launch"), (mode, clock, host)
+    assert drawn["headings"]["both"][1] is True and drawn["headings"]["none"][1] is False
