@@ -1,5 +1,5 @@
-"""TimeX (RWKV): causal depthwise convolution, the v1 → v5 ladder and timex-fft (any T up to 16384),
-forward and backward.
+"""TimeX (RWKV): causal depthwise convolution, the v1 → v5 ladder, timex-fft (any T up to 16384) and
+timex-mma (tensor cores, bfloat16/float16), forward and backward.
 
     out[b,c,t] = eps + sum_{u=0..t} w[c, T-1-(t-u)] * k[b,c,u]
 
@@ -14,6 +14,8 @@ from cudabench.spec import DTYPES, Baseline, Constraint, Family, Param, Variant,
 
 TMAX = 1024
 FFT_TMAX = 16384  # timex-fft: one row's packed transform (M = N/2 complex points) in one block
+MMA_TMAX = 2048  # timex-mma: 32 rows of k staged in one block's shared memory
+LOW_PRECISION = ("bfloat16", "float16")
 BF, BB, BB5 = 8, 2, 4  # batch rows per block: v4 forward, v4 backward, v5 backward
 
 
@@ -133,6 +135,8 @@ T_MAX = Constraint(f"T <= {TMAX}", lambda s: s["T"] <= TMAX,
                    f"T must be at most {TMAX}: one thread block holds a whole row")
 T_FFT = Constraint(f"T <= {FFT_TMAX}", lambda s: s["T"] <= FFT_TMAX,
                    f"T must be at most {FFT_TMAX}: one row's transform is held in one block's shared memory")
+T_MMA = Constraint(f"T <= {MMA_TMAX}", lambda s: s["T"] <= MMA_TMAX,
+                   f"T must be at most {MMA_TMAX}: 32 rows of k are staged in one block's shared memory")
 T_VEC = Constraint("T % 4 == 0", lambda s: s["T"] % 4 == 0,
                    "T must be a multiple of 4: each thread handles four outputs with float4 loads")
 T_PAIRS = Constraint("T % 8 == 0", lambda s: s["T"] % 8 == 0,
@@ -144,7 +148,7 @@ B_GROUP = Constraint(f"B % {BF} == 0", lambda s: s["B"] % BF == 0,
 FAMILY = Family(
     name="timex",
     summary="RWKV TimeX causal depthwise convolution, forward and backward",
-    sources=("timex.cu", "timex_fft.cu", "timex_fft_long.cu", "timex.cpp"),
+    sources=("timex.cu", "timex_fft.cu", "timex_fft_long.cu", "timex_mma.cu", "timex.cpp"),
     params=(Param("B", 32, "batch"), Param("C", 768, "channels"), Param("T", 768, "time steps")),
     make_inputs=make_inputs,
     reference=reference,
@@ -161,6 +165,10 @@ FAMILY = Family(
                              "FFT, beyond one row packed into a half-length FFT), gw summed over the batch in "
                              "frequency space; bfloat16/float16 in and out, float32 inside", bind(6), (T_FFT,),
                 work=fft_work, dtypes=DTYPES),
+        Variant("timex-mma", "Toeplitz products on tensor cores (mma.sync m16n8k16): 32 batch rows of a channel "
+                             "times w's Toeplitz matrix, read from packed pairs of w; gw from diagonal bands of "
+                             "G^T K; bfloat16/float16 only, float32 sums", bind(7), (T_MMA,),
+                dtypes=LOW_PRECISION),
     ),
     baselines=(
         Baseline("conv1d", "eps + conv1d(pad(k, (T-1, 0)), w.unsqueeze(1), groups=C)", conv1d_baseline,

@@ -7,14 +7,17 @@ struct Dims {
   int B, C, T;
 };
 
-// float32 for every version; timex-fft (6) also takes bfloat16 and float16.
+// float32 for versions 1..6; timex-fft (6) also takes bfloat16 and float16, timex-mma (7) only those.
 TimexDtype dtype_of(const at::Tensor& k, int64_t version) {
   const at::ScalarType t = k.scalar_type();
-  if (t == at::kFloat) return TIMEX_F32;
-  TORCH_CHECK(version == 6 && (t == at::kBFloat16 || t == at::kHalf),
-              cudabench::message("k must be float32", version == 6 ? ", bfloat16 or float16" : "", " for timex-v",
-                                 version, " (got ", t, ")"));
-  return t == at::kBFloat16 ? TIMEX_BF16 : TIMEX_F16;
+  const bool low = t == at::kBFloat16 || t == at::kHalf;
+  if (version == 7) {
+    TORCH_CHECK(low, cudabench::message("k must be bfloat16 or float16 for timex-mma (tensor cores; got ", t, ")"));
+  } else if (t != at::kFloat) {
+    TORCH_CHECK(version == 6 && low, cudabench::message("k must be float32", version == 6 ? ", bfloat16 or float16" : "",
+                                                        " for timex-v", version, " (got ", t, ")"));
+  }
+  return t == at::kFloat ? TIMEX_F32 : t == at::kBFloat16 ? TIMEX_BF16 : TIMEX_F16;
 }
 
 Dims check_inputs(const at::Tensor& w, const at::Tensor& k, int64_t version, bool backward) {
@@ -51,11 +54,14 @@ void forward(const at::Tensor& w, const at::Tensor& k, at::Tensor& out, double e
   at::Tensor scratch = at::empty({(int64_t)scratch_floats}, k.options().dtype(at::kFloat));
   float* s = scratch_floats ? scratch.data_ptr<float>() : nullptr;
   const TimexDtype dtype = dtype_of(k, version);
+  const cudaStream_t stream = cudabench::stream_of(k);
   cudabench::check_launch(
-      dtype == TIMEX_F32 ? timex_forward((int)version, w.data_ptr<float>(), k.data_ptr<float>(), out.data_ptr<float>(),
-                                         (float)eps, s, d.B, d.C, d.T, cudabench::stream_of(k))
-                         : timex_fft_forward(dtype, w.data_ptr(), k.data_ptr(), out.data_ptr(), (float)eps, s, d.B,
-                                             d.C, d.T, cudabench::stream_of(k)),
+      version == 7 ? timex_mma_forward(dtype, w.data_ptr(), k.data_ptr(), out.data_ptr(), (float)eps, d.B, d.C, d.T,
+                                       stream)
+      : dtype == TIMEX_F32 ? timex_forward((int)version, w.data_ptr<float>(), k.data_ptr<float>(),
+                                           out.data_ptr<float>(), (float)eps, s, d.B, d.C, d.T, stream)
+                           : timex_fft_forward(dtype, w.data_ptr(), k.data_ptr(), out.data_ptr(), (float)eps, s, d.B,
+                                               d.C, d.T, stream),
       "timex forward");
 }
 
@@ -71,12 +77,15 @@ void backward(const at::Tensor& w, const at::Tensor& k, const at::Tensor& g, at:
   at::Tensor scratch = at::empty({(int64_t)scratch_floats}, k.options().dtype(at::kFloat));
   float* s = scratch_floats ? scratch.data_ptr<float>() : nullptr;
   const TimexDtype dtype = dtype_of(k, version);
+  const cudaStream_t stream = cudabench::stream_of(k);
   cudabench::check_launch(
-      dtype == TIMEX_F32
+      version == 7 ? timex_mma_backward(dtype, w.data_ptr(), k.data_ptr(), g.data_ptr(), gw.data_ptr(), gk.data_ptr(),
+                                        s, d.B, d.C, d.T, stream)
+      : dtype == TIMEX_F32
           ? timex_backward((int)version, w.data_ptr<float>(), k.data_ptr<float>(), g.data_ptr<float>(),
-                           gw.data_ptr<float>(), gk.data_ptr<float>(), s, d.B, d.C, d.T, cudabench::stream_of(k))
+                           gw.data_ptr<float>(), gk.data_ptr<float>(), s, d.B, d.C, d.T, stream)
           : timex_fft_backward(dtype, w.data_ptr(), k.data_ptr(), g.data_ptr(), gw.data_ptr(), gk.data_ptr(), s, d.B,
-                               d.C, d.T, cudabench::stream_of(k)),
+                               d.C, d.T, stream),
       "timex backward");
 }
 

@@ -10,7 +10,8 @@
 #include <cuda_runtime.h>
 
 constexpr int TIMEX_TMAX = 1024;  // v2..v5 keep one row per thread block (T/4 threads in v3, v4)
-constexpr int TIMEX_FFT_TMAX = 16384;  // timex-fft: one row's packed transform fits one block's shared memory
+constexpr int TIMEX_FFT_TMAX = 16384;
+constexpr int TIMEX_MMA_TMAX = 2048;  // timex-mma: 32 staged rows (and gw's transposed pair) in shared memory  // timex-fft: one row's packed transform fits one block's shared memory
 constexpr int TIMEX_BF = 8;       // v4 forward: batch rows per block sharing one staged w row
 constexpr int TIMEX_BB = 2;       // v4 backward: batch rows per block
 constexpr int TIMEX_BB5 = 4;      // v5 backward: batch rows per block
@@ -50,3 +51,12 @@ cudaError_t timex_fft_long_forward(TimexDtype dtype, const void* w, const void* 
                                    float* scratch, int B, int C, int T, cudaStream_t stream);
 cudaError_t timex_fft_long_backward(TimexDtype dtype, const void* w, const void* k, const void* g, void* gw,
                                     void* gk, float* scratch, int B, int C, int T, cudaStream_t stream);
+
+// timex-mma (version 7, timex_mma.cu): Toeplitz products on tensor cores (mma.sync), bfloat16 or
+// float16 only, float32 sums; T <= TIMEX_MMA_TMAX, any B and C. The backward's scratch holds gw's
+// partial sums (float32) per group of 16 batch rows.
+size_t timex_mma_scratch(int B, int C, int T, bool backward);
+cudaError_t timex_mma_forward(TimexDtype dtype, const void* w, const void* k, void* out, float eps, int B, int C,
+                              int T, cudaStream_t stream);
+cudaError_t timex_mma_backward(TimexDtype dtype, const void* w, const void* k, const void* g, void* gw, void* gk,
+                               float* scratch, int B, int C, int T, cudaStream_t stream);

@@ -47,8 +47,12 @@ def extensions(registry):
 
 @pytest.mark.parametrize("family,variant,shape", CASES, ids=IDS)
 def test_variant_matches_reference(extensions, family, variant, shape):
+    """In float32, or for a variant without it (timex-mma) in its first precision."""
+    from cudabench.measure.subject import in_dtype
+
+    dtype = "float32" if "float32" in variant.dtypes else variant.dtypes[0]
     gen = torch.Generator(device="cuda").manual_seed(zlib.crc32(str(shape).encode()))
-    inputs = family.make_inputs(shape, gen, "cuda")
+    inputs = in_dtype(family.make_inputs(shape, gen, "cuda"), dtype)
     op = variant.bind(extensions[family.name])
     directions = ["fwd", "fwdbwd", "bwd"] if family.grad_inputs else ["fwd"]
     for direction in directions:
@@ -56,9 +60,10 @@ def test_variant_matches_reference(extensions, family, variant, shape):
         if direction != "fwd":
             out = reference_results(family, inputs, "fwd")["out"]
             grad_out = torch.empty(out.shape, device="cuda").uniform_(-1, 1, generator=gen)
+            grad_out = in_dtype({"g": grad_out}, dtype)["g"]
         ref = reference_results(family, inputs, direction, grad_out)
         wl = make_workload(op, inputs, direction, family.grad_inputs, grad_out)
-        check = check_workload(wl, ref, family.tolerance)
+        check = check_workload(wl, ref, family.tolerance_for(dtype))
         assert check.passed, f"{variant.name} {direction} at {shape}: {dict(check.errors)}"
         assert set(dict(check.errors)) == set(ref), "every output and gradient was compared"
 
@@ -77,23 +82,30 @@ def test_timex_variants_on_rwkv_like_inputs(registry, extensions, shape):
     grad_out = torch.empty(out.shape, device="cuda").uniform_(-1, 1, generator=gen)
     ref = reference_results(family, inputs, "fwdbwd", grad_out)
     for variant in family.variants:
-        if violation(family, variant, complete_shape(family, shape)) is None:
+        if violation(family, variant, complete_shape(family, shape)) is None and "float32" in variant.dtypes:
             op = variant.bind(extensions["timex"])
             check = check_workload(make_workload(op, inputs, "fwdbwd", family.grad_inputs, grad_out), ref, 1e-5)
             assert check.passed, f"{variant.name}: {dict(check.errors)}"
 
 
+LOW_PRECISION_CASES = [("timex-fft", shape) for shape in (
+    dict(B=3, C=5, T=37), dict(B=8, C=4, T=768), dict(B=64, C=2, T=100), dict(B=3, C=2, T=1025),
+    dict(B=5, C=3, T=3001), dict(B=2, C=2, T=16384))] + [("timex-mma", shape) for shape in (
+    dict(B=3, C=5, T=37), dict(B=32, C=4, T=768), dict(B=70, C=3, T=100), dict(B=33, C=2, T=1025),
+    dict(B=17, C=2, T=2048), dict(B=1, C=1, T=1))]
+
+
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
-@pytest.mark.parametrize("shape", [dict(B=3, C=5, T=37), dict(B=8, C=4, T=768), dict(B=64, C=2, T=100),
-                                   dict(B=3, C=2, T=1025), dict(B=5, C=3, T=3001), dict(B=2, C=2, T=16384)])
-def test_timex_fft_in_low_precision_matches_the_reference(registry, extensions, dtype, shape):
+@pytest.mark.parametrize("name, shape", LOW_PRECISION_CASES)
+def test_timex_in_low_precision_matches_the_reference(registry, extensions, dtype, name, shape):
     """Inputs and outputs in bfloat16 / float16, sums in float32: forward and both gradients within
     the precision's tolerance of the fp64 reference on the rounded inputs, uniform and RWKV-like.
-    (B=64 at T=100 splits the batch over blocks: gw from float partial sums.)"""
+    (Batches past one block's rows (fft: B=64; mma: B=70, 33, 17) sum gw from float partial sums;
+    T=37, 100, 1025 are not multiples of mma's 16- and 32-wide tiles.)"""
     from cudabench.measure.subject import in_dtype
 
     family = registry.family("timex")
-    op = family.variant("timex-fft").bind(extensions["timex"])
+    op = family.variant(name).bind(extensions["timex"])
     for kind in ("uniform", "rwkv"):
         gen = torch.Generator(device="cuda").manual_seed(zlib.crc32(f"{shape}{dtype}{kind}".encode()))
         inputs = in_dtype(family.inputs(complete_shape(family, shape), gen, "cuda", kind), dtype)
@@ -107,11 +119,17 @@ def test_timex_fft_in_low_precision_matches_the_reference(registry, extensions, 
         assert out.dtype == getattr(torch, dtype)
 
 
-def test_timex_kernels_other_than_fft_refuse_low_precision(extensions):
+def test_timex_kernels_other_than_fft_refuse_low_precision_and_mma_float32(extensions):
     w = torch.rand(4, 64, device="cuda", dtype=torch.bfloat16)
     k = torch.rand(8, 4, 64, device="cuda", dtype=torch.bfloat16)
     with pytest.raises(RuntimeError, match="float32 for timex-v4"):
         extensions["timex"].forward(w, k, torch.empty_like(k), 0.1, 4)
+    with pytest.raises(RuntimeError, match="bfloat16 or float16 for timex-mma"):
+        extensions["timex"].forward(w.float(), k.float(), torch.empty_like(k.float()), 0.1, 7)
+    long_w, long_k = torch.rand(1, 2049, device="cuda", dtype=torch.bfloat16), torch.rand(1, 1, 2049, device="cuda",
+                                                                                          dtype=torch.bfloat16)
+    with pytest.raises(RuntimeError, match="T must be at most 2048"):
+        extensions["timex"].forward(long_w, long_k, torch.empty_like(long_k), 0.1, 7)
 
 
 def test_binding_rejects_broken_constraint(registry, extensions):

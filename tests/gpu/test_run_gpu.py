@@ -32,7 +32,7 @@ def test_family_name_skips_variants_that_cannot_run(registry):
     results = run_in_workers(options, tasks)
     status = {r.subject: r.status for r in results}
     assert status == {"timex-v1": "ok", "timex-v2": "ok", "timex-v3": "SKIP", "timex-v4": "SKIP",
-                      "timex-v5": "SKIP", "timex-fft": "ok"}
+                      "timex-v5": "SKIP", "timex-fft": "ok", "timex-mma": "SKIP"}  # mma: no float32
 
 
 def test_cli_run_writes_json_with_samples(tmp_path):
@@ -73,10 +73,10 @@ def test_lower_precisions_check_and_time_the_baselines_and_skip_float32_kernels(
     assert f"{family}  {shape}  bfloat16" in res.output and f"{family}  {shape}  float16" in res.output
     results = json.loads(path.read_text())["results"]
     assert {r["case"]["dtype"] for r in results} == {"bfloat16", "float16"}
-    every_precision = {("timex", "timex-fft")}  # the only kernel that takes bfloat16 and float16 today
+    every_precision = {("timex", "timex-fft"), ("timex", "timex-mma")}  # the kernels that take bfloat16 and float16
     for r in results:
         if r["role"] == "variant" and (family, r["subject"]) not in every_precision:
             assert r["status"] == "SKIP" and r["skipped"].startswith("dtype:"), r
-        else:  # PyTorch's own ops and timex-fft, in the same precision, within its tolerance and trusted
+        else:  # PyTorch's own ops, timex-fft and timex-mma, in the same precision, within its tolerance and trusted
             assert r["status"] == "ok", (r["subject"], r["case"]["key"], r.get("skipped"), r.get("integrity"))
             assert 0 < r["check"]["errors"]["out"] <= r["check"]["tolerance"]

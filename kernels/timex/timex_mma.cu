@@ -1,0 +1,258 @@
+// timex-mma (version 7): TimeX on tensor cores, bfloat16 or float16 in and out, float32 sums.
+//
+// Per channel c the convolution is a product with a Toeplitz matrix. For a group of 32 batch rows:
+//   forward  OUT (rows x T) = K (rows x T) . Wf,  Wf[u, t] = w[c, T-1-t+u]  (zero when u > t)
+//   gk       GK  (rows x T) = G (rows x T) . Wb,  Wb[s, t] = w[c, T-1-s+t]  (zero when s < t)
+// Both run on mma.sync m16n8k16: the rows (K or G) are staged in shared memory, and each B-operand
+// register (two consecutive k of one column) is read whole from a table of packed neighbour pairs of
+// w, zero outside 0..T-1, which also supplies the causal mask.
+//   gw[c, T-1-d] = sum_b sum_u g[b, u+d] k[b, u] = sum_u P[u+d, u],  P = G^T K over the batch rows.
+// P's 16x8 tiles along one diagonal band (s0 + 16m, 16m) share d = s - u per accumulator element, so
+// a band sums into one set of accumulators, folded into gw's lags at the band's end.
+#include <cstdint>
+#include <cstring>
+#include <mutex>
+#include <set>
+
+#include "fft_math.cuh"
+
+namespace {
+
+using timex_fft::from_float;
+using timex_fft::to_float;
+using timex_fft::with_storage;
+
+constexpr int ROWS = 32;      // forward / gk: batch rows per block, two m16 tiles
+constexpr int GW_ROWS = 16;   // gw: batch rows per block, one k16 step
+constexpr int WARPS = 8;
+constexpr int THREADS = WARPS * 32;
+constexpr int ROW_PAD = 8;    // elements added to each staged row, so 8 rows fall in distinct banks
+constexpr int TAB_LO = 64;    // the pair tables cover w indices -TAB_LO .. T + TAB_LO - 1
+
+__host__ __device__ inline int padded32(int T) { return (T + 31) / 32 * 32; }
+
+template <typename S>
+__device__ __forceinline__ uint32_t pack2(S lo, S hi) {
+  S v[2] = {lo, hi};
+  uint32_t r;
+  memcpy(&r, v, sizeof r);
+  return r;
+}
+
+template <typename S>
+__device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1);
+
+template <>
+__device__ __forceinline__ void mma<__nv_bfloat16>(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+               "{%0,%1,%2,%3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+template <>
+__device__ __forceinline__ void mma<__half>(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+               "{%0,%1,%2,%3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+template <typename S>
+__device__ __forceinline__ uint32_t load2(const S* p) {  // two neighbouring elements, 4-byte aligned
+  return *reinterpret_cast<const uint32_t*>(p);
+}
+
+// The r-th group of work a warp takes when the groups' costs rise (or fall) with their index: snake
+// order, so the warps' totals are close.
+__device__ __forceinline__ int snake(int r, int warp) { return r * WARPS + ((r & 1) ? WARPS - 1 - warp : warp); }
+
+size_t toeplitz_smem(int T) {
+  return (size_t)(T + 2 * TAB_LO) * sizeof(uint32_t) + (size_t)ROWS * (padded32(T) + ROW_PAD) * 2;
+}
+
+size_t gw_smem(int T) {
+  return 2 * (size_t)padded32(T) * (GW_ROWS + ROW_PAD) * 2 + (size_t)padded32(T) * sizeof(float);
+}
+
+// forward (BACK false): out = eps + K . Wf;  gk (BACK true): gk = G . Wb.  Grid (C, ceil(B / ROWS)).
+template <typename S, bool BACK>
+__global__ void __launch_bounds__(THREADS) toeplitz_mma(const S* __restrict__ w, const S* __restrict__ x,
+                                                        S* __restrict__ y, float eps, int B, int C, int T) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int Tp = padded32(T), stride = Tp + ROW_PAD;
+  uint32_t* tab = reinterpret_cast<uint32_t*>(smem);  // tab[i + TAB_LO] = (w[i], w[i +- 1])
+  S* xs = reinterpret_cast<S*>(tab + T + 2 * TAB_LO);  // xs[r * stride + t] = x[b0 + r, c, t]
+  const int c = blockIdx.x, b0 = blockIdx.y * ROWS;
+  const S zero = from_float<S>(0.f);
+  const S* wc = w + (size_t)c * T;
+  for (int i = threadIdx.x; i < T + 2 * TAB_LO; i += THREADS) {
+    const int j = i - TAB_LO, j2 = BACK ? j - 1 : j + 1;
+    tab[i] = pack2<S>(j >= 0 && j < T ? wc[j] : zero, j2 >= 0 && j2 < T ? wc[j2] : zero);
+  }
+  for (int i = threadIdx.x; i < ROWS * Tp; i += THREADS) {
+    const int r = i / Tp, t = i - r * Tp, b = b0 + r;
+    xs[r * stride + t] = b < B && t < T ? x[((size_t)b * C + c) * T + t] : zero;
+  }
+  __syncthreads();
+
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, q = lane % 4, r8 = lane / 4;
+  for (int round = 0;; ++round) {
+    const int group = snake(round, warp);  // 32 outputs t = n0 .. n0 + 31
+    if (group >= Tp / 32) break;
+    const int n0 = group * 32;
+    float acc[2][4][4] = {};
+    const int k_begin = BACK ? n0 : 0, k_end = BACK ? Tp : n0 + 32;
+    for (int k0 = k_begin; k0 < k_end; k0 += 16) {
+      const int kb = k0 + 2 * q;
+      uint32_t a[2][4];
+      for (int m = 0; m < 2; ++m) {
+        const S* row = xs + (m * 16 + r8) * stride + kb;
+        a[m][0] = load2(row);
+        a[m][1] = load2(row + 8 * stride);
+        a[m][2] = load2(row + 8);
+        a[m][3] = load2(row + 8 * stride + 8);
+      }
+      for (int n = 0; n < 4; ++n) {
+        const int t = n0 + n * 8 + r8;
+        const int i = BACK ? T - 1 - kb + t : T - 1 - t + kb;  // w index of (k = kb, column t)
+        const uint32_t lo = tab[i + TAB_LO], hi = tab[i + TAB_LO + (BACK ? -8 : 8)];
+        mma<S>(acc[0][n], a[0], lo, hi);
+        mma<S>(acc[1][n], a[1], lo, hi);
+      }
+    }
+    const float add = BACK ? 0.f : eps;
+    for (int m = 0; m < 2; ++m) {
+      for (int n = 0; n < 4; ++n) {
+        for (int e = 0; e < 4; ++e) {
+          const int b = b0 + m * 16 + r8 + (e >= 2 ? 8 : 0), t = n0 + n * 8 + 2 * q + (e & 1);
+          if (b < B && t < T) y[((size_t)b * C + c) * T + t] = from_float<S>(acc[m][n][e] + add);
+        }
+      }
+    }
+  }
+}
+
+// gw partial sums over GW_ROWS batch rows: part[(blockIdx.y * C + c) * T + j]. Grid (C, ceil(B / GW_ROWS)).
+template <typename S>
+__global__ void __launch_bounds__(THREADS) gw_mma(const S* __restrict__ k, const S* __restrict__ g,
+                                                  float* __restrict__ part, int B, int C, int T) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int Tp = padded32(T), stride = GW_ROWS + ROW_PAD;
+  S* gt = reinterpret_cast<S*>(smem);  // gt[s * stride + r] = g[b0 + r, c, s]
+  S* kt = gt + Tp * stride;            // kt[u * stride + r] = k[b0 + r, c, u]
+  float* lags = reinterpret_cast<float*>(kt + Tp * stride);  // lags[d] = sum_u P[u + d, u]
+  const int c = blockIdx.x, b0 = blockIdx.y * GW_ROWS;
+  const S zero = from_float<S>(0.f);
+  for (int i = threadIdx.x; i < GW_ROWS * Tp; i += THREADS) {
+    const int r = i / Tp, t = i - r * Tp, b = b0 + r;
+    const bool in = b < B && t < T;
+    const size_t at = ((size_t)b * C + c) * T + t;
+    gt[t * stride + r] = in ? g[at] : zero;
+    kt[t * stride + r] = in ? k[at] : zero;
+  }
+  for (int d = threadIdx.x; d < Tp; d += THREADS) lags[d] = 0.f;
+  __syncthreads();
+
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, q = lane % 4, r8 = lane / 4;
+  for (int round = 0;; ++round) {
+    const int band = snake(round, warp);
+    if (band >= Tp / 16) break;
+    const int d0 = band * 16;  // tiles (s0, u0) = (d0 + 16m, 16m)
+    float acc[2][4] = {};
+    for (int u0 = 0; d0 + u0 < Tp; u0 += 16) {
+      const S* arow = gt + (d0 + u0 + r8) * stride + 2 * q;
+      const uint32_t a[4] = {load2(arow), load2(arow + 8 * stride), load2(arow + 8), load2(arow + 8 * stride + 8)};
+      for (int n = 0; n < 2; ++n) {
+        const S* brow = kt + (u0 + n * 8 + r8) * stride + 2 * q;
+        mma<S>(acc[n], a, load2(brow), load2(brow + 8));
+      }
+    }
+    for (int n = 0; n < 2; ++n) {
+      for (int e = 0; e < 4; ++e) {  // element (row r8 (+8), column 2q (+1)) of tile n: d = s - u
+        const int d = d0 + r8 + (e >= 2 ? 8 : 0) - n * 8 - 2 * q - (e & 1);
+        if (d >= 0 && d < T) atomicAdd(&lags[d], acc[n][e]);
+      }
+    }
+  }
+  __syncthreads();
+  for (int d = threadIdx.x; d < T; d += THREADS) part[((size_t)blockIdx.y * C + c) * T + (T - 1 - d)] = lags[d];
+}
+
+template <typename S>
+__global__ void gw_sum(const float* __restrict__ part, S* __restrict__ gw, int P, size_t n) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+    float s = 0.f;
+    for (int p = 0; p < P; ++p) s += part[p * n + i];
+    gw[i] = from_float<S>(s);
+  }
+}
+
+// Raise a kernel's dynamic shared memory limit to what the longest T needs, once per device.
+template <typename Kernel>
+cudaError_t allow_smem(Kernel kernel, size_t bytes) {
+  static std::mutex lock;
+  static std::set<std::pair<int, const void*>> done;
+  int device = 0;
+  cudaError_t err = cudaGetDevice(&device);
+  if (err != cudaSuccess) return err;
+  const std::lock_guard<std::mutex> guard(lock);
+  const auto key = std::make_pair(device, reinterpret_cast<const void*>(kernel));
+  if (done.count(key)) return cudaSuccess;
+  err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
+  if (err == cudaSuccess) done.insert(key);
+  return err;
+}
+
+template <typename S, bool BACK>
+cudaError_t launch_toeplitz(const S* w, const S* x, S* y, float eps, int B, int C, int T, cudaStream_t stream) {
+  cudaError_t err = allow_smem(toeplitz_mma<S, BACK>, toeplitz_smem(TIMEX_MMA_TMAX));
+  if (err != cudaSuccess) return err;
+  const dim3 grid(C, (B + ROWS - 1) / ROWS);
+  toeplitz_mma<S, BACK><<<grid, THREADS, toeplitz_smem(T), stream>>>(w, x, y, eps, B, C, T);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+size_t timex_mma_scratch(int B, int C, int T, bool backward) {
+  return backward ? (size_t)((B + GW_ROWS - 1) / GW_ROWS) * C * T : 0;
+}
+
+cudaError_t timex_mma_forward(TimexDtype dtype, const void* w, const void* k, void* out, float eps, int B, int C,
+                              int T, cudaStream_t stream) {
+  if (dtype == TIMEX_F32 || T > TIMEX_MMA_TMAX) return cudaErrorInvalidValue;
+  return with_storage(dtype, [&](auto* tag) -> cudaError_t {
+    using S = std::remove_pointer_t<decltype(tag)>;
+    if constexpr (std::is_same_v<S, float>) {
+      return cudaErrorInvalidValue;
+    } else {
+      return launch_toeplitz<S, false>(static_cast<const S*>(w), static_cast<const S*>(k), static_cast<S*>(out),
+                                       eps, B, C, T, stream);
+    }
+  });
+}
+
+cudaError_t timex_mma_backward(TimexDtype dtype, const void* w, const void* k, const void* g, void* gw, void* gk,
+                               float* scratch, int B, int C, int T, cudaStream_t stream) {
+  if (dtype == TIMEX_F32 || T > TIMEX_MMA_TMAX) return cudaErrorInvalidValue;
+  return with_storage(dtype, [&](auto* tag) -> cudaError_t {
+    using S = std::remove_pointer_t<decltype(tag)>;
+    if constexpr (std::is_same_v<S, float>) {
+      return cudaErrorInvalidValue;
+    } else {
+      cudaError_t err = launch_toeplitz<S, true>(static_cast<const S*>(w), static_cast<const S*>(g),
+                                                 static_cast<S*>(gk), 0.f, B, C, T, stream);
+      if (err != cudaSuccess) return err;
+      if ((err = allow_smem(gw_mma<S>, gw_smem(TIMEX_MMA_TMAX))) != cudaSuccess) return err;
+      const int parts = (B + GW_ROWS - 1) / GW_ROWS;
+      gw_mma<S><<<dim3(C, parts), THREADS, gw_smem(T), stream>>>(static_cast<const S*>(k), static_cast<const S*>(g),
+                                                                 scratch, B, C, T);
+      if ((err = cudaGetLastError()) != cudaSuccess) return err;
+      const size_t n = (size_t)C * T;
+      gw_sum<S><<<(unsigned)((n + 255) / 256 < 4096 ? (n + 255) / 256 : 4096), 256, 0, stream>>>(
+          scratch, static_cast<S*>(gw), parts, n);
+      return cudaGetLastError();
+    }
+  });
+}
