@@ -30,6 +30,8 @@ constexpr int ROW_PAD = 8;    // elements added to each staged row, so 8 rows fa
 constexpr int TAB_LO = 64;    // the pair tables cover w indices -TAB_LO .. T + TAB_LO - 1
 
 __host__ __device__ inline int padded32(int T) { return (T + 31) / 32 * 32; }
+// Entries of a pair table, rounded up so that the rows staged after it start 16-byte aligned.
+__host__ __device__ inline int table_entries(int T) { return (T + 2 * TAB_LO + 3) / 4 * 4; }
 
 template <typename S>
 __device__ __forceinline__ uint32_t pack2(S lo, S hi) {
@@ -58,9 +60,42 @@ __device__ __forceinline__ void mma<__half>(float (&d)[4], const uint32_t (&a)[4
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+// Four 8x8 b16 matrices from shared memory; lane l gives the address of row l % 8 of matrix l / 8.
+// Without TRANS lane l receives (row l/4, columns 2(l%4), +1) of each, with TRANS (rows 2(l%4), +1,
+// column l/4): the layouts of mma's A fragment from row-major rows, and of a fragment whose k runs
+// down the stored rows.
+template <bool TRANS>
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* row) {
+  const unsigned at = static_cast<unsigned>(__cvta_generic_to_shared(row));
+  if constexpr (TRANS) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(at));
+  } else {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(at));
+  }
+}
+
+// rows x[b0 + r, c, 0..T-1] (r < n) into xs[r * stride + t], zero past B and past T up to Tp; with
+// 16-byte loads when every row starts 16-byte aligned (T % 8 == 0).
 template <typename S>
-__device__ __forceinline__ uint32_t load2(const S* p) {  // two neighbouring elements, 4-byte aligned
-  return *reinterpret_cast<const uint32_t*>(p);
+__device__ void stage_rows(const S* __restrict__ x, S* xs, int n, int b0, int B, int C, int T, int Tp, int stride) {
+  const int c = blockIdx.x;
+  if (T % 8 == 0) {
+    const int chunks = Tp / 8;
+    for (int i = threadIdx.x; i < n * chunks; i += blockDim.x) {
+      const int r = i / chunks, t = (i - r * chunks) * 8, b = b0 + r;
+      uint4 v = make_uint4(0, 0, 0, 0);
+      if (b < B && t < T) v = *reinterpret_cast<const uint4*>(x + ((size_t)b * C + c) * T + t);
+      *reinterpret_cast<uint4*>(xs + r * stride + t) = v;
+    }
+  } else {
+    const S zero = from_float<S>(0.f);
+    for (int i = threadIdx.x; i < n * Tp; i += blockDim.x) {
+      const int r = i / Tp, t = i - r * Tp, b = b0 + r;
+      xs[r * stride + t] = b < B && t < T ? x[((size_t)b * C + c) * T + t] : zero;
+    }
+  }
 }
 
 // The r-th group of work a warp takes when the groups' costs rise (or fall) with their index: snake
@@ -68,11 +103,11 @@ __device__ __forceinline__ uint32_t load2(const S* p) {  // two neighbouring ele
 __device__ __forceinline__ int snake(int r, int warp) { return r * WARPS + ((r & 1) ? WARPS - 1 - warp : warp); }
 
 size_t toeplitz_smem(int T) {
-  return (size_t)(T + 2 * TAB_LO) * sizeof(uint32_t) + (size_t)ROWS * (padded32(T) + ROW_PAD) * 2;
+  return (size_t)table_entries(T) * sizeof(uint32_t) + (size_t)ROWS * (padded32(T) + ROW_PAD) * 2;
 }
 
 size_t gw_smem(int T) {
-  return 2 * (size_t)padded32(T) * (GW_ROWS + ROW_PAD) * 2 + (size_t)padded32(T) * sizeof(float);
+  return 2 * (size_t)GW_ROWS * (padded32(T) + ROW_PAD) * 2 + (size_t)padded32(T) * sizeof(float);
 }
 
 // forward (BACK false): out = eps + K . Wf;  gk (BACK true): gk = G . Wb.  Grid (C, ceil(B / ROWS)).
@@ -82,7 +117,7 @@ __global__ void __launch_bounds__(THREADS) toeplitz_mma(const S* __restrict__ w,
   extern __shared__ __align__(16) unsigned char smem[];
   const int Tp = padded32(T), stride = Tp + ROW_PAD;
   uint32_t* tab = reinterpret_cast<uint32_t*>(smem);  // tab[i + TAB_LO] = (w[i], w[i +- 1])
-  S* xs = reinterpret_cast<S*>(tab + T + 2 * TAB_LO);  // xs[r * stride + t] = x[b0 + r, c, t]
+  S* xs = reinterpret_cast<S*>(tab + table_entries(T));  // xs[r * stride + t] = x[b0 + r, c, t]
   const int c = blockIdx.x, b0 = blockIdx.y * ROWS;
   const S zero = from_float<S>(0.f);
   const S* wc = w + (size_t)c * T;
@@ -90,10 +125,7 @@ __global__ void __launch_bounds__(THREADS) toeplitz_mma(const S* __restrict__ w,
     const int j = i - TAB_LO, j2 = BACK ? j - 1 : j + 1;
     tab[i] = pack2<S>(j >= 0 && j < T ? wc[j] : zero, j2 >= 0 && j2 < T ? wc[j2] : zero);
   }
-  for (int i = threadIdx.x; i < ROWS * Tp; i += THREADS) {
-    const int r = i / Tp, t = i - r * Tp, b = b0 + r;
-    xs[r * stride + t] = b < B && t < T ? x[((size_t)b * C + c) * T + t] : zero;
-  }
+  stage_rows(x, xs, ROWS, b0, B, C, T, Tp, stride);
   __syncthreads();
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, q = lane % 4, r8 = lane / 4;
@@ -106,13 +138,7 @@ __global__ void __launch_bounds__(THREADS) toeplitz_mma(const S* __restrict__ w,
     for (int k0 = k_begin; k0 < k_end; k0 += 16) {
       const int kb = k0 + 2 * q;
       uint32_t a[2][4];
-      for (int m = 0; m < 2; ++m) {
-        const S* row = xs + (m * 16 + r8) * stride + kb;
-        a[m][0] = load2(row);
-        a[m][1] = load2(row + 8 * stride);
-        a[m][2] = load2(row + 8);
-        a[m][3] = load2(row + 8 * stride + 8);
-      }
+      for (int m = 0; m < 2; ++m) ldmatrix_x4<false>(a[m], xs + (m * 16 + lane % 16) * stride + k0 + lane / 16 * 8);
       for (int n = 0; n < 4; ++n) {
         const int t = n0 + n * 8 + r8;
         const int i = BACK ? T - 1 - kb + t : T - 1 - t + kb;  // w index of (k = kb, column t)
@@ -124,9 +150,17 @@ __global__ void __launch_bounds__(THREADS) toeplitz_mma(const S* __restrict__ w,
     const float add = BACK ? 0.f : eps;
     for (int m = 0; m < 2; ++m) {
       for (int n = 0; n < 4; ++n) {
-        for (int e = 0; e < 4; ++e) {
-          const int b = b0 + m * 16 + r8 + (e >= 2 ? 8 : 0), t = n0 + n * 8 + 2 * q + (e & 1);
-          if (b < B && t < T) y[((size_t)b * C + c) * T + t] = from_float<S>(acc[m][n][e] + add);
+        for (int h = 0; h < 2; ++h) {  // accumulators (2h, 2h + 1): row r8 + 8h, columns t and t + 1
+          const int b = b0 + m * 16 + r8 + 8 * h, t = n0 + n * 8 + 2 * q;
+          if (b >= B || t >= T) continue;
+          S* at = y + ((size_t)b * C + c) * T + t;
+          const S lo = from_float<S>(acc[m][n][2 * h] + add), hi = from_float<S>(acc[m][n][2 * h + 1] + add);
+          if (T % 2 == 0) {  // t even: t + 1 < T, and 4-byte aligned
+            *reinterpret_cast<uint32_t*>(at) = pack2<S>(lo, hi);
+          } else {
+            at[0] = lo;
+            if (t + 1 < T) at[1] = hi;
+          }
         }
       }
     }
@@ -134,39 +168,36 @@ __global__ void __launch_bounds__(THREADS) toeplitz_mma(const S* __restrict__ w,
 }
 
 // gw partial sums over GW_ROWS batch rows: part[(blockIdx.y * C + c) * T + j]. Grid (C, ceil(B / GW_ROWS)).
+// G and K are staged as rows; P = G^T K takes both operands through ldmatrix.trans (k = b runs down
+// the stored rows).
 template <typename S>
 __global__ void __launch_bounds__(THREADS) gw_mma(const S* __restrict__ k, const S* __restrict__ g,
                                                   float* __restrict__ part, int B, int C, int T) {
   extern __shared__ __align__(16) unsigned char smem[];
-  const int Tp = padded32(T), stride = GW_ROWS + ROW_PAD;
-  S* gt = reinterpret_cast<S*>(smem);  // gt[s * stride + r] = g[b0 + r, c, s]
-  S* kt = gt + Tp * stride;            // kt[u * stride + r] = k[b0 + r, c, u]
-  float* lags = reinterpret_cast<float*>(kt + Tp * stride);  // lags[d] = sum_u P[u + d, u]
+  const int Tp = padded32(T), stride = Tp + ROW_PAD;
+  S* gs = reinterpret_cast<S*>(smem);  // gs[r * stride + s] = g[b0 + r, c, s]
+  S* ks = gs + GW_ROWS * stride;       // ks[r * stride + u] = k[b0 + r, c, u]
+  float* lags = reinterpret_cast<float*>(ks + GW_ROWS * stride);  // lags[d] = sum_u P[u + d, u]
   const int c = blockIdx.x, b0 = blockIdx.y * GW_ROWS;
-  const S zero = from_float<S>(0.f);
-  for (int i = threadIdx.x; i < GW_ROWS * Tp; i += THREADS) {
-    const int r = i / Tp, t = i - r * Tp, b = b0 + r;
-    const bool in = b < B && t < T;
-    const size_t at = ((size_t)b * C + c) * T + t;
-    gt[t * stride + r] = in ? g[at] : zero;
-    kt[t * stride + r] = in ? k[at] : zero;
-  }
+  stage_rows(g, gs, GW_ROWS, b0, B, C, T, Tp, stride);
+  stage_rows(k, ks, GW_ROWS, b0, B, C, T, Tp, stride);
   for (int d = threadIdx.x; d < Tp; d += THREADS) lags[d] = 0.f;
   __syncthreads();
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, q = lane % 4, r8 = lane / 4;
+  const int mat = lane / 8, row8 = lane % 8;  // the ldmatrix row this lane addresses
   for (int round = 0;; ++round) {
     const int band = snake(round, warp);
     if (band >= Tp / 16) break;
     const int d0 = band * 16;  // tiles (s0, u0) = (d0 + 16m, 16m)
     float acc[2][4] = {};
     for (int u0 = 0; d0 + u0 < Tp; u0 += 16) {
-      const S* arow = gt + (d0 + u0 + r8) * stride + 2 * q;
-      const uint32_t a[4] = {load2(arow), load2(arow + 8 * stride), load2(arow + 8), load2(arow + 8 * stride + 8)};
-      for (int n = 0; n < 2; ++n) {
-        const S* brow = kt + (u0 + n * 8 + r8) * stride + 2 * q;
-        mma<S>(acc[n], a, load2(brow), load2(brow + 8));
-      }
+      uint32_t a[4], b[4];  // a: A[s][b] = g[b][s], matrices (b 0-7 | 8-15) x (s0 | s0 + 8), s fastest
+      ldmatrix_x4<true>(a, gs + ((mat >> 1) * 8 + row8) * stride + d0 + u0 + (mat & 1) * 8);
+      // b: B[b][u] = k[b][u], matrices (b 0-7 | 8-15) x (u0 | u0 + 8), b fastest
+      ldmatrix_x4<true>(b, ks + ((mat & 1) * 8 + row8) * stride + u0 + (mat >> 1) * 8);
+      mma<S>(acc[0], a, b[0], b[1]);
+      mma<S>(acc[1], a, b[2], b[3]);
     }
     for (int n = 0; n < 2; ++n) {
       for (int e = 0; e < 4; ++e) {  // element (row r8 (+8), column 2q (+1)) of tile n: d = s - u
