@@ -8,7 +8,7 @@ def test_shipped_families_and_variants(registry):
     assert [f.name for f in registry.families] == ["add2", "matmul", "sincos", "timex"]
     assert [v.name for _, v in registry.variants()] == [
         "add2", "add2-vec4", "add2-tile", "matmul-naive", "matmul-tiled", "matmul-regtile", "sincos-fused",
-        "timex-v1", "timex-v2", "timex-v3", "timex-v4", "timex-v5", "timex-fft"]
+        "timex-v1", "timex-v2", "timex-v3", "timex-v4", "timex-v5", "timex-fft", "timex-mma"]
     for family in registry.families:
         assert family.baselines, f"{family.name} has a baseline to compare with"
         for source in family.source_paths():
@@ -17,7 +17,7 @@ def test_shipped_families_and_variants(registry):
 
 def test_family_name_means_all_its_variants(registry):
     picked = [v.name for _, v in registry.resolve(["timex", "timex-v2"])]
-    assert picked == ["timex-v1", "timex-v2", "timex-v3", "timex-v4", "timex-v5", "timex-fft"]
+    assert picked == ["timex-v1", "timex-v2", "timex-v3", "timex-v4", "timex-v5", "timex-fft", "timex-mma"]
 
 
 def test_unknown_kernel_suggests_close_names(registry):
@@ -58,6 +58,6 @@ def test_timex_fft_runs_past_1024_up_to_its_own_limit(registry):
     assert {s.name for s in subjects(long[0], case) if s.role == "variant"} == {"timex-v1", "timex-fft"}
     too_long = plan(registry, ["timex"], {"B": 2, "C": 4, "T": 16385}, RunOptions(directions=("fwd",)))
     why = {name: reason for name, _, reason in skips(too_long[0], too_long[0].cases[0])}
-    assert "T must be at most 16384" in why["timex-fft"]
+    assert "T must be at most 16384" in why["timex-fft"] and "T must be at most 2048" in why["timex-mma"]
     with pytest.raises(ShapeError, match="timex-fft cannot run at B=2,C=4,T=16385"):  # named alone
         plan(registry, ["timex-fft"], {"B": 2, "C": 4, "T": 16385}, RunOptions(directions=("fwd",)))

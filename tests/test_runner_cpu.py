@@ -55,7 +55,7 @@ def test_baseline_is_checked_then_timed_in_every_direction(registry):
 def test_implied_variants_that_cannot_run_are_skipped_with_the_reason(registry):
     options = RunOptions()
     task = plan(registry, ["timex"], {"T": 66}, options)[0]
-    assert [v.name for v in task.variants] == ["timex-v1", "timex-v2", "timex-fft"]
+    assert [v.name for v in task.variants] == ["timex-v1", "timex-v2", "timex-fft", "timex-mma"]
     assert {v.name: why for v, why in task.skipped}["timex-v3"].startswith("T must be a multiple of 4")
     with pytest.raises(ShapeError):
         plan(registry, ["timex-v3"], {"T": 66}, options)  # named explicitly: an error
