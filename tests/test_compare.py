@@ -360,3 +360,41 @@ def test_one_model_against_another_is_a_deliberate_comparison_across_gpus():
     new_env = replace(Environment(), gpu="NVIDIA H200")
     comparison = compare_documents(one(1e-3), doc([measured("timex", SHAPE, "timex-v4", 0.7e-3)], env=new_env))
     assert [(r.verdict, r.gpu) for r in comparison.rows] == [("faster", "")]
+
+
+# ---- peak memory ---------------------------------------------------------------------------------------
+
+def with_memory(median, peak, seed):
+    return doc([replace(measured("timex", SHAPE, "timex-v4", median, seed=seed), peak_memory=peak)])
+
+
+MIB = 1 << 20
+
+
+@pytest.mark.parametrize("old_bytes, new_bytes, threshold, regressed", [
+    (100 * MIB, 120 * MIB, 0.10, True),        # +20 %: beyond 10 %
+    (100 * MIB, 105 * MIB, 0.10, False),       # +5 %: within
+    (100 * MIB, 120 * MIB, 0.25, False),       # its own threshold, not the time's
+    (2 * MIB, int(2.9 * MIB), 0.10, False),    # +45 % but under 1 MiB: allocator rounding, small scratch
+    (0, 2 * MIB, 0.10, True),                  # from nothing to 2 MiB
+    (-1, 500 * MIB, 0.10, False),              # not recorded in old: no verdict
+    (120 * MIB, 100 * MIB, 0.10, False),       # less memory is never a regression
+])
+def test_peak_memory_regresses_on_its_own_threshold(old_bytes, new_bytes, threshold, regressed):
+    comparison = compare_documents(with_memory(1e-3, old_bytes, 1), with_memory(1e-3, new_bytes, 2), 0.05,
+                                   memory_threshold=threshold)
+    row = comparison.rows[0]
+    assert row.verdict == "same" and not row.regressed  # the time did not change
+    assert (row.old_memory, row.new_memory, row.memory_regressed) == (old_bytes, new_bytes, regressed)
+    assert comparison.exit_code == (1 if regressed else 0)
+    assert any("peak memory regression" in p for p in comparison.problems) == regressed
+
+
+def test_cli_memory_threshold_gates_and_shows_the_change(tmp_path):
+    old, new = with_memory(1e-3, 100 * MIB, 1), with_memory(1e-3, 150 * MIB, 2)
+    res = compare_cli(tmp_path, old, new, "--markdown", tmp_path / "c.md")
+    assert res.exit_code == 1 and "peak memory regression beyond 10%: timex-v4" in said(res)
+    assert "100 MiB → 150 MiB (+50.0%) **REGRESSION**" in (tmp_path / "c.md").read_text()
+    res = compare_cli(tmp_path, old, new, "--memory-threshold", "60%", "--json", "-")
+    assert res.exit_code == 0 and json.loads(res.stdout)["memory_threshold"] == 0.6
+    assert compare_cli(tmp_path, old, new, "--memory-threshold", "lots").exit_code == 2

@@ -95,9 +95,9 @@ def test_markdown_table_with_header_line():
     v4, base, skip = ([c.strip() for c in line.strip("|").split("|")] for line in lines[2:])
     assert v4.pop(3) == "float32" and base.pop(3) == "float32" and skip.pop(3) == "float32"
     assert v4[:7] == ["timex", "B=32,C=768,T=768", "fwd", "timex-v4", "variant", "ok", "2.0e-07"]
-    assert all(cell.endswith(" µs") for cell in v4[7:15]) and v4[15:] == ["20", "-", "-", "sync", "hot"]
+    assert all(cell.endswith(" µs") for cell in v4[7:15]) and v4[15:] == ["20", "-", "-", "-", "sync", "hot"]
     assert base[7].startswith("4.4") and base[7].endswith(" ms")
-    assert skip[5] == "SKIP" and skip[7:] == ["-"] * 13
+    assert skip[5] == "SKIP" and skip[7:] == ["-"] * 14
 
 
 # ---- CUPTI kernel time and kernels per call ------------------------------------------------------------
@@ -179,3 +179,30 @@ def test_dash_and_dev_stdout_write_to_standard_output(capsys, name):
     write_json_atomic(name, sample_doc())
     assert json.loads(capsys.readouterr().out)["results"][0]["subject"] == "timex-v4"
     assert not Path("-").exists()
+
+
+# ---- peak memory ---------------------------------------------------------------------------------------
+
+def test_peak_memory_travels_through_json_csv_and_markdown():
+    from dataclasses import replace
+
+    from cudabench.results.export import result_from_dict, result_to_dict
+
+    timed = replace(measured("timex", SHAPE, "timex-v4", 20e-6, n=20), peak_memory=75 << 20)
+    unmeasured = measured("timex", SHAPE, "conv1d", 4.47e-3, role="baseline")
+    assert result_from_dict(result_to_dict(timed)).peak_memory == 75 << 20
+    assert result_from_dict({k: v for k, v in result_to_dict(timed).items() if k != "peak_memory"}).peak_memory == -1
+    document = doc([timed, unmeasured])
+    rows = list(csv.DictReader(io.StringIO(to_csv(document))))
+    assert rows[0]["peak_memory"] == str(75 << 20) and rows[1]["peak_memory"] == ""
+    lines = [line for line in to_markdown(document).splitlines() if line.startswith("|")]
+    assert "peak memory" in lines[0] and "| 75.0 MiB |" in lines[2] and "| 75.0 MiB |" not in lines[3]
+
+
+@pytest.mark.parametrize("count, text", [(None, "-"), (-1, "-"), (0, "0 B"), (512, "512 B"), (1536, "1.50 KiB"),
+                                         (96 << 20, "96.0 MiB"), (int(1.25 * (1 << 30)), "1.25 GiB"),
+                                         (300 << 20, "300 MiB")])
+def test_bytes_are_shown_in_binary_units(count, text):
+    from cudabench.results.report import fmt_bytes
+
+    assert fmt_bytes(count) == text

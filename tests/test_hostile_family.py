@@ -19,7 +19,7 @@ HOSTILE = Path(__file__).resolve().parent / "hostile_kernels"
 
 VARIANTS = {
     "hostile": ["hostile-honest", "hostile-side-stream", "hostile-cached", "hostile-crash", "hostile-hang",
-                "hostile-assert", "hostile-exit", "hostile-segfault", "hostile-persist-l2"],
+                "hostile-assert", "hostile-hoard", "hostile-exit", "hostile-segfault", "hostile-persist-l2"],
     "boastful": ["boastful-honest"],
 }
 

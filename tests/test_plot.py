@@ -154,3 +154,22 @@ def test_cli_writes_through_a_symlink(tmp_path):
 def test_cli_dash_writes_the_png_to_standard_output(tmp_path):
     res = plot_cli(tmp_path, "-")
     assert res.exit_code == 0 and res.stdout_bytes[:8] == PNG_MAGIC and not (tmp_path / "-").exists()
+
+
+def test_peak_memory_gets_its_own_row_of_panels(tmp_path, monkeypatch):
+    """With peak memory recorded, a third row draws it against the swept parameter (N² against N
+    shows as slopes 2 and 1 on the log axes); without it, two rows as before."""
+    pytest.importorskip("matplotlib")
+    from cudabench.results import plot
+
+    doc_with = timex_sweep()
+    for r in doc_with["results"]:
+        r["peak_memory"] = r["case"]["shape"]["T"] ** 2 * (64 if r["subject"] == "conv1d" else 4)
+    drawn = []
+    real = plot._draw_memory
+    monkeypatch.setattr(plot, "_draw_memory", lambda ax, panel: (drawn.append(panel), real(ax, panel)))
+    plot_sweep(doc_with, tmp_path / "with.png")
+    assert [p.axis for p in drawn] == [("T",), ("B",)] and all(plot.has_memory(p) for p in drawn)
+    drawn.clear()
+    plot_sweep(timex_sweep(), tmp_path / "without.png")
+    assert drawn == []

@@ -21,6 +21,8 @@ def compare(
                               "@latest~1, @COMMIT, @HEAD~1 (anything git names)."),
     new: str = typer.Argument(..., help="Results JSON of the run to judge, or a stored run (@...)."),
     threshold: str = typer.Option("5%", "--threshold", "-t", help="Smallest change that counts (5% or 0.05)."),
+    memory_threshold: str = typer.Option("10%", "--memory-threshold", help="Smallest rise of a subject's peak "
+                                         "memory that counts as a regression (and at least 1 MiB)."),
     allow_missing: bool = typer.Option(False, "--allow-missing", help="Pass even when a subject measured in old "
                                        "is missing, skipped or failed in new (never when one is INVALID or "
                                        "crashed, nor when new has nothing measured)."),
@@ -32,19 +34,19 @@ def compare(
     store: Optional[Path] = typer.Option(None, "--store", help=STORE_HELP),
 ) -> None:
     """Noise-aware verdicts per case (bootstrap interval of the ratio of medians). Exit 1 when a case
-    is slower beyond the threshold, a subject measured in old is not measured in new, a result is
+    is slower beyond the threshold, its peak memory grew beyond the memory threshold, a subject measured in old is not measured in new, a result is
     INVALID or crashed, or a file has nothing measured: usable as a CI gate. With --json - or
     --markdown -, standard output carries only that; the table and notes go to standard error."""
     from cudabench.results import report
     from cudabench.results.compare import compare_documents, describe, parse_threshold
 
-    limit = parse_threshold(threshold)
+    limit, memory_limit = parse_threshold(threshold), parse_threshold(memory_threshold)
     console = _check_outputs(json_path, markdown_path)
     (old_doc, old_run), (new_doc, new_run) = _load(old, store), _load(new, store)
     if old_run is not None and old_run == new_run:
         raise ConfigError(f"{old} and {new} name the same stored run (run {old_run}).",
                           "`cudabench history` lists the stored runs and their commits.")
-    comparison = compare_documents(old_doc, new_doc, limit, allow_missing)
+    comparison = compare_documents(old_doc, new_doc, limit, allow_missing, memory_limit)
     for line in report.environment_differences(old_doc, new_doc):
         say(("note: ", "yellow"), line, console=console)
     if comparison.rows:

@@ -18,6 +18,7 @@ from cudabench.measure import integrity
 from cudabench.measure.check import check_workload, reference_results
 from cudabench.measure.clocks import ClockMonitor, L2Flusher
 from cudabench.measure.loop import Warmup, measure
+from cudabench.measure.memory import allocated_bytes, peak_memory
 from cudabench.measure.settings import Settings
 from cudabench.measure.stop import FixedCount
 from cudabench.measure.timers import make_timer, sleep_cycles
@@ -192,6 +193,7 @@ class Bench:
             reference = self.reference(family, case, settings.seed, inputs, grad_out)
         workload = make_workload(op, inputs, case.direction, family.grad_inputs, grad_out)
         self.on_status(f"{case.key()}: checking {base.subject}")
+        held_from = allocated_bytes() if self.device == "cuda" else 0  # before the subject's first call
         with nvtx.range(f"check {base.subject}", "check"), phases("check"):
             check = check_workload(workload, reference, family.tolerance_for(case.dtype))
         result = replace(base, check=check)
@@ -199,6 +201,9 @@ class Bench:
             return replace(result, skipped=f"failed the check: error {check.worst:.3g} > tolerance {family.tolerance_for(case.dtype):g}")
         if not settings.time:
             return result
+        if self.device == "cuda":
+            with phases("check"):  # one more warm call, like the timed ones
+                result = replace(result, peak_memory=peak_memory(workload.call, self.sync(), held_from))
         self.on_status(f"{case.key()}: timing {base.subject}")
         pristine = ({k: v.detach().clone() for k, v in inputs.items() if _is_tensor(v)},
                     None if grad_out is None else grad_out.clone())

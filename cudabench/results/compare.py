@@ -8,7 +8,10 @@ Verdict, for the 95 % interval [lo, hi] of the ratio and threshold t (5 % = 0.05
 - "faster"     hi < 1: new is faster beyond doubt;
 - "too noisy"  otherwise: the interval straddles 1 and reaches past the threshold.
 
-A pair *regresses* when it is "slower" and its point ratio exceeds 1+t. Testing "same" first makes a
+A pair *regresses* when it is "slower" and its point ratio exceeds 1+t. Its peak memory (bytes one call
+allocated, recorded with the result) regresses on its own threshold m (10 % by default): when it grew
+by more than m and by at least MEMORY_FLOOR (1 MiB; the allocator rounds sizes up, and a few KiB of
+scratch is not what the gate is for). Memory is counted, not sampled, so no interval is needed. Testing "same" first makes a
 real but sub-threshold change (a CI such as [1.01, 1.02] at t = 5 %, common with many samples and
 run-to-run drift) read "same"; it never changes which pairs regress. Pairs with fewer than MIN_SAMPLES
 samples on a side are "too noisy". A result is *measured* when its status is ok and it has samples;
@@ -25,7 +28,7 @@ noisy" verdict says which side was not measured precisely enough.
 
 The exit code is 1 (a CI gate) when any of these holds, else 0:
 
-- a pair regresses;
+- a pair regresses, in time or in peak memory;
 - either document has no measured result at all (a benchmark that crashed or built nothing);
 - a result is INVALID, in either document, or ERROR in the new one;
 - a subject measured in old is missing, SKIP, FAIL, ERROR or INVALID in new, unless allow_missing
@@ -33,13 +36,14 @@ The exit code is 1 (a CI gate) when any of these holds, else 0:
 
 `to_json` gives the verdicts as a small object, "cudabench.compare" version 1:
 
-    schema, schema_version, threshold (a fraction: 0.05 is 5 %), allow_missing, exit_code,
+    schema, schema_version, threshold (a fraction: 0.05 is 5 %), memory_threshold, allow_missing, exit_code,
     problems[]      why the exit code is 1, one sentence each (empty when it is 0)
     rows[]          key, subject, role, old_median, new_median (seconds per call), old_n, new_n,
                     ratio (new/old), low, high (its 95 % interval), verdict, regressed, note, gpu
                     (the GPU model matched on; "" when all results share one, or matched across models), old_precision,
                     new_precision (half the recorded 95 % interval of each median, relative; NaN if
-                    not recorded)
+                    not recorded), old_memory, new_memory (peak bytes; -1 if not recorded),
+                    memory_regressed
     only_old[], only_new[], unmeasured[], failed[]      {key, subject, reason, gpu}: measured in old only,
                     in new only, in neither (or timed differently), INVALID or ERROR
 """
@@ -60,6 +64,7 @@ RESAMPLES = 2000
 CONFIDENCE = 0.95
 SEED = 20240601       # fixed: the same two files always give the same verdicts
 MIN_SAMPLES = 3
+MEMORY_FLOOR = 1 << 20  # a peak-memory rise smaller than this never counts as a regression
 VERDICTS = ("same", "slower", "faster", "too noisy")
 
 Key = tuple[str, str, str]  # (case key, subject, GPU model or "")
@@ -85,6 +90,9 @@ class Row:
     gpu: str = ""        # the GPU model both ran on ("" when matched across models)
     old_precision: float = math.nan   # half each median's recorded 95 % interval, relative
     new_precision: float = math.nan
+    old_memory: int = -1              # peak bytes of one call; -1 when not recorded
+    new_memory: int = -1
+    memory_regressed: bool = False
 
 
 @dataclass(frozen=True)
@@ -107,10 +115,15 @@ class Comparison:
     failed: tuple[Unmatched, ...] = ()  # INVALID in either, ERROR in new: a failure like a regression
     nothing_measured: tuple[str, ...] = ()  # a sentence for each document without a measured result
     allow_missing: bool = False         # only_old does not fail the gate
+    memory_threshold: float = 0.10
 
     @property
     def regressions(self) -> tuple[Row, ...]:
         return tuple(r for r in self.rows if r.regressed)
+
+    @property
+    def memory_regressions(self) -> tuple[Row, ...]:
+        return tuple(r for r in self.rows if r.memory_regressed)
 
     @property
     def problems(self) -> tuple[str, ...]:
@@ -124,6 +137,9 @@ class Comparison:
         if self.regressions:
             names = ", ".join(f"{r.subject} {r.key}{_on(r.gpu)}" for r in self.regressions)
             lines.append(f"regression beyond {percent(self.threshold)}: {names}")
+        if self.memory_regressions:
+            names = ", ".join(f"{r.subject} {r.key}{_on(r.gpu)} ({memory_change(r)})" for r in self.memory_regressions)
+            lines.append(f"peak memory regression beyond {percent(self.memory_threshold)}: {names}")
         return tuple(lines)
 
     @property
@@ -279,8 +295,25 @@ def _timing(result: Mapping[str, Any]) -> str:
     return f"{m.get('timing', '?')}/{m.get('cache', '?')}"
 
 
+def memory_regressed(old_bytes: int, new_bytes: int, threshold: float) -> bool:
+    """Both recorded, and new above old by more than the threshold and by at least MEMORY_FLOOR."""
+    if old_bytes < 0 or new_bytes < 0:
+        return False
+    return new_bytes - old_bytes >= MEMORY_FLOOR and new_bytes > old_bytes * (1 + threshold)
+
+
+def memory_change(row: Row) -> str:
+    """'96.0 MiB → 192 MiB (+100.0%)', or '-' when either side was not recorded."""
+    from cudabench.results.report import fmt_bytes
+
+    if row.old_memory < 0 or row.new_memory < 0:
+        return "-"
+    change = f" ({(row.new_memory / row.old_memory - 1) * 100:+.1f}%)" if row.old_memory > 0 else ""
+    return f"{fmt_bytes(row.old_memory)} → {fmt_bytes(row.new_memory)}{change}"
+
+
 def compare_pair(old: Mapping[str, Any], new: Mapping[str, Any], xs_old: np.ndarray, xs_new: np.ndarray,
-                 threshold: float, gpu: str = "") -> Row:
+                 threshold: float, gpu: str = "", memory_threshold: float = 0.10) -> Row:
     """Verdict for one subject on one case; both sides have samples."""
     ratio = float(np.median(xs_new) / np.median(xs_old))
     low, high = ratio_interval(xs_old, xs_new)
@@ -291,9 +324,11 @@ def compare_pair(old: Mapping[str, Any], new: Mapping[str, Any], xs_old: np.ndar
     if said == "too noisy":  # say which side's median is not known well enough to decide
         vague = [f"{side} median ±{p:.1%}" for side, p in precision.items() if p == p and p > threshold / 2]
         notes += vague and [", ".join(vague) + " (95 %): measure again with a smaller --noise or a longer --max-time"]
+    old_bytes, new_bytes = int(old.get("peak_memory", -1)), int(new.get("peak_memory", -1))
     return Row(new["case"]["key"], new["subject"], new.get("role", ""), float(np.median(xs_old)),
                float(np.median(xs_new)), int(xs_old.size), int(xs_new.size), ratio, low, high, said,
-               said == "slower" and ratio > 1 + threshold, "; ".join(notes), gpu, precision["old"], precision["new"])
+               said == "slower" and ratio > 1 + threshold, "; ".join(notes), gpu, precision["old"], precision["new"],
+               old_bytes, new_bytes, memory_regressed(old_bytes, new_bytes, memory_threshold))
 
 
 def _failures(olds: Mapping[Key, Mapping[str, Any]], news: Mapping[Key, Mapping[str, Any]]) -> list[Unmatched]:
@@ -308,7 +343,7 @@ def _unmatched(key: Key, reason: str) -> Unmatched:
 
 
 def compare_documents(old: Mapping[str, Any], new: Mapping[str, Any], threshold: float = 0.05,
-                      allow_missing: bool = False) -> Comparison:
+                      allow_missing: bool = False, memory_threshold: float = 0.10) -> Comparison:
     """Match results by (case key, subject, GPU model) and give each pair measured on both sides a
     verdict; `allow_missing` lets subjects measured in old only pass the gate (see the module docstring)."""
     models_old, models_new = gpu_models(old), gpu_models(new)
@@ -326,7 +361,7 @@ def compare_documents(old: Mapping[str, Any], new: Mapping[str, Any], threshold:
         if xa is not None and xb is not None and _timing(a) != _timing(b):
             unmeasured.append(_unmatched(key, f"not comparable: timed as {_timing(a)} in old, {_timing(b)} in new"))
         elif xa is not None and xb is not None:
-            rows.append(compare_pair(a, b, xa, xb, threshold, key[2]))
+            rows.append(compare_pair(a, b, xa, xb, threshold, key[2], memory_threshold))
         elif xa is not None:
             only_old.append(_unmatched(key, _why_not_measured(b, "new")))
         elif xb is not None:
@@ -335,7 +370,7 @@ def compare_documents(old: Mapping[str, Any], new: Mapping[str, Any], threshold:
             unmeasured.append(_unmatched(key, f"{_why_not_measured(a, 'old')}; {_why_not_measured(b, 'new')}"))
     nothing = _nothing_measured(old, "old") + _nothing_measured(new, "new")
     return Comparison(tuple(rows), tuple(only_old), tuple(only_new), tuple(unmeasured), threshold, tuple(failed),
-                      tuple(nothing), allow_missing)
+                      tuple(nothing), allow_missing, memory_threshold)
 
 
 def _change(ratio: float) -> str:
@@ -372,7 +407,7 @@ def to_json(comparison: Comparison) -> dict[str, Any]:
         return [dataclasses.asdict(u) for u in items]
 
     return {"schema": JSON_SCHEMA, "schema_version": JSON_VERSION, "threshold": comparison.threshold,
-            "allow_missing": comparison.allow_missing, "exit_code": comparison.exit_code,
+            "memory_threshold": comparison.memory_threshold, "allow_missing": comparison.allow_missing, "exit_code": comparison.exit_code,
             "problems": list(comparison.problems), "rows": [dataclasses.asdict(r) for r in comparison.rows],
             "only_old": unmatched(comparison.only_old), "only_new": unmatched(comparison.only_new),
             "unmeasured": unmatched(comparison.unmeasured), "failed": unmatched(comparison.failed)}
@@ -388,12 +423,17 @@ def to_markdown(comparison: Comparison) -> str:
     lines = [f"**cudabench compare**: {outcome} · threshold {percent(comparison.threshold)} · "
              "interval: 95 % bootstrap of the ratio of medians", ""]
     if comparison.rows:
-        lines += ["| case | kernel | old median | new median | new/old | verdict | note |",
-                  "|---|---|---:|---:|---:|---|---|"]
+        memory = any(r.old_memory >= 0 or r.new_memory >= 0 for r in comparison.rows)
+        lines += ["| case | kernel | old median | new median | new/old | verdict | " + ("peak memory | " if memory
+                                                                                       else "") + "note |",
+                  "|---|---|---:|---:|---:|---|" + ("---|" if memory else "") + "---|"]
         for r in comparison.rows:
             text = f"**{verdict_text(r)}**" if r.regressed else verdict_text(r)
             cells = [r.key + _on(r.gpu), r.subject, median_text(r.old_median, r.old_precision),
-                     median_text(r.new_median, r.new_precision), f"{r.ratio:.3f}", text, r.note]
+                     median_text(r.new_median, r.new_precision), f"{r.ratio:.3f}", text]
+            if memory:
+                cells.append(memory_change(r) + (" **REGRESSION**" if r.memory_regressed else ""))
+            cells.append(r.note)
             lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     else:
         lines.append("No subject was measured in both files.")

@@ -12,15 +12,16 @@ every field against cudabench.results.schema):
                     (variant | baseline), status (ok | SKIP | FAIL | ERROR | INVALID), skipped
                     (reason or null), error (the crash, hang or exception's own text, or null),
                     host, gpu, gpu_index, gpu_uuid (where it ran), integrity [{name, verdict (pass | fail | not run),
-                    detail}], flops, bytes, check {errors {output: rel error}, tolerance, passed} | null,
+                    detail}], peak_memory (bytes one call allocated beyond what was allocated before
+                    it, through PyTorch's allocator; -1 when not measured), flops, bytes, check {errors {output: rel error}, tolerance, passed} | null,
                     stats {n, median, q1, q3, min, max, mean, stdev, iqr, noise, ci_low, ci_high,
                     precision (half the median's 95 % interval over the median)} | null,
                     measurement {timing, cache, unit, warmup_calls, warmup_seconds, stop_reason,
                     calls_per_sample, clocks, extra, samples[]} | null
 
 Version 2 added error, integrity, host and gpu (absent in version 1 files); stats.ci_low, ci_high and
-precision, the result's phases {name: seconds}, gpu_index and gpu_uuid came later in version 2 (absent
-in earlier version 2 files; readers treat them as unknown: index -1, UUID ""). Times are seconds per call. JSON has no NaN or infinity: they are written as "nan", "inf", "-inf".
+precision, the result's phases {name: seconds}, gpu_index, gpu_uuid and peak_memory came later in version 2
+(absent in earlier version 2 files; readers treat them as unknown: index -1, UUID "", memory -1). Times are seconds per call. JSON has no NaN or infinity: they are written as "nan", "inf", "-inf".
 
 Writers follow symlinks and replace the target atomically (a symlink stays a symlink), refuse folders,
 devices and FIFOs, and take "-" (or /dev/stdout) for standard output, written directly.
@@ -66,6 +67,7 @@ def result_to_dict(r: Result) -> dict[str, Any]:
         "gpu_uuid": r.gpu_uuid,
         "integrity": [dataclasses.asdict(c) for c in r.integrity],
         "phases": dict(r.phases),
+        "peak_memory": r.peak_memory,
         "flops": r.flops,
         "bytes": r.bytes,
         "check": None,
@@ -111,7 +113,8 @@ def result_from_dict(d: Mapping[str, Any]) -> Result:
                   error=d.get("error") or "", host=d.get("host", ""), gpu=d.get("gpu", ""),
                   gpu_index=int(d.get("gpu_index", -1)), gpu_uuid=d.get("gpu_uuid", ""),
                   integrity=tuple(IntegrityCheck(**i) for i in d.get("integrity", ())),
-                  phases=tuple((k, float(v)) for k, v in (d.get("phases") or {}).items()))
+                  phases=tuple((k, float(v)) for k, v in (d.get("phases") or {}).items()),
+                  peak_memory=int(d.get("peak_memory", -1)))
 
 
 def document(results: Iterable[Result], env: Environment, command: str = "",
@@ -284,7 +287,8 @@ def load_results(path: Path | str) -> dict[str, Any]:
 # ---- CSV and Markdown ----------------------------------------------------------------------------
 
 COLUMNS = ("family", "shape", "direction", "dtype", "subject", "role", "status", "rel_error", "median", "ci_low",
-           "ci_high", "q1", "q3", "min", "mean", "stdev", "n", "kernel_time", "kernels_per_call", "timing", "cache", "skipped")
+           "ci_high", "q1", "q3", "min", "mean", "stdev", "n", "kernel_time", "kernels_per_call", "peak_memory", "timing",
+           "cache", "skipped")
 TIME_COLUMNS = ("median", "ci_low", "ci_high", "q1", "q3", "min", "mean", "stdev")  # ci: the median's 95 %
 
 
@@ -296,6 +300,12 @@ def _count(value: Any) -> Optional[float | int]:
     """A count stored as a float in measurement.extra: 2.0 reads 2, a fractional mean stays as it is."""
     number = _number(value)
     return int(number) if number is not None and number.is_integer() else number
+
+
+def memory_of(result: Mapping[str, Any]) -> Optional[int]:
+    """A result's peak memory in bytes, None when it was not measured."""
+    value = result.get("peak_memory", -1)
+    return None if value is None or int(value) < 0 else int(value)
 
 
 def _worst_error(check: Optional[Mapping[str, Any]]) -> Optional[float]:
@@ -325,6 +335,7 @@ def flat_rows(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
                "status": r.get("status"), "rel_error": _worst_error(r.get("check")), "n": stats.get("n"),
                "kernel_time": _number(extra.get("kernel_time_cupti")),
                "kernels_per_call": _count(extra.get("kernels_per_call")),
+               "peak_memory": memory_of(r),
                "timing": m.get("timing"), "cache": m.get("cache"), "skipped": _why(r)}
         row.update({c: _number(stats.get(c)) for c in TIME_COLUMNS})
         rows.append(row)
@@ -355,11 +366,11 @@ def markdown_header(doc: Mapping[str, Any]) -> str:
 
 def to_markdown(doc: Mapping[str, Any]) -> str:
     """A GitHub table of the results under a line with GPU, driver, CUDA, torch and date."""
-    from cudabench.results.report import fmt_error, fmt_time
+    from cudabench.results.report import fmt_bytes, fmt_error, fmt_time
 
     head = ["family", "shape", "dir", "dtype", "subject", "role", "status", "rel err", "median", "ci low", "ci high", "q1",
-            "q3", "min", "mean", "stdev", "n", "kernel time", "kernels/call", "timing", "cache"]
-    numeric = (*TIME_COLUMNS, "ci low", "ci high", "n", "rel err", "kernel time", "kernels/call")
+            "q3", "min", "mean", "stdev", "n", "kernel time", "kernels/call", "peak memory", "timing", "cache"]
+    numeric = (*TIME_COLUMNS, "ci low", "ci high", "n", "rel err", "kernel time", "kernels/call", "peak memory")
     lines = [markdown_header(doc), "", "| " + " | ".join(head) + " |",
              "|" + "|".join("---:" if h in numeric else "---" for h in head) + "|"]
     for row in flat_rows(doc):
@@ -367,6 +378,7 @@ def to_markdown(doc: Mapping[str, Any]) -> str:
         cells = [row["family"], row["shape"], row["direction"], row["dtype"], row["subject"], row["role"], row["status"],
                  "-" if err is None else fmt_error(err), *(fmt_time(row[c]) for c in TIME_COLUMNS),
                  "-" if row["n"] is None else str(row["n"]), fmt_time(row["kernel_time"]),
-                 "-" if per_call is None else f"{per_call:g}", row["timing"] or "-", row["cache"] or "-"]
+                 "-" if per_call is None else f"{per_call:g}", fmt_bytes(row["peak_memory"]), row["timing"] or "-",
+                 row["cache"] or "-"]
         lines.append("| " + " | ".join(str(c or "-").replace("|", "\\|") for c in cells) + " |")
     return "\n".join(lines) + "\n"

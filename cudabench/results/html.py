@@ -23,7 +23,7 @@ th { background: #f2f2f2; } td.text { text-align: left; }
 
 COLUMNS = (("subject", "subject"), ("role", "role"), ("dir", "direction"), ("status", "status"),
            ("rel err", "rel_error"), ("median", "median"), ("95 % CI low", "ci_low"), ("95 % CI high", "ci_high"),
-           ("n", "n"), ("timing", "timing"), ("note", "skipped"))
+           ("n", "n"), ("peak memory", "peak_memory"), ("timing", "timing"), ("note", "skipped"))
 TEXT_COLUMNS = {"subject", "role", "direction", "status", "timing", "skipped"}
 
 
@@ -90,12 +90,14 @@ def _table(rows: Sequence[Mapping[str, Any]]) -> str:
 
 
 def _cell(key: str, value: Any) -> str:
-    from cudabench.results.report import fmt_time
+    from cudabench.results.report import fmt_bytes, fmt_time
 
     if value in (None, ""):
         return ""
     if key in ("median", "ci_low", "ci_high"):
         return fmt_time(float(value))
+    if key == "peak_memory":
+        return fmt_bytes(value)
     if key == "rel_error":
         return f"{float(value):.1e}"
     return str(value)

@@ -136,6 +136,7 @@ class Result:
     gpu_index: int = -1
     gpu_uuid: str = ""
     phases: tuple[tuple[str, float], ...] = ()  # seconds per phase in the worker (measure.subject.PHASES)
+    peak_memory: int = -1           # bytes one call allocated beyond what was allocated before it; -1: not measured
 
     @property
     def status(self) -> str:

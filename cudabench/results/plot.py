@@ -220,6 +220,23 @@ def _draw_speedups(ax: Any, panel: Panel) -> None:
     ax.legend(fontsize=8)
 
 
+def has_memory(panel: Panel) -> bool:
+    return any(r.get("peak_memory", -1) >= 0 for line in panel.lines for _, r in line.points)
+
+
+def _draw_memory(ax: Any, panel: Panel) -> None:
+    """Peak memory of one call against the swept parameter, log scale (what grows as N² shows)."""
+    for line in panel.lines:
+        pts = [(x, r["peak_memory"] / (1 << 20)) for x, r in line.points if r.get("peak_memory", -1) > 0]
+        if pts:
+            ax.plot([x for x, _ in pts], [m for _, m in pts], "--" if line.role == "baseline" else "-", marker="o",
+                    markersize=4, label=line.label)
+    ax.set_yscale("log")
+    ax.set_ylabel("peak memory per call (MiB, log scale)")
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize=8)
+
+
 def _suptitle(doc: Mapping[str, Any]) -> str:
     env = doc.get("environment") or {}
     timings = {(r.get("measurement") or {}).get("timing") for r in doc.get("results", []) if r.get("measurement")}
@@ -276,13 +293,16 @@ def plot_sweep(doc: Mapping[str, Any], out_path: Path | str, parameter: Optional
     Figure, Canvas, fixed, null = matplotlib_classes()
     image_format = check_image_path(out_path)
     panels = sweep_panels(doc, parameter)
-    fig = Figure(figsize=(6.4 * len(panels), 8.5), layout="constrained")
+    rows = 3 if any(has_memory(p) for p in panels) else 2  # a memory row when peak memory was recorded
+    fig = Figure(figsize=(6.4 * len(panels), 4.25 * rows), layout="constrained")
     Canvas(fig)
-    axes = fig.subplots(2, len(panels), squeeze=False, sharex="col")
+    axes = fig.subplots(rows, len(panels), squeeze=False, sharex="col")
     for col, panel in enumerate(panels):
         xs = [x for line in panel.lines for x, _ in line.points]
         _draw_times(axes[0][col], panel)
         _draw_speedups(axes[1][col], panel)
-        _x_axis(axes[1][col], xs, " = ".join(panel.axis), (fixed, null))  # shared with the top panel
+        if rows == 3:
+            _draw_memory(axes[2][col], panel)
+        _x_axis(axes[rows - 1][col], xs, " = ".join(panel.axis), (fixed, null))  # shared with the panels above
     fig.suptitle(_suptitle(doc), fontsize=12)
     return save_figure(fig, out_path, image_format)

@@ -27,6 +27,18 @@ def fmt_time(seconds: Optional[float]) -> str:
     return f"{seconds:.3f} s"
 
 
+def fmt_bytes(count: Optional[float]) -> str:
+    """Bytes in binary units, three figures: 0 B, 512 B, 1.50 KiB, 96.0 MiB, 300 MiB, 1.25 GiB ('-' when
+    unknown)."""
+    if count is None or count < 0:
+        return "-"
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if count >= size:
+            value = count / size
+            return f"{value:.{2 if value < 10 else 1 if value < 100 else 0}f} {unit}"
+    return f"{count:.0f} B"
+
+
 def fmt_share(value: float) -> str:
     """A relative precision such as ±0.12 %; '-' where unknown."""
     return f"±{value:.2%}" if math.isfinite(value) else "-"
@@ -78,8 +90,9 @@ def results_table(results: Sequence[Result], title: str) -> Table:
                                                 ("ceiling_fraction", "% ceiling"))
                 if any(extra(r, key) is not None for r in results)]
     baselines = list(dict.fromkeys(r.subject for r in results if r.role == "baseline" and r.trusted))
+    memory = any(r.peak_memory >= 0 for r in results)
     columns = ["dir", "kernel", "rel err", median_label, "±95% CI", "IQR", "min", "n", *(label for _, label in optional),
-               "TFLOP/s", "GB/s", *(f"vs {b}" for b in baselines)]
+               "TFLOP/s", "GB/s", *(["peak mem"] if memory else []), *(f"vs {b}" for b in baselines)]
     for col in columns:
         table.add_column(col, justify="left" if col in ("dir", "kernel") else "right")
     for direction, group in groupby(results, key=lambda r: r.case.direction):
@@ -100,6 +113,7 @@ def results_table(results: Sequence[Result], title: str) -> Table:
                      str(s.n), *(optional_cell(r, key) for key, _ in optional)]
             tflops, gbs = throughput(r.flops, t) / 1e12, throughput(r.bytes, t) / 1e9
             cells += [f"{tflops:.2f}" if tflops else "-", f"{gbs:.0f}" if gbs else "-"]
+            cells += [fmt_bytes(r.peak_memory)] if memory else []
             for b in baselines:
                 base = next((x for x in rows if x.subject == b and x.trusted), None)
                 cells.append(f"{speedup(base.stats.median, s.median):.2f}×" if base and r.trusted else "-")
@@ -317,16 +331,25 @@ VERDICT_STYLE = {"same": "green", "faster": "bold green", "slower": "bold red", 
 
 def compare_table(comparison: Any) -> Table:
     """One row per case and subject measured in both files: medians, ratio, its 95 % interval."""
-    from cudabench.results.compare import median_text, verdict_text
+    from cudabench.results.compare import median_text, memory_change, verdict_text
 
-    table = Table(title=f"new vs old (threshold {comparison.threshold:.0%}; interval: 95 % bootstrap of the "
-                        "ratio of medians)", title_justify="left", header_style="bold")
-    for col in ("case", "kernel", "old median", "new median", "new/old", "verdict", "note"):
+    memory = any(r.old_memory >= 0 or r.new_memory >= 0 for r in comparison.rows)
+    table = Table(title=f"new vs old (threshold {comparison.threshold:.0%}"
+                        + (f", peak memory {comparison.memory_threshold:.0%}" if memory else "")
+                        + "; interval: 95 % bootstrap of the ratio of medians)", title_justify="left",
+                  header_style="bold")
+    columns = ("case", "kernel", "old median", "new median", "new/old", "verdict", *(["peak memory"] if memory else []),
+               "note")
+    for col in columns:
         table.add_column(col, justify="right" if col in ("old median", "new median", "new/old") else "left")
     for r in comparison.rows:
-        table.add_row(r.key + (f" on {r.gpu}" if r.gpu else ""), r.subject, median_text(r.old_median, r.old_precision),
-                      median_text(r.new_median, r.new_precision), f"{r.ratio:.3f}",
-                      Text(verdict_text(r), style=VERDICT_STYLE.get(r.verdict, "")), r.note)
+        cells = [r.key + (f" on {r.gpu}" if r.gpu else ""), r.subject, median_text(r.old_median, r.old_precision),
+                 median_text(r.new_median, r.new_precision), f"{r.ratio:.3f}",
+                 Text(verdict_text(r), style=VERDICT_STYLE.get(r.verdict, ""))]
+        if memory:
+            cells.append(Text(memory_change(r) + (" REGRESSION" if r.memory_regressed else ""),
+                              style="bold red" if r.memory_regressed else ""))
+        table.add_row(*cells, r.note)
     return table
 
 

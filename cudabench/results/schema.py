@@ -118,6 +118,7 @@ class Result(_Record):
     gpu_uuid: str = ""
     integrity: list[IntegrityItem] = []
     phases: dict[str, Number] = {}  # added later in version 2: seconds per phase of the subject
+    peak_memory: int = -1           # added later in version 2: bytes one call allocated beyond its inputs
 
 
 class Document(_Record):

@@ -96,3 +96,14 @@ def test_no_integrity_says_the_figures_are_unverified(hostile):
                                    "--no-integrity"])
     assert res.exit_code == 0, res.output
     assert "integrity checks SKIPPED" in res.output
+
+
+def test_memory_a_subject_hoards_between_calls_is_counted(hostile):
+    """hostile-hoard allocates nothing new in a warm call but keeps 64 MiB from its first: its peak
+    memory counts it; the honest variant's is its output (n floats)."""
+    results = run(hostile, ["hostile-honest", "hostile-hoard"])
+    honest, hoard = results["hostile-honest"], results["hostile-hoard"]
+    assert honest.status == "ok" and hoard.status == "ok"
+    output = SHAPE["n"] * 4
+    assert output <= honest.peak_memory < output + (1 << 20)
+    assert hoard.peak_memory >= output + (64 << 20)

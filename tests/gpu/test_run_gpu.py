@@ -80,3 +80,22 @@ def test_lower_precisions_check_and_time_the_baselines_and_skip_float32_kernels(
         else:  # PyTorch's own ops, timex-fft and timex-mma, in the same precision, within its tolerance and trusted
             assert r["status"] == "ok", (r["subject"], r["case"]["key"], r.get("skipped"), r.get("integrity"))
             assert 0 < r["check"]["errors"]["out"] <= r["check"]["tolerance"]
+
+
+def test_peak_memory_is_recorded_and_sane(tmp_path):
+    """Each measured subject records what one call allocated: at least its output, more for the FFT
+    convolution (its spectra) than for timex-fft (output only), and more with the backward
+    (gradients, saved tensors) than without; shown in the table and the CSV."""
+    path = tmp_path / "r.json"
+    res = CliRunner().invoke(app, ["run", "-k", "timex-fft", "-k", "timex-v4", "--shape", "B=8,C=64,T=512", "-d", "fwd",
+                                   "-d", "fwdbwd", "-b", "fft", "--repeat", "5", "--json", str(path),
+                                   "--csv", str(tmp_path / "r.csv")])
+    assert res.exit_code == 0, res.output
+    assert "peak mem" in res.output
+    peak = {(r["subject"], r["case"]["direction"]): r["peak_memory"] for r in json.loads(path.read_text())["results"]}
+    output_bytes = 8 * 64 * 512 * 4
+    assert all(bytes_ >= output_bytes for bytes_ in peak.values()), peak
+    assert peak[("fft", "fwd")] > 2 * peak[("timex-fft", "fwd")], peak
+    for subject in ("timex-fft", "timex-v4", "fft"):
+        assert peak[(subject, "fwdbwd")] > peak[(subject, "fwd")], peak
+    assert "peak_memory" in (tmp_path / "r.csv").read_text().splitlines()[0]

@@ -56,6 +56,21 @@ def bind_cached(ext):
     return op
 
 
+def bind_hoard(ext):
+    """Computes honestly, and keeps a 64 MiB scratch tensor made at its first call for all later
+    calls: a call that allocates nothing new, but needs the memory."""
+    scratch = []
+
+    def op(x):
+        if not scratch:
+            scratch.append(torch.empty(64 << 20, dtype=torch.uint8, device=x.device))
+        y = empty_like(x)
+        ext.hostile(x, y, HONEST)
+        return y
+
+    return op
+
+
 def bind_exit(ext):
     def op(x):
         os._exit(3)
@@ -94,6 +109,8 @@ FAMILY = Family(
            bind(HANG)),
         _v("hostile-assert", "a device-side assert fails (sticky 'device-side assert triggered')",
            bind(ASSERT)),
+        _v("hostile-hoard", "computes honestly, keeps a 64 MiB scratch tensor made at its first call",
+           bind_hoard),
         _v("hostile-exit", "the op calls os._exit(3): the worker process dies", bind_exit),
         _v("hostile-segfault", "the op dereferences a null pointer through ctypes: SIGSEGV", bind_segfault),
         _v("hostile-persist-l2", "computes honestly but leaves process-wide state behind: the persisting-L2 "

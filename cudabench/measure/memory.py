@@ -1,0 +1,34 @@
+"""Peak GPU memory of one call: the most bytes PyTorch's caching allocator had handed out during the
+call beyond what was allocated before the subject's first call (its inputs and the reference are
+allocated by then). So it counts the call's outputs, gradients, scratch tensors and what autograd
+saves, and also what the subject keeps between calls (a scratch buffer cached at its first call):
+memory it needs, whether it allocates it every call or hoards it.
+
+How allocator caching is handled: `max_memory_allocated` counts bytes in live tensors, not the
+pool the allocator reserves, so blocks cached between calls neither add to the figure nor hide
+from it; its peak is reset right before the measured call, which runs warm (after the check's
+call). Memory taken outside PyTorch's allocator (an extension's own cudaMalloc, a library's
+handles) is not seen."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+
+def allocated_bytes() -> int:
+    import torch
+
+    return int(torch.cuda.memory_allocated())
+
+
+def peak_memory(call: Callable[[], Any], sync: Callable[[], None], since: int) -> int:
+    """Bytes allocated at the peak of one `call`, beyond the `since` allocated before the subject ran."""
+    import torch
+
+    sync()
+    torch.cuda.reset_peak_memory_stats()
+    out = call()
+    sync()
+    peak = torch.cuda.max_memory_allocated() - since
+    del out
+    return max(0, int(peak))
