@@ -41,6 +41,7 @@ EXAMPLES = {
                "cudabench report --html report.html --results sweep.json --store results.db"],
     "compare-sync-modes": ["cudabench compare-sync-modes", "cudabench compare-sync-modes --kernel timex-v4 --iters 30",
                            "cudabench compare-sync-modes -k add2 --timeline add2-sync-modes.png"],
+    "compare-transfer": ["cudabench compare-transfer", "cudabench compare-transfer --sizes 4KB,64MB --iters 20"],
     "profile": ["cudabench profile --kernel timex-v4", "cudabench profile -k timex-fft -d fwdbwd --tool ncu",
                 "cudabench profile -k add2 --tool torch", "cudabench profile -k add2 --timeline add2-nsys.png"],
 }
@@ -56,6 +57,7 @@ COMMANDS = [
     ("plot", results.plot),
     ("report", results.report_cmd),
     ("compare-sync-modes", lessons.compare_sync_modes),
+    ("compare-transfer", lessons.compare_transfer),
     ("profile", profile.profile),
 ]
 for name, command in COMMANDS:

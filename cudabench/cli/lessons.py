@@ -1,5 +1,6 @@
-"""`cudabench compare-sync-modes`: the tutorial's four synchronize placements beside the correct
-timers, measured in a worker process like every other run."""
+"""The lessons: `cudabench compare-sync-modes` (the tutorial's four synchronize placements beside the
+correct timers) and `cudabench compare-transfer` (host-to-device copies timed right and wrong, and
+overlap), measured in a worker process like every other run."""
 
 from __future__ import annotations
 
@@ -101,3 +102,81 @@ def _environment(data: dict):
     from cudabench.cli.run import environment_record
 
     return environment_record(data)
+
+
+SIZE_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30}
+MAX_TRANSFER = 16 * 10**9  # bytes: pinned, pageable and device copies of this size must fit
+
+
+def parse_size(text: str) -> int:
+    """'1MB' (10^6), '256MiB' (2^20), '1GB', '4096', '2^20' -> bytes."""
+    import re
+
+    from cudabench.spec.shapes import parse_value
+
+    match = re.fullmatch(r"\s*([0-9^*_.]+)\s*([A-Za-z]*)\s*", text)
+    unit = match.group(2).upper() if match else ""
+    try:
+        if not match or unit not in SIZE_UNITS:
+            raise ValueError(text)
+        number = match.group(1)
+        value = float(number) * SIZE_UNITS[unit] if "." in number else parse_value(number) * SIZE_UNITS[unit]
+    except ValueError:
+        raise ShapeError(f"Cannot read the size '{text}'.", "Write sizes like 1MB, 256MiB, 1GB, 2^20 or 4096 "
+                         "(bytes).") from None
+    if not 1 <= value <= MAX_TRANSFER:
+        raise ShapeError(f"The size '{text}' is outside 1 byte … 16 GB.", "Choose sizes between 1 B and 16GB.")
+    return int(value)
+
+
+def compare_transfer(
+    sizes: str = typer.Option("1MB,16MB,256MB,1GB", "--sizes", help="Copy sizes, comma-separated (1MB = 10^6 bytes, "
+                              "1MiB = 2^20)."),
+    iters: int = typer.Option(10, "--iters", "-n", min=1, max=10_000, help="Copies per size, source and method."),
+    overlap_size: str = typer.Option("256MB", "--overlap-size", help="The next batch copied during a kernel."),
+    json_path: Optional[Path] = typer.Option(None, "--json", help="Also write every sample (seconds per copy) "
+                                             "and the overlap figures here."),
+) -> None:
+    """Host-to-device copies from pageable and pinned memory, blocking and not, timed correctly and the
+    way people get wrong; then a copy overlapped with a kernel."""
+    from cudabench.device import require_gpu
+    from cudabench.engine.lane import HELLO_TIMEOUT
+    from cudabench.engine.workers import ProcessWorker, WorkerLost, worker_command
+    from cudabench.errors import CudabenchError
+    from cudabench.measure import transfer
+    from cudabench.results import report
+
+    from cudabench.results.export import check_output_path, write_json_atomic
+
+    check_output_path(json_path)
+    chosen = [parse_size(s) for s in sizes.split(",") if s.strip()]
+    if not chosen:
+        raise ShapeError("--sizes names no size.", "e.g. --sizes 1MB,1GB")
+    batch = parse_size(overlap_size)
+    require_gpu()
+    worker = ProcessWorker(worker_command())
+    try:
+        ready = worker.request({"op": "hello", "kernels_dirs": []}, HELLO_TIMEOUT)
+        if ready.get("type") != "ready":
+            raise CudabenchError(str(ready.get("message")), str(ready.get("hint", "")))
+        detail(report.environment_line(_environment(ready["environment"])))
+        seconds = HELLO_TIMEOUT + iters * (sum(chosen) + batch) / 1e8  # a slow pageable link: 0.1 GB/s
+        reply = worker.request({"op": "transfer", "sizes": chosen, "iterations": iters, "overlap_size": batch},
+                               seconds)
+    except WorkerLost as lost:
+        raise CudabenchError(f"the copies could not be measured: {lost.reason}") from None
+    finally:
+        worker.close()
+    if reply.get("type") != "transfer":
+        raise CudabenchError(str(reply.get("message", reply)), str(reply.get("hint", "")))
+    if json_path:
+        write_json_atomic(json_path, {"schema": "cudabench.transfer", "schema_version": 1, "environment":
+                                      ready["environment"], "copies": reply["copies"], "overlap": reply["overlap"]})
+    copies = [transfer.CopyResult(**{**c, "samples": tuple(c["samples"])}) for c in reply["copies"]]
+    overlap = reply["overlap"]
+    overlap = transfer.Overlap(**{**overlap, "sequential": tuple(overlap["sequential"]),
+                                  "overlapped": tuple(overlap["overlapped"])})
+    out.print(f"{iters} copies per row, each from an idle GPU; medians.")
+    out.print(report.transfer_table(copies))
+    out.print(report.overlap_table(overlap))
+    out.print(transfer.EXPLANATION)

@@ -62,6 +62,8 @@ class Handler:
                 return self._sync_modes(request)
             if op == "profile":
                 return self._profile(request)
+            if op == "transfer":
+                return self._transfer(request)
         except CudabenchError as exc:
             return {"type": "error", "message": exc.message, "hint": exc.hint, "exit_code": exc.exit_code,
                     "healthy": self._healthy()}
@@ -171,6 +173,17 @@ class Handler:
             reply["timeline"] = sync_modes.timeline(call, request["timeline"], min(request["warmup"], 3), busy_ms)
             reply["timeline_busy_ms"] = busy_ms
         return reply
+
+    def _transfer(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Host-to-device copies by every method, then a copy overlapped with a kernel."""
+        from cudabench.device import require_gpu
+        from cudabench.measure import transfer
+
+        require_gpu()
+        copies = transfer.time_copies(list(request["sizes"]), request["iterations"])
+        overlap = transfer.overlap(request["overlap_size"], request["iterations"])
+        return {"type": "transfer", "copies": [dataclasses.asdict(c) for c in copies],
+                "overlap": dataclasses.asdict(overlap)}
 
     def _profile(self, request: dict[str, Any]) -> dict[str, Any]:
         """Build, check and warm up outside the capture; one CUDA-event measurement (for the parent's

@@ -39,6 +39,14 @@ def fmt_bytes(count: Optional[float]) -> str:
     return f"{count:.0f} B"
 
 
+def fmt_decimal_bytes(count: int) -> str:
+    """Sizes as users write copies: 4096 B, 1 MB, 256 MB, 1.5 GB (powers of 1000)."""
+    for unit, size in (("GB", 10**9), ("MB", 10**6), ("KB", 10**3)):
+        if count >= size:
+            return f"{count / size:g} {unit}"
+    return f"{count} B"
+
+
 def fmt_share(value: float) -> str:
     """A relative precision such as ±0.12 %; '-' where unknown."""
     return f"±{value:.2%}" if math.isfinite(value) else "-"
@@ -244,6 +252,38 @@ def sync_modes_table(results: Sequence[Any]) -> Table:
     for r in results:
         valid = Text("yes", style="green") if r.valid else Text("no", style="bold red")
         table.add_row(r.name, fmt_time(r.first), fmt_time(r.rest_median), valid, r.contains)
+    return table
+
+
+def transfer_table(copies: Sequence[Any]) -> Table:
+    """compare-transfer: one row per size, source, non_blocking and method; GB/s against the link's
+    measured peak (the fastest valid figure); invalid methods marked."""
+    peak = max((c.gbps for c in copies if c.valid), default=0.0)
+    table = Table(title=f"host → device copies (link peak measured here: {peak:.1f} GB/s)", title_justify="left",
+                  header_style="bold")
+    for col in ("size", "from", "non_blocking", "method", "median", "GB/s", "% of link", "valid"):
+        table.add_column(col, justify="right" if col in ("size", "median", "GB/s", "% of link") else "left")
+    for c in copies:
+        share = f"{c.gbps / peak:.0%}" if peak and c.valid else "-"
+        verdict = Text("yes", style="green") if c.valid else Text("NO: the copy may still be running",
+                                                                  style="bold red")
+        table.add_row(fmt_decimal_bytes(c.size), "pinned" if c.pinned else "pageable", str(c.non_blocking), c.method,
+                      fmt_time(c.median), f"{c.gbps:.1f}", share, verdict)
+    return table
+
+
+def overlap_table(o: Any) -> Table:
+    """compare-transfer: the next batch's copy and a kernel, one after the other and overlapped."""
+    import statistics
+
+    seq, both = statistics.median(o.sequential), statistics.median(o.overlapped)
+    table = Table(title=f"overlap: copy {fmt_decimal_bytes(o.size)} (pinned, non_blocking) {fmt_time(o.copy)} and "
+                        f"{o.kernel_name} {fmt_time(o.kernel)} (wall time, synchronized host clock)",
+                  title_justify="left", header_style="bold")
+    for col in ("schedule", "median wall", "saved"):
+        table.add_column(col, justify="left" if col == "schedule" else "right")
+    table.add_row("one stream: copy, then kernel", fmt_time(seq), "-")
+    table.add_row("copy on a second stream during the kernel", fmt_time(both), f"{1 - both / seq:.0%}")
     return table
 
 

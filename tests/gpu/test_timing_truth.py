@@ -131,3 +131,27 @@ def test_compare_sync_modes_draws_the_timeline(tmp_path, monkeypatch):
             assert any(clock["start"] <= s["start"] <= s["end"] <= clock["end"] for s in host
                        if s["kind"] == "launch"), (mode, clock, host)
     assert drawn["headings"]["both"][1] is True and drawn["headings"]["none"][1] is False
+
+
+def test_compare_transfer_flags_the_unsynchronised_clock_and_shows_overlap(tmp_path):
+    """From pinned memory a non-blocking copy returns once queued: the host clock alone reads far
+    above the link (flagged), the events figure is a real bandwidth; overlap saves time."""
+    import json
+    import statistics
+
+    path = tmp_path / "t.json"
+    res = CliRunner().invoke(app, ["compare-transfer", "--sizes", "64MB", "--iters", "5", "--overlap-size", "64MB",
+                                   "--json", str(path)])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(path.read_text())
+    gbps = {(c["pinned"], c["non_blocking"], c["method"]): c["size"] / statistics.median(c["samples"]) / 1e9
+            for c in doc["copies"]}
+    valid = {(c["pinned"], c["non_blocking"], c["method"]): c["valid"] for c in doc["copies"]}
+    assert len(gbps) == 12
+    link = gbps[(True, True, "events")]
+    assert 1 < link < 1000  # GB/s: a real link
+    assert gbps[(True, True, "host clock only")] > 2 * link and not valid[(True, True, "host clock only")]
+    assert gbps[(False, False, "events")] < link * 1.05 and valid[(False, False, "host clock only")]
+    assert "NO: the copy may still be running" in res.output and "How to read this" in res.output
+    o = doc["overlap"]
+    assert statistics.median(o["overlapped"]) < 0.9 * statistics.median(o["sequential"])
