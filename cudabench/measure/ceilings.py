@@ -9,7 +9,7 @@ import json
 import os
 import statistics
 from dataclasses import asdict, dataclass
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from cudabench.spec.build import cache_root
 
@@ -43,7 +43,8 @@ class Ceilings:
                 f"{self.sgemm_flops / 1e12:.1f} TFLOP/s (TF32 off), fp32 FMA peak {self.fma_flops / 1e12:.1f} TFLOP/s")
 
 
-def _median_seconds(fn: Callable[[], None], repeats: int) -> float:
+def median_event_seconds(fn: Callable[[], Any], repeats: int) -> float:
+    """Median seconds of `fn` between CUDA events, after three untimed calls."""
     import torch
 
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -64,7 +65,7 @@ def _copy_bandwidth(n: int = 1 << 28) -> float:
     import torch
 
     src, dst = torch.rand(n, device="cuda"), torch.empty(n, device="cuda")
-    return 2 * 4 * n / _median_seconds(lambda: dst.copy_(src), 20)
+    return 2 * 4 * n / median_event_seconds(lambda: dst.copy_(src), 20)
 
 
 def _l2_bandwidth(l2_bytes: int) -> float:
@@ -101,7 +102,7 @@ def measure() -> Ceilings:
     saved = torch.backends.cuda.matmul.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = False
     try:
-        sgemm = 2 * m**3 / _median_seconds(lambda: torch.matmul(a, b), 10)
+        sgemm = 2 * m**3 / median_event_seconds(lambda: torch.matmul(a, b), 10)
     finally:
         torch.backends.cuda.matmul.allow_tf32 = saved
     clocks = read_clocks()

@@ -16,7 +16,7 @@ from __future__ import annotations
 import statistics
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Callable
 
 METHODS = ("events", "host clock, synchronized", "host clock only")
 
@@ -106,6 +106,8 @@ def overlap(size: int, iterations: int) -> Overlap:
     while the kernel runs on the first. Wall time from synchronized host clocks."""
     import torch
 
+    from cudabench.measure.ceilings import median_event_seconds
+
     host = torch.empty(size, dtype=torch.uint8, pin_memory=True).fill_(1)
     device = torch.empty(size, dtype=torch.uint8, device="cuda")
     a = torch.rand(2048, 2048, device="cuda")
@@ -113,15 +115,15 @@ def overlap(size: int, iterations: int) -> Overlap:
     def copy() -> None:
         device.copy_(host, non_blocking=True)
 
-    one_matmul = _events_time(lambda: torch.mm(a, a))
-    copy_time = _events_time(copy)
+    one_matmul = median_event_seconds(lambda: torch.mm(a, a), 5)
+    copy_time = median_event_seconds(copy, 5)
     repeats = max(1, round(copy_time / max(one_matmul, 1e-6)))
 
     def kernel() -> None:
         for _ in range(repeats):
             torch.mm(a, a)
 
-    kernel_time = _events_time(kernel)
+    kernel_time = median_event_seconds(kernel, 5)
     side = torch.cuda.Stream()
 
     def sequential() -> None:
@@ -138,22 +140,6 @@ def overlap(size: int, iterations: int) -> Overlap:
     return Overlap(size, copy_time, kernel_time, f"{repeats}× float32 matmul 2048²",
                    tuple(_wall(sequential) for _ in range(iterations)),
                    tuple(_wall(overlapped) for _ in range(iterations)))
-
-
-def _events_time(fn: Callable[[], Any], repeats: int = 5) -> float:
-    import torch
-
-    fn()
-    times = []
-    for _ in range(repeats):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda.synchronize()
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / 1e3)
-    return statistics.median(times)
 
 
 def _wall(fn: Callable[[], None]) -> float:
