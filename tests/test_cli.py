@@ -43,6 +43,8 @@ def test_run_without_gpu_says_what_still_works(no_gpu):
 
 @pytest.mark.parametrize("args, fragment", [
     (["run", "--kernel", "timx-v4"], "Did you mean: timex-v4"),
+    (["run", "--kernel", "timex-fft,timx-v4"], "Did you mean: timex-v4"),  # a list: each name is looked up
+    (["check", "--kernel", "add2,timex-v3", "--shape", "T=766"], "T must be a multiple of 4"),
     (["run", "--kernel", "timex-v3", "--shape", "T=766"], "T must be a multiple of 4"),
     (["run", "--kernel", "timex-v4", "--shape", "B=12"], "B must be a multiple of 8"),
     (["run", "--kernel", "timex-v4", "--shape", "T=oops"], "not a whole number"),

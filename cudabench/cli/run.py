@@ -176,8 +176,8 @@ def append_to_store(path: Path, doc: dict) -> int:
 
 
 def run(
-    kernel: Optional[List[str]] = typer.Option(None, "--kernel", "-k", help="Kernel or family (repeatable; a "
-                                               "family means all its variants), e.g. timex-v4."),
+    kernel: Optional[List[str]] = typer.Option(None, "--kernel", "-k", help="Kernel or family (repeatable or "
+                                               "comma-separated; a family means all its variants), e.g. timex-v4."),
     config: Optional[Path] = typer.Option(None, "--config", "-c", help="A TOML suite (see configs/): kernels, "
                                           "shapes and sweeps, directions, baselines, timing policy."),
     shape: str = typer.Option("", "--shape", "-s", help="Shape parameters, e.g. B=32,C=768,T=768 "
@@ -283,7 +283,7 @@ def run(
         if gpu_likely() and not cluster:
             runner.launch()  # the worker starts (Python, torch, CUDA) while this process plans
         reg = registry(kernels_dirs)
-        tasks = plan_suite(reg, suite, options) if suite else plan(reg, kernel, parse_shape(shape), options)
+        tasks = plan_suite(reg, suite, options) if suite else plan(reg, split(kernel), parse_shape(shape), options)
         planned = {n for t in tasks for n in [*(v.name for v in t.variants), *(b.name for b in t.baselines)]}
         for name in set(options.renames) - planned:
             say(("note: ", "yellow"), f"--record-as names {name}, which this run does not time.", console=err)
@@ -422,7 +422,8 @@ class progress_for:
 
 
 def check(
-    kernel: List[str] = typer.Option(..., "--kernel", "-k", help="Kernel or family (repeatable)."),
+    kernel: List[str] = typer.Option(..., "--kernel", "-k", help="Kernel or family (repeatable or "
+                                     "comma-separated)."),
     shape: str = typer.Option("", "--shape", "-s", help="Shape parameters (each family takes its own)."),
     direction: Optional[List[str]] = typer.Option(None, "--direction", "-d", help="fwd, bwd or fwdbwd."),
     baselines: bool = typer.Option(False, "--baselines", help="Check the family's default baselines too."),
@@ -440,7 +441,7 @@ def check(
 
     options = RunOptions(directions=split(direction), baselines=None if baselines else (), seed=seed, time=False,
                          inputs=inputs, dtypes=split(dtype))
-    tasks = plan(registry(kernels_dir), kernel, parse_shape(shape), options)
+    tasks = plan(registry(kernels_dir), split(kernel), parse_shape(shape), options)
     require_gpu()
     with start_runner(options, kernels_dir or []) as runner:
         results = runner.run(tasks)
