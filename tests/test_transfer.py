@@ -14,12 +14,13 @@ from cudabench.results.report import overlap_table, transfer_table
 
 
 @pytest.mark.parametrize("text, size", [("1MB", 10**6), ("256MiB", 256 << 20), ("1GB", 10**9), ("4096", 4096),
-                                        ("2^20", 1 << 20), ("1.5 GB", 1_500_000_000), ("64kib", 64 << 10)])
+                                        ("2^20", 1 << 20), ("1.5 GB", 1_500_000_000), ("64kib", 64 << 10),
+                                        ("2.01MB", 2_010_000), ("0.5KiB", 512)])
 def test_sizes_in_decimal_and_binary_units(text, size):
     assert parse_size(text) == size
 
 
-@pytest.mark.parametrize("text", ["", "1TB", "MB", "-1MB", "0", "17GB", "one", "1e9"])
+@pytest.mark.parametrize("text", ["", "1TB", "MB", "-1MB", "0", "17GB", "one", "1e9", "1.9", "1.2.3MB"])
 def test_bad_sizes_are_user_errors(text):
     with pytest.raises(ShapeError):
         parse_size(text)

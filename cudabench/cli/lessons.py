@@ -120,7 +120,18 @@ def parse_size(text: str) -> int:
         if not match or unit not in SIZE_UNITS:
             raise ValueError(text)
         number = match.group(1)
-        value = float(number) * SIZE_UNITS[unit] if "." in number else parse_value(number) * SIZE_UNITS[unit]
+        if "." in number:  # exact decimal arithmetic: '2.01MB' is 2010000 bytes, not one short
+            from decimal import Decimal, InvalidOperation
+
+            try:
+                exact = Decimal(number) * SIZE_UNITS[unit]
+            except InvalidOperation:
+                raise ValueError(text) from None
+            if exact != exact.to_integral_value():
+                raise ValueError(text)
+            value = int(exact)
+        else:
+            value = parse_value(number) * SIZE_UNITS[unit]
     except ValueError:
         raise ShapeError(f"Cannot read the size '{text}'.", "Write sizes like 1MB, 256MiB, 1GB, 2^20 or 4096 "
                          "(bytes).") from None
@@ -160,7 +171,9 @@ def compare_transfer(
         if ready.get("type") != "ready":
             raise CudabenchError(str(ready.get("message")), str(ready.get("hint", "")))
         detail(report.environment_line(_environment(ready["environment"])))
-        seconds = HELLO_TIMEOUT + iters * (sum(chosen) + batch) / 1e8  # a slow pageable link: 0.1 GB/s
+        # every size is copied 12 times per iteration (2 sources × 2 modes × 3 methods), the batch about
+        # 3 times, plus warm-ups: allow a pageable link as slow as 0.1 GB/s
+        seconds = HELLO_TIMEOUT + (12 * iters + 4) * sum(chosen) / 1e8 + (3 * iters + 16) * batch / 1e8
         reply = worker.request({"op": "transfer", "sizes": chosen, "iterations": iters, "overlap_size": batch},
                                seconds)
     except WorkerLost as lost:

@@ -103,6 +103,12 @@ class Handler:
         if self.device == "cuda":
             require_gpu()
             torch.zeros(1, device="cuda").add_(1)  # the context now, so its pristine state can be read
+            # cuBLAS keeps a workspace per handle and stream from PyTorch's allocator for good: made
+            # now, it is no subject's peak memory (else the first subject to multiply pays for it,
+            # or none does when the ceilings were measured in this process)
+            for dtype in (torch.float32, torch.bfloat16, torch.float16):
+                torch.mm(torch.zeros(16, 16, device="cuda", dtype=dtype), torch.zeros(16, 16, device="cuda",
+                                                                                    dtype=dtype))
             torch.cuda.synchronize()
         # TF32 off for the worker's whole life: every subject computes in true fp32 (and the state
         # guard restores this after any subject that changes it)

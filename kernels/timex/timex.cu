@@ -275,7 +275,8 @@ size_t vec_smem_bytes(int T, int R, bool backward) {
 const char* timex_unsupported(int version, int B, int C, int T, bool backward) {
   if (version < 1 || version > 7) return "unknown TimeX version (1..7)";
   if (B <= 0 || C <= 0 || T <= 0) return "B, C and T must be positive";
-  if (version == 7) {  // timex-mma: any B and C
+  if (version == 7) {  // timex-mma: any C; B up to the grid's y dimension in groups of 16
+    if (B > 65535 * 16) return "B must be at most 1048560 (the grid's y dimension holds groups of 16 rows)";
     return T > TIMEX_MMA_TMAX ? "T must be at most 2048 (32 rows of k staged in one block's shared memory)" : nullptr;
   }
   if (version == 6) {  // timex-fft: any B and C

@@ -56,6 +56,7 @@ cudaError_t timex_fft_long_backward(TimexDtype dtype, const void* w, const void*
 // float16 only, float32 sums; T <= TIMEX_MMA_TMAX, any B and C. The backward's scratch holds gw's
 // partial sums (float32) per group of 16 batch rows.
 size_t timex_mma_scratch(int B, int C, int T, bool backward);
+size_t timex_mma_smem(int T, bool backward);  // shared memory per block it needs at T (bytes)
 cudaError_t timex_mma_forward(TimexDtype dtype, const void* w, const void* k, void* out, float eps, int B, int C,
                               int T, cudaStream_t stream);
 cudaError_t timex_mma_backward(TimexDtype dtype, const void* w, const void* k, const void* g, void* gw, void* gk,

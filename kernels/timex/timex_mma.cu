@@ -11,8 +11,8 @@
 // a band sums into one set of accumulators, folded into gw's lags at the band's end.
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <mutex>
-#include <set>
 
 #include "fft_math.cuh"
 
@@ -44,20 +44,34 @@ __device__ __forceinline__ uint32_t pack2(S lo, S hi) {
 template <typename S>
 __device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1);
 
+// Tensor-core instructions exist from sm_80; an older GPU never launches these kernels (the binding
+// refuses it), but the family's other kernels must still build for it.
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+#define TIMEX_MMA_ARCH 1
+#endif
+
 template <>
 __device__ __forceinline__ void mma<__nv_bfloat16>(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+#ifdef TIMEX_MMA_ARCH
   asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
                "{%0,%1,%2,%3};\n"
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#else
+  __trap();
+#endif
 }
 
 template <>
 __device__ __forceinline__ void mma<__half>(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+#ifdef TIMEX_MMA_ARCH
   asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
                "{%0,%1,%2,%3};\n"
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#else
+  __trap();
+#endif
 }
 
 // Four 8x8 b16 matrices from shared memory; lane l gives the address of row l % 8 of matrix l / 8.
@@ -66,6 +80,9 @@ __device__ __forceinline__ void mma<__half>(float (&d)[4], const uint32_t (&a)[4
 // down the stored rows.
 template <bool TRANS>
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* row) {
+#ifndef TIMEX_MMA_ARCH
+  __trap();
+#else
   const unsigned at = static_cast<unsigned>(__cvta_generic_to_shared(row));
   if constexpr (TRANS) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
@@ -74,14 +91,15 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* row) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(at));
   }
+#endif
 }
 
 // rows x[b0 + r, c, 0..T-1] (r < n) into xs[r * stride + t], zero past B and past T up to Tp; with
-// 16-byte loads when every row starts 16-byte aligned (T % 8 == 0).
+// 16-byte loads when every row starts 16-byte aligned (x aligned and T % 8 == 0; a view may not be).
 template <typename S>
 __device__ void stage_rows(const S* __restrict__ x, S* xs, int n, int b0, int B, int C, int T, int Tp, int stride) {
   const int c = blockIdx.x;
-  if (T % 8 == 0) {
+  if (T % 8 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0) {
     const int chunks = Tp / 8;
     for (int i = threadIdx.x; i < n * chunks; i += blockDim.x) {
       const int r = i / chunks, t = (i - r * chunks) * 8, b = b0 + r;
@@ -148,6 +166,7 @@ __global__ void __launch_bounds__(THREADS) toeplitz_mma(const S* __restrict__ w,
       }
     }
     const float add = BACK ? 0.f : eps;
+    const bool pairs = T % 2 == 0 && reinterpret_cast<uintptr_t>(y) % 4 == 0;
     for (int m = 0; m < 2; ++m) {
       for (int n = 0; n < 4; ++n) {
         for (int h = 0; h < 2; ++h) {  // accumulators (2h, 2h + 1): row r8 + 8h, columns t and t + 1
@@ -155,7 +174,7 @@ __global__ void __launch_bounds__(THREADS) toeplitz_mma(const S* __restrict__ w,
           if (b >= B || t >= T) continue;
           S* at = y + ((size_t)b * C + c) * T + t;
           const S lo = from_float<S>(acc[m][n][2 * h] + add), hi = from_float<S>(acc[m][n][2 * h + 1] + add);
-          if (T % 2 == 0) {  // t even: t + 1 < T, and 4-byte aligned
+          if (pairs) {  // t even: t + 1 < T, and 4-byte aligned
             *reinterpret_cast<uint32_t*>(at) = pack2<S>(lo, hi);
           } else {
             at[0] = lo;
@@ -219,25 +238,27 @@ __global__ void gw_sum(const float* __restrict__ part, S* __restrict__ gw, int P
   }
 }
 
-// Raise a kernel's dynamic shared memory limit to what the longest T needs, once per device.
+// Raise a kernel's dynamic shared memory limit to `bytes` when it is below, once per device and size:
+// GPUs differ in what they allow (227 KiB on sm_90, 99 KiB on sm_86/89), so never ask for more than
+// this T needs.
 template <typename Kernel>
 cudaError_t allow_smem(Kernel kernel, size_t bytes) {
   static std::mutex lock;
-  static std::set<std::pair<int, const void*>> done;
+  static std::map<std::pair<int, const void*>, size_t> granted;
   int device = 0;
   cudaError_t err = cudaGetDevice(&device);
   if (err != cudaSuccess) return err;
   const std::lock_guard<std::mutex> guard(lock);
-  const auto key = std::make_pair(device, reinterpret_cast<const void*>(kernel));
-  if (done.count(key)) return cudaSuccess;
+  size_t& have = granted[std::make_pair(device, reinterpret_cast<const void*>(kernel))];
+  if (bytes <= have || bytes <= 48 * 1024) return cudaSuccess;
   err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
-  if (err == cudaSuccess) done.insert(key);
+  if (err == cudaSuccess) have = bytes;
   return err;
 }
 
 template <typename S, bool BACK>
 cudaError_t launch_toeplitz(const S* w, const S* x, S* y, float eps, int B, int C, int T, cudaStream_t stream) {
-  cudaError_t err = allow_smem(toeplitz_mma<S, BACK>, toeplitz_smem(TIMEX_MMA_TMAX));
+  cudaError_t err = allow_smem(toeplitz_mma<S, BACK>, toeplitz_smem(T));
   if (err != cudaSuccess) return err;
   const dim3 grid(C, (B + ROWS - 1) / ROWS);
   toeplitz_mma<S, BACK><<<grid, THREADS, toeplitz_smem(T), stream>>>(w, x, y, eps, B, C, T);
@@ -245,6 +266,10 @@ cudaError_t launch_toeplitz(const S* w, const S* x, S* y, float eps, int B, int 
 }
 
 }  // namespace
+
+size_t timex_mma_smem(int T, bool backward) {
+  return backward ? (toeplitz_smem(T) > gw_smem(T) ? toeplitz_smem(T) : gw_smem(T)) : toeplitz_smem(T);
+}
 
 size_t timex_mma_scratch(int B, int C, int T, bool backward) {
   return backward ? (size_t)((B + GW_ROWS - 1) / GW_ROWS) * C * T : 0;
@@ -275,7 +300,7 @@ cudaError_t timex_mma_backward(TimexDtype dtype, const void* w, const void* k, c
       cudaError_t err = launch_toeplitz<S, true>(static_cast<const S*>(w), static_cast<const S*>(g),
                                                  static_cast<S*>(gk), 0.f, B, C, T, stream);
       if (err != cudaSuccess) return err;
-      if ((err = allow_smem(gw_mma<S>, gw_smem(TIMEX_MMA_TMAX))) != cudaSuccess) return err;
+      if ((err = allow_smem(gw_mma<S>, gw_smem(T))) != cudaSuccess) return err;
       const int parts = (B + GW_ROWS - 1) / GW_ROWS;
       gw_mma<S><<<dim3(C, parts), THREADS, gw_smem(T), stream>>>(static_cast<const S*>(k), static_cast<const S*>(g),
                                                                  scratch, B, C, T);

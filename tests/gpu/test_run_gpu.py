@@ -64,7 +64,8 @@ def test_out_of_tree_example_builds_checks_and_times():
 
 @pytest.mark.parametrize("family, shape, baselines", [
     ("timex", "B=8,C=64,T=256", "conv1d,fft"), ("add2", "n=1048576", "all"),
-    ("matmul", "M=256,N=256,K=256", "all"), ("sincos", "n=1048576", "eager")])  # (torch.compile baselines left out: minutes of Inductor per precision)
+    ("matmul", "M=256,N=256,K=256", "all"), ("sincos", "n=1048576", "eager"),
+    ("attention", "B=1,H=2,N=128,D=64,causal=1", "eager,sdpa-flash,sdpa-efficient,sdpa-math")])  # (torch.compile baselines left out: minutes of Inductor per precision)
 def test_lower_precisions_check_and_time_the_baselines_and_skip_float32_kernels(tmp_path, family, shape, baselines):
     path = tmp_path / "r.json"
     res = CliRunner().invoke(app, ["run", "-k", family, "--shape", shape, "--dtype", "bfloat16,float16",

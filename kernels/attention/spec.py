@@ -1,0 +1,140 @@
+"""attention: scaled dot-product attention, out = softmax(Q Kᵀ / √D [+ causal mask]) V per batch and
+head, forward and backward — the start of the ladder naive → tiled online softmax (FlashAttention v1)
+→ tensor cores (v2), against PyTorch's eager math and scaled_dot_product_attention per backend.
+
+q, k, v are (B, H, N, D); causal is a shape parameter (0 or 1). FLOPs follow the usual convention:
+4·B·H·N²·D forward (two products), halved when causal; the backward 2.5× the forward.
+"""
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from cudabench.errors import CudabenchError
+from cudabench.spec import DTYPES, Baseline, Constraint, Family, Param, Variant, compiled, empty_like
+
+
+def make_inputs(shape, gen, device):
+    B, H, N, D = shape["B"], shape["H"], shape["N"], shape["D"]
+    q, k, v = (torch.empty(B, H, N, D, device=device).normal_(0, 1, generator=gen) for _ in range(3))
+    return {"q": q, "k": k, "v": v, "causal": bool(shape["causal"])}
+
+
+def math_attention(q, k, v, causal):
+    """The definition in PyTorch ops: the fp64 reference, and the eager baseline."""
+    scores = (q @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
+    if causal:
+        n = q.shape[-2]
+        mask = torch.ones(n, n, dtype=torch.bool, device=q.device).triu(1)
+        scores = scores.masked_fill(mask, float("-inf"))
+    return torch.softmax(scores, dim=-1) @ v
+
+
+class NaiveAttention(torch.autograd.Function):
+    """attn-naive: P saved for the backward (memory grows as N²)."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, causal, ext):
+        B, H, N, _ = q.shape
+        out = empty_like(q)
+        P = torch.empty(B, H, N, N, device=q.device)
+        ext.naive_forward(q, k, v, out, P, causal)
+        ctx.save_for_backward(q, k, v, out, P)
+        ctx.ext = ext
+        return out
+
+    @staticmethod
+    def backward(ctx, dout):
+        q, k, v, out, P = ctx.saved_tensors
+        B, H, N, _ = q.shape
+        dq, dk, dv = empty_like(q), empty_like(k), empty_like(v)
+        dP = torch.empty(B, H, N, N, device=q.device)
+        rows = torch.empty(B, H, N, device=q.device)
+        ctx.ext.naive_backward(q, k, v, out, P, dout.contiguous(), dq, dk, dv, dP, rows)
+        return dq, dk, dv, None, None
+
+
+def bind_naive(ext):
+    def attention(q, k, v, causal):
+        return NaiveAttention.apply(q, k, v, causal, ext)
+
+    return attention
+
+
+def eager():
+    return math_attention
+
+
+def compiled_eager():
+    return compiled(math_attention)
+
+
+SDPA_BACKENDS = {"sdpa-flash": "FLASH_ATTENTION", "sdpa-efficient": "EFFICIENT_ATTENTION",
+                 "sdpa-cudnn": "CUDNN_ATTENTION", "sdpa-math": "MATH"}
+
+
+def sdpa(name):
+    """torch.nn.functional.scaled_dot_product_attention restricted to one backend, so each is named."""
+    def make():
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+
+        backend = getattr(SDPBackend, SDPA_BACKENDS[name], None)
+        if backend is None:
+            raise CudabenchError(f"this torch has no SDPA backend {SDPA_BACKENDS[name]}")
+
+        def attention(q, k, v, causal):
+            with sdpa_kernel(backend):
+                return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+        return attention
+
+    return make
+
+
+def work(shape, direction):
+    B, H, N, D = shape["B"], shape["H"], shape["N"], shape["D"]
+    fwd = 4.0 * B * H * N * N * D / (2 if shape["causal"] else 1)
+    tensor_bytes = 4.0 * B * H * N * D
+    return {"fwd": (fwd, 4 * tensor_bytes), "bwd": (2.5 * fwd, 8 * tensor_bytes),
+            "fwdbwd": (3.5 * fwd, 11 * tensor_bytes)}[direction]
+
+
+CAUSAL_FLAG = Constraint("causal in (0, 1)", lambda s: s["causal"] in (0, 1), "causal must be 0 or 1")
+SCORES_FIT = Constraint("B*H*N*N < 2^31", lambda s: s["B"] * s["H"] * s["N"] ** 2 < 2**31,
+                        "attn-naive keeps the whole score matrix: B·H·N² must stay under 2^31 floats (8 GiB; "
+                        "twice that with the backward's)")
+HEADS_FIT = Constraint("B*H <= 65535", lambda s: s["B"] * s["H"] <= 65535,
+                       "B·H must be at most 65535: one grid row per batch and head")
+
+FAMILY = Family(
+    name="attention",
+    summary="scaled dot-product attention softmax(QKᵀ/√D)·V, causal or not, forward and backward",
+    sources=("attention.cu", "attention.cpp"),
+    params=(Param("B", 4, "batch"), Param("H", 16, "heads"), Param("N", 1024, "sequence length"),
+            Param("D", 64, "head dimension"), Param("causal", 1, "1: causal mask, 0: none")),
+    make_inputs=make_inputs,
+    reference=math_attention,
+    grad_inputs=("q", "k", "v"),
+    variants=(
+        Variant("attn-naive", "three kernels: the score matrix in global memory, softmax per row, P·V "
+                              "(P kept for the backward's five more)", bind_naive, (SCORES_FIT,)),
+    ),
+    baselines=(
+        Baseline("eager", "softmax(q @ kᵀ / √D, masked) @ v in PyTorch ops", eager, dtypes=DTYPES),
+        Baseline("torch-compile", "torch.compile of the eager form (Inductor)", compiled_eager, default=False,
+                 dtypes=DTYPES),
+        *(Baseline(name, f"scaled_dot_product_attention, {backend} backend only", sdpa(name),
+                   default=name in ("sdpa-flash", "sdpa-efficient"),
+                   dtypes=("bfloat16", "float16") if name in ("sdpa-flash", "sdpa-cudnn") else DTYPES)
+          for name, backend in SDPA_BACKENDS.items()),
+    ),
+    constraints=(CAUSAL_FLAG, HEADS_FIT),
+    dtypes=DTYPES,
+    work=work,
+    bound="sgemm",
+    # float32 sums over N keys (up to 16384: about √N·u ≈ 1e-5 typical), and the backward's softmax
+    # gradient subtracts rowsum(dO∘O) from dO·Vᵀ, which cancels: 5e-5 leaves room for both and still
+    # fails any wrong index or missing mask by orders of magnitude.
+    tolerance=5e-5,
+)
