@@ -88,12 +88,12 @@ def test_a_list_of_tables_moves_parameters_together():
 
 
 @pytest.mark.parametrize("text, key, expected", [
-    ('[[case]]\nkernels = ["t"]\nshape = { T = "abc" }', "case[1].shape.T", "a positive integer"),
-    ('[[case]]\nkernels = ["t"]\nshape = { T = -4 }', "case[1].shape.T", "a positive integer"),
-    ('[[case]]\nkernels = ["t"]\nshape = { T = 6.5 }', "case[1].shape.T", "a positive integer"),
-    ('[[case]]\nkernels = ["t"]\nshape = { T = true }', "case[1].shape.T", "a positive integer"),
+    ('[[case]]\nkernels = ["t"]\nshape = { T = "abc" }', "case[1].shape.T", "a whole number"),
+    ('[[case]]\nkernels = ["t"]\nshape = { T = -4 }', "case[1].shape.T", "a whole number"),
+    ('[[case]]\nkernels = ["t"]\nshape = { T = 6.5 }', "case[1].shape.T", "a whole number"),
+    ('[[case]]\nkernels = ["t"]\nshape = { T = true }', "case[1].shape.T", "a whole number"),
     ('[[case]]\nkernels = ["t"]\nshape = { T = [] }', "case[1].shape.T", "non-empty list"),
-    ('[[case]]\nkernels = ["t"]\nshape = { T = [64, 0] }', "case[1].shape.T[2]", "a positive integer"),
+    ('[[case]]\nkernels = ["t"]\nshape = { T = [64, -1] }', "case[1].shape.T[2]", "a whole number"),
     ('[[case]]\nkernels = ["a"]\n[[case]]\nkernels = ["t"]\nshape = { T = { from = 64, to = 32, times = 2 } }',
      "case[2].shape.T.to", "not below from = 64"),
     ('[[case]]\nkernels = ["t"]\nshape = { T = { to = 32, times = 2 } }', "case[1].shape.T.from", "got nothing"),

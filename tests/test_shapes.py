@@ -14,7 +14,7 @@ def test_parse_shape():
 
 
 @pytest.mark.parametrize("text, fragment", [
-    ("B32", "NAME=VALUE"), ("B=3x", "not a whole number"), ("B=0", "positive"), ("B=1,B=2", "twice"),
+    ("B32", "NAME=VALUE"), ("B=3x", "not a whole number"), ("B=-1", "positive"), ("B=1,B=2", "twice"),
 ])
 def test_bad_shapes_name_the_problem(text, fragment):
     with pytest.raises(ShapeError) as info:
@@ -42,3 +42,13 @@ def test_v4_needs_batch_multiple_of_8(registry):
     timex = registry.family("timex")
     with pytest.raises(ShapeError, match="B must be a multiple of 8"):
         check_shape(timex, timex.variant("timex-v4"), complete_shape(timex, {"B": 12}))
+
+
+def test_a_flag_parameter_takes_zero_and_others_do_not(registry):
+    from cudabench.spec.shapes import complete_shape
+
+    family = registry.family("attention")
+    assert complete_shape(family, parse_shape("causal=0,N=130"))["causal"] == 0
+    with pytest.raises(ShapeError) as info:
+        complete_shape(family, parse_shape("N=0"))
+    assert "N must be positive (got 0)" in info.value.message

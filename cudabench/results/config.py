@@ -23,11 +23,11 @@ sweeps), in which directions, against which baselines, with which timing policy.
     baselines = ["conv1d"]             # optional; default: the family's; [] none; "all" every one
     dtypes = ["float32", "bfloat16"]   # optional; default float32; each a case (float16 too)
 
-A shape value is a positive integer (768, or a string "1_048_576" or "2^20"), a list of them, or
+A shape value is a whole number (768, or a string "1_048_576" or "2^20"), a list of them, or
 a range: { from = 64, to = 1024, times = 2 } (64, 128, ..., 1024: geometric) or
 { from = 64, to = 1024, step = 64 } (64, 128, 192, ..., 1024: arithmetic); a range ends at its
-last value not above `to`. A shape expands to the cartesian product of its values. For sizes that
-move together, `shape` may be a list of tables, expanded in turn:
+last value not above `to`. Zero is for flags (causal = 0); each family checks its own minimums.
+A shape expands to the cartesian product of its values. For sizes that move together, `shape` may be a list of tables, expanded in turn:
 shape = [{ M = 512, N = 512 }, { M = 1024, N = 1024 }]. No `shape` means the families' defaults.
 `kernels`, `directions` and `baselines` also accept a single string.
 
@@ -62,7 +62,8 @@ TOP_KEYS = ("name", "description", "kernels_dirs", "gpus", "cluster", "timing", 
 CASE_KEYS = ("kernels", "shape", "directions", "baselines", "dtypes")
 RANGE_KEYS = ("from", "to", "times", "step")
 INT_TEXT = 'a positive integer (e.g. 768, "1_048_576" or "2^20")'
-VALUE_TEXT = "a positive integer, a list of them, or a range { from, to, times or step }"
+SHAPE_INT_TEXT = 'a whole number (e.g. 768, "1_048_576" or "2^20"; 0 only for flags such as causal)'
+VALUE_TEXT = "a whole number (0 only for flags such as causal), a list of them, or a range { from, to, times or step }"
 _WARMUP = re.compile(r"^(?P<number>\d{1,12}(?:\.\d{1,12})?)\s*(?P<unit>ms|s)?$")
 MAX_SECONDS = 86_400.0        # a day: any time setting beyond it is a slip
 MAX_WARMUP_CALLS = 1_000_000
@@ -134,14 +135,14 @@ def _check_keys(table: dict[str, Any], allowed: Sequence[str], where: str) -> No
 
 # ---- values ------------------------------------------------------------------------------------
 
-def _positive_int(value: Any, where: str, expected: str = INT_TEXT) -> int:
+def _positive_int(value: Any, where: str, expected: str = INT_TEXT, least: int = 1) -> int:
     number = value
     if isinstance(value, str):
         try:
             number = parse_value(value)
         except ValueError:
             _fail(where, expected, value)
-    if isinstance(number, bool) or not isinstance(number, int) or number <= 0:
+    if isinstance(number, bool) or not isinstance(number, int) or number < least:
         _fail(where, expected, value)
     return number
 
@@ -236,8 +237,8 @@ def _values(value: Any, where: str) -> list[int]:
     if isinstance(value, list):
         if not value:
             _fail(where, "a non-empty list of positive integers", value)
-        return [_positive_int(v, f"{where}[{i}]") for i, v in enumerate(value, 1)]
-    return [_positive_int(value, where, VALUE_TEXT)]
+        return [_positive_int(v, f"{where}[{i}]", SHAPE_INT_TEXT, least=0) for i, v in enumerate(value, 1)]
+    return [_positive_int(value, where, VALUE_TEXT, least=0)]
 
 
 def _expand_table(table: Any, where: str) -> list[dict[str, int]]:

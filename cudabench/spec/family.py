@@ -28,6 +28,7 @@ class Param:
     name: str
     default: int
     help: str = ""
+    minimum: int = 1   # the smallest value it takes (0 for a flag such as causal)
 
 
 @dataclass(frozen=True)

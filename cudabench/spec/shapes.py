@@ -44,7 +44,7 @@ def parse_shape(text: str) -> dict[str, int]:
         except ValueError:
             raise ShapeError(f"'{value.strip()}' is not a whole number below 2^63 (in '{part}').",
                              "Values are integers such as 768, 1_048_576 or 2^20.") from None
-        if number <= 0:
+        if number < 0:
             raise ShapeError(f"{name} must be positive (got {number}).")
         if name in shape:
             raise ShapeError(f"{name} is given twice in --shape '{text}'.")
@@ -60,6 +60,11 @@ def complete_shape(family: Family, given: dict[str, int]) -> dict[str, int]:
         raise ShapeError(f"{family.name} has no shape parameter {', '.join(unknown)}.",
                          f"Its parameters are {', '.join(known)} "
                          f"(defaults {format_shape(family.default_shape())}).")
+    for param in family.params:
+        value = given.get(param.name, param.minimum)
+        if value < param.minimum:
+            need = "positive" if param.minimum == 1 else f"at least {param.minimum}"
+            raise ShapeError(f"{param.name} must be {need} (got {value}).")
     return {name: given.get(name, family.default_shape()[name]) for name in known}
 
 

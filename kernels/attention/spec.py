@@ -112,7 +112,7 @@ FAMILY = Family(
     summary="scaled dot-product attention softmax(QKᵀ/√D)·V, causal or not, forward and backward",
     sources=("attention.cu", "attention.cpp"),
     params=(Param("B", 4, "batch"), Param("H", 16, "heads"), Param("N", 1024, "sequence length"),
-            Param("D", 64, "head dimension"), Param("causal", 1, "1: causal mask, 0: none")),
+            Param("D", 64, "head dimension"), Param("causal", 1, "1: causal mask, 0: none", minimum=0)),
     make_inputs=make_inputs,
     reference=math_attention,
     grad_inputs=("q", "k", "v"),
