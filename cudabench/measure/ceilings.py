@@ -1,6 +1,7 @@
 """The device's own ceilings, measured once and cached per GPU: device-to-device copy bandwidth
-(bytes read + written per second) from DRAM and within L2, fp32 SGEMM throughput (cuBLAS, TF32
-off), and the theoretical fp32 FMA peak at the maximum SM clock. Runs show each kernel's share of the ceiling that bounds it."""
+(bytes read + written per second) from DRAM and within L2, GEMM throughput per precision (cuBLAS:
+fp32 with TF32 off, and bf16 / fp16 on tensor cores with float32 sums), and the theoretical fp32 FMA
+peak at the maximum SM clock. Runs show each kernel's share of the ceiling that bounds it."""
 
 from __future__ import annotations
 
@@ -27,12 +28,22 @@ class Ceilings:
     fma_flops: float
     measured: str
     l2_bytes_per_s: float = 0.0   # a copy whose source and destination fit in L2 together (hot)
+    bf16_gemm_flops: float = 0.0  # the tensor-core ceilings: cuBLAS GEMM in bfloat16 / float16
+    fp16_gemm_flops: float = 0.0
 
-    def of(self, bound: str, flops: float, nbytes: float, seconds: float) -> Optional[float]:
+    def gemm_flops(self, dtype: str) -> float:
+        """The GEMM ceiling of a precision (0 when unknown)."""
+        return {"float32": self.sgemm_flops, "bfloat16": self.bf16_gemm_flops,
+                "float16": self.fp16_gemm_flops}.get(dtype, 0.0)
+
+    def of(self, bound: str, flops: float, nbytes: float, seconds: float,
+           dtype: str = "float32") -> Optional[float]:
         """Fraction of the ceiling a kernel reached: memory → bytes/s vs copy; sgemm → flop/s vs
-        SGEMM; fma → flop/s vs the FMA peak."""
-        ceiling, amount = {"memory": (self.copy_bytes_per_s, nbytes), "sgemm": (self.sgemm_flops, flops),
-                           "fma": (self.fma_flops, flops)}.get(bound, (0.0, 0.0))
+        the GEMM of the case's precision (tensor cores for bf16 / fp16); fma → flop/s vs the fp32
+        FMA peak (float32 cases only)."""
+        fma = self.fma_flops if dtype == "float32" else 0.0
+        ceiling, amount = {"memory": (self.copy_bytes_per_s, nbytes), "sgemm": (self.gemm_flops(dtype), flops),
+                           "fma": (fma, flops)}.get(bound, (0.0, 0.0))
         if seconds <= 0 or ceiling <= 0 or not amount:
             return None
         return amount / seconds / ceiling
@@ -40,7 +51,9 @@ class Ceilings:
     def describe(self) -> str:
         return (f"ceilings ({self.measured}): copy {self.copy_bytes_per_s / 1e12:.2f} TB/s (within L2 "
                 f"{self.l2_bytes_per_s / 1e12:.2f}), SGEMM "
-                f"{self.sgemm_flops / 1e12:.1f} TFLOP/s (TF32 off), fp32 FMA peak {self.fma_flops / 1e12:.1f} TFLOP/s")
+                f"{self.sgemm_flops / 1e12:.1f} TFLOP/s (TF32 off), bf16 / fp16 GEMM "
+                f"{self.bf16_gemm_flops / 1e12:.0f} / {self.fp16_gemm_flops / 1e12:.0f} TFLOP/s (tensor cores), "
+                f"fp32 FMA peak {self.fma_flops / 1e12:.1f} TFLOP/s")
 
 
 def median_event_seconds(fn: Callable[[], Any], repeats: int) -> float:
@@ -90,6 +103,20 @@ def _l2_bandwidth(l2_bytes: int) -> float:
     return best
 
 
+def _gemm_flops(dtype: Any, m: int = 8192) -> float:
+    """flop/s of cuBLAS's m x m x m matmul in `dtype`: float32 with TF32 off, the 16-bit types on
+    tensor cores (at this size cuBLAS does not split k, so its sums stay float32)."""
+    import torch
+
+    a, b = torch.rand(m, m, device="cuda", dtype=dtype), torch.rand(m, m, device="cuda", dtype=dtype)
+    saved = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        return 2 * m**3 / median_event_seconds(lambda: torch.matmul(a, b), 10)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = saved
+
+
 def measure() -> Ceilings:
     import torch
 
@@ -97,25 +124,19 @@ def measure() -> Ceilings:
 
     env = environment()
     copy = _copy_bandwidth()
-    m = 8192
-    a, b = torch.rand(m, m, device="cuda"), torch.rand(m, m, device="cuda")
-    saved = torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = False
-    try:
-        sgemm = 2 * m**3 / median_event_seconds(lambda: torch.matmul(a, b), 10)
-    finally:
-        torch.backends.cuda.matmul.allow_tf32 = saved
+    sgemm = _gemm_flops(torch.float32)
+    bf16, fp16 = _gemm_flops(torch.bfloat16), _gemm_flops(torch.float16)
     clocks = read_clocks()
     max_hz = (clocks.sm_max_mhz if clocks else 0) * 1e6
     fma = env.sm_count * FP32_LANES.get(env.capability, FP32_LANES_DEFAULT) * 2 * max_hz  # 0 without NVML
     l2 = _l2_bandwidth(env.l2_bytes) if env.l2_bytes else 0.0
-    return Ceilings(env.gpu, env.driver, copy, sgemm, fma, datetime.date.today().isoformat(), l2)
+    return Ceilings(env.gpu, env.driver, copy, sgemm, fma, datetime.date.today().isoformat(), l2, bf16, fp16)
 
 
 def _path():
-    # format 2 (with the L2 ceiling) has its own file: cudabench 0.1 reading ceilings.json would
-    # stop at the new key
-    return cache_root() / "ceilings-2.json"
+    # each format has its own file (2: the L2 ceiling; 3: the tensor-core GEMMs): an older cudabench
+    # reading a newer entry would stop at the new key
+    return cache_root() / "ceilings-3.json"
 
 
 def load(gpu: str, driver: str) -> Optional[Ceilings]:
@@ -124,8 +145,8 @@ def load(gpu: str, driver: str) -> Optional[Ceilings]:
     except (OSError, ValueError):
         return None
     entry = data.get(f"{gpu} / {driver}")
-    if not isinstance(entry, dict) or "l2_bytes_per_s" not in entry:
-        return None  # absent, or written before the L2 ceiling existed: measure again
+    if not isinstance(entry, dict) or "bf16_gemm_flops" not in entry:
+        return None  # absent, or written before the tensor-core ceilings existed: measure again
     try:
         return Ceilings(**entry)
     except TypeError:

@@ -262,11 +262,9 @@ class Bench:
         the per-call figure is mostly launch)."""
         if self.ceilings is None or not family.bound or result.stats is None:
             return result
-        if result.case.dtype != "float32" and family.bound != "memory":
-            return result  # the measured compute ceilings are float32's; tensor cores have their own
         extra = dict(result.measurement.extra)
         flops, nbytes = own_work(family, result.case, result)
-        share = self.ceilings.of(family.bound, flops, nbytes, figure(result))
+        share = self.ceilings.of(family.bound, flops, nbytes, figure(result), result.case.dtype)
         if share is None:
             return result
         extra["ceiling_fraction"] = share
@@ -285,9 +283,8 @@ class Bench:
         checks.append(integrity.no_work(cupti.counts if cupti else [], result.flops, result.bytes))
         l2 = int(getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "L2_cache_size", 0))
         flops, nbytes = own_work(family, case, result)
-        if case.dtype != "float32":
-            flops = 0.0  # bounded by memory only: the compute ceilings measured are float32's
-        checks.append(integrity.impossible(figure(result), flops, nbytes, self.ceilings, l2, settings.cold))
+        checks.append(integrity.impossible(figure(result), flops, nbytes, self.ceilings, l2, settings.cold,
+                                           case.dtype))
         leftover = self.guard.restore()
         checks.append(integrity.process_state(leftover.patched, leftover.changed, settings.cold))
         return tuple(checks)

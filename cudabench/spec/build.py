@@ -85,7 +85,7 @@ def device_arch() -> str:
 
 def hashed_files(family: Family) -> list[Path]:
     own = sorted(p for p in family.folder.iterdir() if p.suffix in SOURCE_SUFFIXES)
-    return own + sorted(INCLUDE_DIR.rglob("*.h"))
+    return own + sorted(p for p in INCLUDE_DIR.rglob("*") if p.suffix in (".h", ".cuh"))
 
 
 def build_key(family: Family, arch: str, flags: tuple[str, ...]) -> str:
@@ -219,7 +219,8 @@ def cuda_include_dir(nvcc: Optional[str] = None) -> Optional[Path]:
 
 
 def nvcc_command(nvcc: str, source: Path, arch: str, output: Path) -> list[str]:
-    return [nvcc, "-c", *CUDA_FLAGS, gencode(arch), f"-I{source.parent}", str(source), "-o", str(output)]
+    return [nvcc, "-c", *CUDA_FLAGS, gencode(arch), f"-I{INCLUDE_DIR}", f"-I{source.parent}", str(source), "-o",
+            str(output)]
 
 
 def binding_command(cxx: str, source: Path, scratch: Path, nvcc: Optional[str] = None) -> Optional[list[str]]:

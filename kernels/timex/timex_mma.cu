@@ -14,6 +14,7 @@
 #include <map>
 #include <mutex>
 
+#include "cudabench/tensor_core.cuh"
 #include "fft_math.cuh"
 
 namespace {
@@ -21,6 +22,9 @@ namespace {
 using timex_fft::from_float;
 using timex_fft::to_float;
 using timex_fft::with_storage;
+using tensor_core::ldmatrix_x4;
+using tensor_core::mma;
+using tensor_core::pack2;
 
 constexpr int ROWS = 32;      // forward / gk: batch rows per block, two m16 tiles
 constexpr int GW_ROWS = 16;   // gw: batch rows per block, one k16 step
@@ -32,67 +36,6 @@ constexpr int TAB_LO = 64;    // the pair tables cover w indices -TAB_LO .. T + 
 __host__ __device__ inline int padded32(int T) { return (T + 31) / 32 * 32; }
 // Entries of a pair table, rounded up so that the rows staged after it start 16-byte aligned.
 __host__ __device__ inline int table_entries(int T) { return (T + 2 * TAB_LO + 3) / 4 * 4; }
-
-template <typename S>
-__device__ __forceinline__ uint32_t pack2(S lo, S hi) {
-  S v[2] = {lo, hi};
-  uint32_t r;
-  memcpy(&r, v, sizeof r);
-  return r;
-}
-
-template <typename S>
-__device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1);
-
-// Tensor-core instructions exist from sm_80; an older GPU never launches these kernels (the binding
-// refuses it), but the family's other kernels must still build for it.
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
-#define TIMEX_MMA_ARCH 1
-#endif
-
-template <>
-__device__ __forceinline__ void mma<__nv_bfloat16>(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-#ifdef TIMEX_MMA_ARCH
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-               "{%0,%1,%2,%3};\n"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-#else
-  __trap();
-#endif
-}
-
-template <>
-__device__ __forceinline__ void mma<__half>(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-#ifdef TIMEX_MMA_ARCH
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-               "{%0,%1,%2,%3};\n"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-#else
-  __trap();
-#endif
-}
-
-// Four 8x8 b16 matrices from shared memory; lane l gives the address of row l % 8 of matrix l / 8.
-// Without TRANS lane l receives (row l/4, columns 2(l%4), +1) of each, with TRANS (rows 2(l%4), +1,
-// column l/4): the layouts of mma's A fragment from row-major rows, and of a fragment whose k runs
-// down the stored rows.
-template <bool TRANS>
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* row) {
-#ifndef TIMEX_MMA_ARCH
-  __trap();
-#else
-  const unsigned at = static_cast<unsigned>(__cvta_generic_to_shared(row));
-  if constexpr (TRANS) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(at));
-  } else {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(at));
-  }
-#endif
-}
 
 // rows x[b0 + r, c, 0..T-1] (r < n) into xs[r * stride + t], zero past B and past T up to Tp; with
 // 16-byte loads when every row starts 16-byte aligned (x aligned and T % 8 == 0; a view may not be).
