@@ -398,3 +398,14 @@ def test_cli_memory_threshold_gates_and_shows_the_change(tmp_path):
     res = compare_cli(tmp_path, old, new, "--memory-threshold", "60%", "--json", "-")
     assert res.exit_code == 0 and json.loads(res.stdout)["memory_threshold"] == 0.6
     assert compare_cli(tmp_path, old, new, "--memory-threshold", "lots").exit_code == 2
+
+
+def test_cli_says_when_a_side_did_not_finish(tmp_path):
+    """A run ended by Ctrl-C is kept with complete = false: compare names it, and what it did not
+    reach still fails the gate as missing."""
+    old = doc([measured("timex", SHAPE, "timex-v4", 1e-3), V3])
+    cut = {**doc([V3]), "complete": False}
+    res = compare_cli(tmp_path, old, cut)
+    assert res.exit_code == 1 and "the new run" in said(res) and "did not finish" in said(res)
+    assert "missing in new: timex[B=32,C=768,T=768]/fwd timex-v4" in said(res)
+    assert "did not finish" not in said(compare_cli(tmp_path, old, old))

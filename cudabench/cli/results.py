@@ -47,6 +47,11 @@ def compare(
         raise ConfigError(f"{old} and {new} name the same stored run (run {old_run}).",
                           "`cudabench history` lists the stored runs and their commits.")
     comparison = compare_documents(old_doc, new_doc, limit, allow_missing, memory_limit)
+    for side, where, doc in (("old", old, old_doc), ("new", new, new_doc)):
+        if not doc.get("complete", True):
+            say(("note: ", "yellow"), f"the {side} run ({where}) did not finish (interrupted, or still going "
+                f"when written): it has {len(doc['results'])} result(s), and what it did not reach is missing.",
+                console=console)
     for line in report.environment_differences(old_doc, new_doc):
         say(("note: ", "yellow"), line, console=console)
     if comparison.rows:

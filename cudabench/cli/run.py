@@ -324,7 +324,7 @@ def execute(runner: Any, tasks: list, outputs: Outputs, command: str, policy: An
 
     def save() -> None:
         if env:
-            outputs.save(document(runner.results, env[0], command, runner.seed, hashes))
+            outputs.save(document(runner.results, env[0], command, runner.seed, hashes, complete=False))
 
     def on_result(result) -> None:
         progress.advance()
@@ -350,7 +350,8 @@ def execute(runner: Any, tasks: list, outputs: Outputs, command: str, policy: An
         detail(report.time_breakdown(runner.results, time.perf_counter() - started, runner.waited,
                                      runner.gpu_count))
     if env:
-        outputs.save(document(runner.results, env[0], command, runner.seed, hashes), final=True)
+        outputs.save(document(runner.results, env[0], command, runner.seed, hashes, complete=not interrupted),
+                     final=True)
     outputs.tell()
     if interrupted:
         say(("interrupted: ", "yellow"), f"kept {len(runner.results)} result(s) measured so far.", console=err)

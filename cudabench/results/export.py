@@ -4,7 +4,8 @@ its CSV and Markdown renderings.
 Schema "cudabench.results", version 2 (a reader refuses other names and versions, reads 1 too, and checks
 every field against cudabench.results.schema):
 
-    schema, schema_version, command, seed
+    schema, schema_version, command, seed, complete (false while the run is going, and for a run
+                    ended early by Ctrl-C: some planned subjects are missing)
     environment     gpu, gpu_index, gpu_uuid, capability, sm_count, l2_bytes, memory_bytes, driver, cuda_runtime, torch,
                     python, cudabench, hostname, date (UTC, ISO 8601), settings {name: value}
     source_hashes   {family: sha256 of its sources and cudabench's shared headers}
@@ -20,8 +21,9 @@ every field against cudabench.results.schema):
                     calls_per_sample, clocks, extra, samples[]} | null
 
 Version 2 added error, integrity, host and gpu (absent in version 1 files); stats.ci_low, ci_high and
-precision, the result's phases {name: seconds}, gpu_index, gpu_uuid and peak_memory came later in version 2
-(absent in earlier version 2 files; readers treat them as unknown: index -1, UUID "", memory -1). Times are seconds per call. JSON has no NaN or infinity: they are written as "nan", "inf", "-inf".
+precision, the result's phases {name: seconds}, gpu_index, gpu_uuid, peak_memory and the document's complete came
+later in version 2 (absent in earlier version 2 files; readers treat them as unknown: index -1, UUID "", memory -1,
+complete true). Times are seconds per call. JSON has no NaN or infinity: they are written as "nan", "inf", "-inf".
 
 Writers follow symlinks and replace the target atomically (a symlink stays a symlink), refuse folders,
 devices and FIFOs, and take "-" (or /dev/stdout) for standard output, written directly.
@@ -118,13 +120,16 @@ def result_from_dict(d: Mapping[str, Any]) -> Result:
 
 
 def document(results: Iterable[Result], env: Environment, command: str = "",
-             seed: Optional[int] = None, source_hashes: Optional[Mapping[str, str]] = None) -> dict[str, Any]:
-    """The whole results document; `source_hashes` maps family names to `source_hash(family)`."""
+             seed: Optional[int] = None, source_hashes: Optional[Mapping[str, str]] = None,
+             complete: bool = True) -> dict[str, Any]:
+    """The whole results document; `source_hashes` maps family names to `source_hash(family)`;
+    `complete` is False for the copies written while the run goes on and for an interrupted run."""
     return {
         "schema": SCHEMA,
         "schema_version": SCHEMA_VERSION,
         "command": command,
         "seed": seed,
+        "complete": complete,
         "environment": {**dataclasses.asdict(env), "settings": dict(env.settings)},
         "source_hashes": dict(source_hashes or {}),
         "results": [result_to_dict(r) for r in results],

@@ -126,6 +126,7 @@ class Document(_Record):
     schema_version: int
     command: str
     seed: Optional[int]
+    complete: bool = True
     environment: Environment
     source_hashes: dict[str, str]
     results: list[Result]
