@@ -45,3 +45,16 @@ def test_constraints_name_the_rule(family):
 def test_flash_and_cudnn_sdpa_take_only_half_precisions(family):
     assert family.baseline("sdpa-flash").dtypes == ("bfloat16", "float16")
     assert "float32" in family.baseline("sdpa-efficient").dtypes and "float32" in family.baseline("eager").dtypes
+
+
+def test_flash_variants_take_head_dims_64_and_128_and_their_precisions(family):
+    flash1, flash2 = family.variant("attn-flash1"), family.variant("attn-flash2")
+    assert flash1.dtypes == ("float32",) and flash2.dtypes == ("bfloat16", "float16")
+    for variant in (flash1, flash2):
+        for D in (64, 128):
+            assert violation(family, variant, dict(B=4, H=16, N=16384, D=D, causal=1)) is None  # no N² buffer
+        assert "head dimension 64 or 128" in violation(family, variant, dict(B=1, H=1, N=8, D=96, causal=0))
+
+
+def test_the_flash_kernels_are_compiled_with_the_family(family):
+    assert {"flash1.cu", "flash2.cu"} <= set(family.sources)

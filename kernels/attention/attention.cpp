@@ -1,4 +1,6 @@
 #include <cmath>
+#include <cstdint>
+#include <utility>
 
 #include "attention.h"
 #include "cudabench/binding.h"
@@ -9,10 +11,10 @@ struct Dims {
   int B, H, N, D;
 };
 
-Dims check_qkv(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
-  cudabench::check_tensor(q, "q");
-  cudabench::check_tensor(k, "k");
-  cudabench::check_tensor(v, "v");
+Dims check_qkv(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, at::ScalarType dtype = at::kFloat) {
+  cudabench::check_tensor(q, "q", dtype);
+  cudabench::check_tensor(k, "k", dtype);
+  cudabench::check_tensor(v, "v", dtype);
   cudabench::check_same_device(q, k, "q", "k");
   cudabench::check_same_device(q, v, "q", "v");
   TORCH_CHECK(q.dim() == 4, cudabench::message("q must be (B, H, N, D), got ", q.sizes()));
@@ -24,13 +26,90 @@ Dims check_qkv(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
   return d;
 }
 
-void check_like(const at::Tensor& t, const char* name, at::IntArrayRef sizes, const at::Tensor& q) {
-  cudabench::check_tensor(t, name);
+void check_like(const at::Tensor& t, const char* name, at::IntArrayRef sizes, const at::Tensor& q,
+                at::ScalarType dtype = at::kFloat) {
+  cudabench::check_tensor(t, name, dtype);
   cudabench::check_same_device(t, q, name, "q");
   TORCH_CHECK(t.sizes() == sizes, cudabench::message(name, " must have shape ", sizes, ", got ", t.sizes()));
 }
 
+// The flash kernels: head dimension 64 or 128, 16-byte aligned rows (vector and asynchronous copies), and
+// for attn-flash2 a GPU with tensor-core mma (sm_80+) and the shared memory its blocks ask for.
+Dims check_flash(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, int version, bool backward) {
+  const at::ScalarType t = q.scalar_type();
+  if (version == 2) {
+    TORCH_CHECK(t == at::kBFloat16 || t == at::kHalf,
+                cudabench::message("attn-flash2 takes bfloat16 or float16 (tensor cores; got ", t, ")"));
+  }
+  const Dims d = check_qkv(q, k, v, version == 2 ? t : at::kFloat);
+  const char* why = attention_flash_unsupported(d.D);
+  TORCH_CHECK(why == nullptr, why ? why : "");
+  for (const at::Tensor* x : {&q, &k, &v})
+    TORCH_CHECK(reinterpret_cast<uintptr_t>(x->data_ptr()) % 16 == 0, "q, k and v must start 16-byte aligned");
+  if (version == 2)
+    cudabench::check_mma_device(q, "attn-flash2", attention_flash2_smem(d.D, backward), cudabench::message("D=", d.D),
+                                "");
+  return d;
+}
+
+void check_flash_outputs(const at::Tensor& q, const Dims& d, std::initializer_list<std::pair<const at::Tensor*, const char*>> outs,
+                         const at::Tensor& lse) {
+  for (const auto& [t, name] : outs) {
+    check_like(*t, name, q.sizes(), q, q.scalar_type());
+    TORCH_CHECK(reinterpret_cast<uintptr_t>(t->data_ptr()) % 16 == 0, cudabench::message(name, " must start 16-byte aligned"));
+  }
+  check_like(lse, "lse", {d.B, d.H, d.N}, q);
+}
+
 }  // namespace
+
+// attn-flash1 (float32) or attn-flash2 (bfloat16/float16) forward into out, with each row's
+// log-sum-exp in lse (B, H, N) float32 for the backward.
+void flash_forward(int version, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, at::Tensor& out,
+                   at::Tensor& lse, bool causal) {
+  const Dims d = check_flash(q, k, v, version, false);
+  check_flash_outputs(q, d, {{&out, "out"}}, lse);
+  const c10::cuda::CUDAGuard guard(q.device());
+  const float scale = 1.f / std::sqrt((float)d.D);
+  const cudaStream_t stream = cudabench::stream_of(q);
+  cudabench::check_launch(
+      version == 1 ? attention_flash1_forward(q.data_ptr<float>(), k.data_ptr<float>(), v.data_ptr<float>(),
+                                              out.data_ptr<float>(), lse.data_ptr<float>(), scale, causal,
+                                              d.B * d.H, d.N, d.D, stream)
+                   : attention_flash2_forward(q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(),
+                                              lse.data_ptr<float>(), scale, causal, q.scalar_type() == at::kHalf,
+                                              d.B * d.H, d.N, d.D, stream),
+      version == 1 ? "attn-flash1 forward" : "attn-flash2 forward");
+}
+
+// The backward from the forward's out and lse; its float32 scratch (delta, and flash2's dQ sums) is
+// allocated here, through PyTorch's allocator.
+void flash_backward(int version, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& out,
+                    const at::Tensor& lse, const at::Tensor& dout, at::Tensor& dq, at::Tensor& dk, at::Tensor& dv,
+                    bool causal) {
+  const Dims d = check_flash(q, k, v, version, true);
+  check_flash_outputs(q, d, {{&out, "out"}, {&dout, "dout"}, {&dq, "dq"}, {&dk, "dk"}, {&dv, "dv"}}, lse);
+  const c10::cuda::CUDAGuard guard(q.device());
+  const float scale = 1.f / std::sqrt((float)d.D);
+  const cudaStream_t stream = cudabench::stream_of(q);
+  at::Tensor delta = at::empty({d.B, d.H, d.N}, q.options().dtype(at::kFloat));
+  if (version == 1) {
+    cudabench::check_launch(
+        attention_flash1_backward(q.data_ptr<float>(), k.data_ptr<float>(), v.data_ptr<float>(), out.data_ptr<float>(),
+                                  lse.data_ptr<float>(), dout.data_ptr<float>(), dq.data_ptr<float>(),
+                                  dk.data_ptr<float>(), dv.data_ptr<float>(), delta.data_ptr<float>(), scale, causal,
+                                  d.B * d.H, d.N, d.D, stream),
+        "attn-flash1 backward");
+    return;
+  }
+  at::Tensor dq_accum = at::empty(q.sizes(), q.options().dtype(at::kFloat));
+  cudabench::check_launch(
+      attention_flash2_backward(q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), lse.data_ptr<float>(),
+                                dout.data_ptr(), dq.data_ptr(), dk.data_ptr(), dv.data_ptr(), delta.data_ptr<float>(),
+                                dq_accum.data_ptr<float>(), scale, causal, q.scalar_type() == at::kHalf, d.B * d.H,
+                                d.N, d.D, stream),
+      "attn-flash2 backward");
+}
 
 // attn-naive forward: out = softmax(q k^T / sqrt(D)) v, with P (B, H, N, N) kept for the backward.
 void naive_forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, at::Tensor& out, at::Tensor& P,
@@ -69,6 +148,11 @@ void naive_backward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& 
 }
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("flash_forward", &flash_forward, "attn-flash1 (version 1) or attn-flash2 (version 2) forward into out and lse",
+        py::arg("version"), py::arg("q"), py::arg("k"), py::arg("v"), py::arg("out"), py::arg("lse"), py::arg("causal"));
+  m.def("flash_backward", &flash_backward, "attn-flash1 or attn-flash2 backward into dq, dk, dv", py::arg("version"),
+        py::arg("q"), py::arg("k"), py::arg("v"), py::arg("out"), py::arg("lse"), py::arg("dout"), py::arg("dq"),
+        py::arg("dk"), py::arg("dv"), py::arg("causal"));
   m.def("naive_forward", &naive_forward, "attn-naive forward into out (P kept)", py::arg("q"), py::arg("k"),
         py::arg("v"), py::arg("out"), py::arg("P"), py::arg("causal"));
   m.def("naive_backward", &naive_backward, "attn-naive backward into dq, dk, dv", py::arg("q"), py::arg("k"),

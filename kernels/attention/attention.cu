@@ -109,6 +109,10 @@ const char* attention_unsupported(int B, int H, int N, int D) {
   return nullptr;
 }
 
+const char* attention_flash_unsupported(int D) {
+  return D == 64 || D == 128 ? nullptr : "attn-flash1 and attn-flash2 take head dimension D = 64 or 128";
+}
+
 cudaError_t attention_naive_forward(const float* q, const float* k, const float* v, float* out, float* P, float scale,
                                     bool causal, int BH, int N, int D, cudaStream_t stream) {
   a_bt<<<dim3(blocks_for((size_t)N * N), BH), THREADS, 0, stream>>>(q, k, P, scale, causal, N, D);

@@ -62,6 +62,37 @@ def bind_naive(ext):
     return attention
 
 
+class FlashAttention(torch.autograd.Function):
+    """attn-flash1 and attn-flash2: only out and each row's log-sum-exp are kept (memory grows as N)."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, causal, ext, version):
+        B, H, N, _ = q.shape
+        out = empty_like(q)
+        lse = torch.empty(B, H, N, device=q.device)
+        ext.flash_forward(version, q, k, v, out, lse, causal)
+        ctx.save_for_backward(q, k, v, out, lse)
+        ctx.ext, ctx.version, ctx.causal = ext, version, causal
+        return out
+
+    @staticmethod
+    def backward(ctx, dout):
+        q, k, v, out, lse = ctx.saved_tensors
+        dq, dk, dv = empty_like(q), empty_like(k), empty_like(v)
+        ctx.ext.flash_backward(ctx.version, q, k, v, out, lse, dout.contiguous(), dq, dk, dv, ctx.causal)
+        return dq, dk, dv, None, None, None
+
+
+def bind_flash(version):
+    def bind(ext):
+        def attention(q, k, v, causal):
+            return FlashAttention.apply(q, k, v, causal, ext, version)
+
+        return attention
+
+    return bind
+
+
 def eager():
     return math_attention
 
@@ -104,13 +135,15 @@ CAUSAL_FLAG = Constraint("causal in (0, 1)", lambda s: s["causal"] in (0, 1), "c
 SCORES_FIT = Constraint("B*H*N*N < 2^31", lambda s: s["B"] * s["H"] * s["N"] ** 2 < 2**31,
                         "attn-naive keeps the whole score matrix: B·H·N² must stay under 2^31 floats (8 GiB; "
                         "twice that with the backward's)")
+HEAD_DIM = Constraint("D in (64, 128)", lambda s: s["D"] in (64, 128),
+                      "the flash kernels are built for head dimension 64 or 128")
 HEADS_FIT = Constraint("B*H <= 65535", lambda s: s["B"] * s["H"] <= 65535,
                        "B·H must be at most 65535: one grid row per batch and head")
 
 FAMILY = Family(
     name="attention",
     summary="scaled dot-product attention softmax(QKᵀ/√D)·V, causal or not, forward and backward",
-    sources=("attention.cu", "attention.cpp"),
+    sources=("attention.cu", "flash1.cu", "flash2.cu", "attention.cpp"),
     params=(Param("B", 4, "batch"), Param("H", 16, "heads"), Param("N", 1024, "sequence length"),
             Param("D", 64, "head dimension"), Param("causal", 1, "1: causal mask, 0: none", minimum=0)),
     make_inputs=make_inputs,
@@ -119,6 +152,12 @@ FAMILY = Family(
     variants=(
         Variant("attn-naive", "three kernels: the score matrix in global memory, softmax per row, P·V "
                               "(P kept for the backward's five more)", bind_naive, (SCORES_FIT,)),
+        Variant("attn-flash1", "one kernel: K/V tiles through shared memory past a query tile, online softmax, "
+                               "float32 (backward: dK/dV per key tile, dQ per query tile, from the log-sum-exp)",
+                bind_flash(1), (HEAD_DIM,)),
+        Variant("attn-flash2", "FlashAttention-2 split on tensor cores (mma.sync), bfloat16/float16 with float32 "
+                               "sums; P stays in registers; backward per key tile with dQ summed by atomics",
+                bind_flash(2), (HEAD_DIM,), dtypes=("bfloat16", "float16")),
     ),
     baselines=(
         Baseline("eager", "softmax(q @ kᵀ / √D, masked) @ v in PyTorch ops", eager, dtypes=DTYPES),

@@ -33,19 +33,9 @@ Dims check_inputs(const at::Tensor& w, const at::Tensor& k, int64_t version, boo
   const char* why = timex_unsupported((int)version, d.B, d.C, d.T, backward);
   TORCH_CHECK(why == nullptr, cudabench::message("timex-v", version, " at B=", d.B, ", C=", d.C, ", T=", d.T, ": ",
                                   why ? why : ""));
-  if (version == 7) {  // what this GPU offers: tensor-core instructions, and shared memory per block
-    int major = 0, minor = 0, optin = 0;
-    const int device = k.get_device();
-    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
-    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
-    cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
-    TORCH_CHECK(major >= 8, cudabench::message("timex-mma needs a GPU of compute capability 8.0 or newer (mma.sync "
-                                               "on bfloat16/float16); this one is ", major, ".", minor));
-    const size_t need = timex_mma_smem(d.T, backward);
-    TORCH_CHECK(need <= (size_t)optin,
-                cudabench::message("timex-mma at T=", d.T, " needs ", need / 1024, " KiB of shared memory per block; "
-                                   "this GPU allows ", optin / 1024, " KiB (use a shorter T)"));
-  }
+  if (version == 7)  // what this GPU offers: tensor-core instructions, and shared memory per block
+    cudabench::check_mma_device(k, "timex-mma", timex_mma_smem(d.T, backward), cudabench::message("T=", d.T),
+                                " (use a shorter T)");
   return d;
 }
 

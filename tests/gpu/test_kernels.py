@@ -23,7 +23,8 @@ SHAPES = {
     "sincos": [dict(n=1), dict(n=1000003)],
     "attention": [dict(B=1, H=2, N=37, D=64, causal=1), dict(B=2, H=3, N=129, D=128, causal=0),
                   dict(B=1, H=1, N=1, D=64, causal=1), dict(B=2, H=2, N=256, D=64, causal=0),
-                  dict(B=1, H=2, N=100, D=128, causal=1)],
+                  dict(B=1, H=2, N=100, D=128, causal=1), dict(B=1, H=2, N=1000, D=128, causal=1),
+                  dict(B=2, H=1, N=700, D=64, causal=0)],
     "timex": [dict(B=8, C=4, T=32), dict(B=16, C=3, T=100), dict(B=8, C=2, T=1024), dict(B=24, C=7, T=252),
               dict(B=8, C=5, T=4), dict(B=3, C=5, T=37), dict(B=2, C=3, T=1500), dict(B=3, C=2, T=1025),
               dict(B=5, C=3, T=3001), dict(B=8, C=2, T=4096), dict(B=2, C=2, T=16384), dict(B=1, C=1, T=12000)],
@@ -91,6 +92,17 @@ def test_timex_variants_on_rwkv_like_inputs(registry, extensions, shape):
             assert check.passed, f"{variant.name}: {dict(check.errors)}"
 
 
+def check_forward_and_gradients(family, op, inputs, out_like, dtype, gen, where):
+    """fwdbwd against the fp64 reference within the precision's tolerance, every output and gradient
+    compared; the output gradient is uniform in [-1, 1], shaped and typed like `out_like`."""
+    grad_out = torch.empty(out_like.shape, device="cuda").uniform_(-1, 1, generator=gen).to(out_like.dtype)
+    ref = reference_results(family, inputs, "fwdbwd", grad_out)
+    check = check_workload(make_workload(op, inputs, "fwdbwd", family.grad_inputs, grad_out), ref,
+                           family.tolerance_for(dtype))
+    assert check.passed, f"{where}: {dict(check.errors)}"
+    assert set(dict(check.errors)) == set(ref)
+
+
 LOW_PRECISION_CASES = [("timex-fft", shape) for shape in (
     dict(B=3, C=5, T=37), dict(B=8, C=4, T=768), dict(B=64, C=2, T=100), dict(B=3, C=2, T=1025),
     dict(B=5, C=3, T=3001), dict(B=2, C=2, T=16384))] + [("timex-mma", shape) for shape in (
@@ -112,12 +124,7 @@ def test_timex_in_low_precision_matches_the_reference(registry, extensions, dtyp
     for kind in ("uniform", "rwkv"):
         gen = torch.Generator(device="cuda").manual_seed(zlib.crc32(f"{shape}{dtype}{kind}".encode()))
         inputs = in_dtype(family.inputs(complete_shape(family, shape), gen, "cuda", kind), dtype)
-        grad_out = torch.empty(inputs["k"].shape, device="cuda").uniform_(-1, 1, generator=gen).to(inputs["k"].dtype)
-        ref = reference_results(family, inputs, "fwdbwd", grad_out)
-        check = check_workload(make_workload(op, inputs, "fwdbwd", family.grad_inputs, grad_out), ref,
-                               family.tolerance_for(dtype))
-        assert check.passed, f"{dtype} {kind} at {shape}: {dict(check.errors)}"
-        assert set(dict(check.errors)) == set(ref)
+        check_forward_and_gradients(family, op, inputs, inputs["k"], dtype, gen, f"{dtype} {kind} at {shape}")
         out = op(**inputs)
         assert out.dtype == getattr(torch, dtype)
 
@@ -176,3 +183,35 @@ def test_timex_fft_survives_any_order_of_lengths_in_one_process(registry, extens
         check = check_workload(make_workload(op, inputs, "fwdbwd", family.grad_inputs, grad_out), ref,
                                family.tolerance)
         assert check.passed, f"T={T}: {dict(check.errors)}"
+
+
+ATTENTION_LOW_PRECISION = [dict(B=1, H=2, N=37, D=64, causal=1), dict(B=2, H=3, N=129, D=128, causal=0),
+                           dict(B=1, H=1, N=1, D=128, causal=1), dict(B=2, H=2, N=1000, D=128, causal=1),
+                           dict(B=1, H=4, N=2048, D=64, causal=0), dict(B=1, H=2, N=4096, D=128, causal=1),
+                           dict(B=3, H=1, N=200, D=64, causal=1)]
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("shape", ATTENTION_LOW_PRECISION, ids=lambda s: "-".join(f"{k}{v}" for k, v in s.items()))
+def test_attn_flash2_in_both_half_precisions(registry, extensions, dtype, shape):
+    """attn-flash2's forward and all three gradients within the precision's tolerance of the fp64
+    reference on the rounded inputs: causal and not, D 64 and 128, N ragged against its 64- and
+    128-row tiles (37, 129, 1000, 200), one key (N=1), and several query tiles per key tile."""
+    from cudabench.measure.subject import in_dtype
+
+    family = registry.family("attention")
+    op = family.variant("attn-flash2").bind(extensions["attention"])
+    gen = torch.Generator(device="cuda").manual_seed(zlib.crc32(f"{shape}{dtype}".encode()))
+    inputs = in_dtype(family.make_inputs(complete_shape(family, shape), gen, "cuda"), dtype)
+    check_forward_and_gradients(family, op, inputs, inputs["q"], dtype, gen, f"{dtype} at {shape}")
+
+
+def test_attn_flash2_refuses_float32_and_other_head_dims(registry, extensions):
+    family = registry.family("attention")
+    op = family.variant("attn-flash2").bind(extensions["attention"])
+    q = torch.randn(1, 1, 64, 64, device="cuda")
+    with pytest.raises(RuntimeError, match="bfloat16 or float16"):
+        op(q, q, q, True)
+    h = torch.randn(1, 1, 64, 96, device="cuda", dtype=torch.bfloat16)
+    with pytest.raises(RuntimeError, match="head dimension D = 64 or 128"):
+        op(h, h, h, True)

@@ -74,11 +74,12 @@ def test_lower_precisions_check_and_time_the_baselines_and_skip_float32_kernels(
     assert f"{family}  {shape}  bfloat16" in res.output and f"{family}  {shape}  float16" in res.output
     results = json.loads(path.read_text())["results"]
     assert {r["case"]["dtype"] for r in results} == {"bfloat16", "float16"}
-    every_precision = {("timex", "timex-fft"), ("timex", "timex-mma")}  # the kernels that take bfloat16 and float16
+    # the kernels that take bfloat16 and float16
+    every_precision = {("timex", "timex-fft"), ("timex", "timex-mma"), ("attention", "attn-flash2")}
     for r in results:
         if r["role"] == "variant" and (family, r["subject"]) not in every_precision:
             assert r["status"] == "SKIP" and r["skipped"].startswith("dtype:"), r
-        else:  # PyTorch's own ops, timex-fft and timex-mma, in the same precision, within its tolerance and trusted
+        else:  # PyTorch's own ops and the low-precision kernels, in the same precision, within tolerance and trusted
             assert r["status"] == "ok", (r["subject"], r["case"]["key"], r.get("skipped"), r.get("integrity"))
             assert 0 < r["check"]["errors"]["out"] <= r["check"]["tolerance"]
 
@@ -100,3 +101,23 @@ def test_peak_memory_is_recorded_and_sane(tmp_path):
     for subject in ("timex-fft", "timex-v4", "fft"):
         assert peak[(subject, "fwdbwd")] > peak[(subject, "fwd")], peak
     assert "peak_memory" in (tmp_path / "r.csv").read_text().splitlines()[0]
+
+
+def test_attention_memory_grows_as_n_squared_for_naive_and_as_n_for_flash(tmp_path):
+    """attn-naive keeps the score matrix (B·H·N² floats, twice with the backward's dP); the flash
+    rungs keep out and one log-sum-exp per row. Forward and forward+backward, N = 1024 and 4096."""
+    suite = tmp_path / "s.toml"
+    suite.write_text('[timing]\nrepeat = 3\n[[case]]\nkernels = ["attn-naive", "attn-flash1"]\n'
+                     'shape = { B = 1, H = 4, N = [1024, 4096], D = 64, causal = 1 }\n'
+                     'directions = ["fwd", "fwdbwd"]\nbaselines = []\n')
+    path = tmp_path / "r.json"
+    res = CliRunner().invoke(app, ["run", "--config", str(suite), "--json", str(path)])
+    assert res.exit_code == 0, res.output
+    peak = {(r["subject"], r["case"]["shape"]["N"], r["case"]["direction"]): r["peak_memory"]
+            for r in json.loads(path.read_text())["results"]}
+    for n in (1024, 4096):
+        scores = 4 * n * n * 4
+        assert peak[("attn-naive", n, "fwd")] >= scores > 10 * peak[("attn-flash1", n, "fwd")], peak
+        assert peak[("attn-naive", n, "fwdbwd")] >= 2 * scores > 10 * peak[("attn-flash1", n, "fwdbwd")], peak
+    assert peak[("attn-naive", 4096, "fwd")] >= 15 * peak[("attn-naive", 1024, "fwd")]   # N²: 16x
+    assert peak[("attn-flash1", 4096, "fwd")] <= 5 * peak[("attn-flash1", 1024, "fwd")]   # N: 4x
