@@ -46,9 +46,11 @@ Dims check_flash(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, 
   TORCH_CHECK(why == nullptr, why ? why : "");
   for (const at::Tensor* x : {&q, &k, &v})
     TORCH_CHECK(reinterpret_cast<uintptr_t>(x->data_ptr()) % 16 == 0, "q, k and v must start 16-byte aligned");
+  const std::string at = cudabench::message("D=", d.D, backward ? " (backward)" : " (forward)");
   if (version == 2)
-    cudabench::check_mma_device(q, "attn-flash2", attention_flash2_smem(d.D, backward), cudabench::message("D=", d.D),
-                                "");
+    cudabench::check_mma_device(q, "attn-flash2", attention_flash2_smem(d.D, backward), at, "");
+  else
+    cudabench::check_shared_memory(q, "attn-flash1", attention_flash1_smem(d.D, backward), at, " (use D=64)");
   return d;
 }
 

@@ -22,7 +22,9 @@ cudaError_t attention_naive_backward(const float* q, const float* k, const float
 // P_ij = exp(scale q_i . k_j - lse_i). The backward recomputes P from it. delta (BH * N floats) is the
 // backward's scratch for rowsum(dO * out). Head dimension D must be 64 or 128.
 const char* attention_flash_unsupported(int D);
-// Dynamic shared memory per block of attn-flash2's forward or backward kernel at head dimension D.
+// Dynamic shared memory per block of attn-flash1's / attn-flash2's largest forward or backward kernel at
+// head dimension D.
+size_t attention_flash1_smem(int D, bool backward);
 size_t attention_flash2_smem(int D, bool backward);
 
 // attn-flash1, float32: one kernel; each block streams K/V tiles through shared memory past its query

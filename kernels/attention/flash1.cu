@@ -15,6 +15,8 @@
 // lane % 2 and b = lane / 2: lanes n and n ^ 1 read the same b-side float4 and lanes n and n ^ 2 the
 // same a-side one, a pattern for which the hardware can return a float4 read in 2 passes instead of 4.
 // The 16 threads of a row are the lanes of one parity in a warp, so row reductions are shuffles.
+#include <algorithm>
+
 #include <cuda_runtime.h>
 
 #include "attention.h"
@@ -420,9 +422,16 @@ bool bad_shape(int BH, int N, int D) {
 }
 
 template <int D>
+constexpr size_t forward_smem() { return 3 * Rows<D>::FLOATS * sizeof(float); }
+template <int D>
+constexpr size_t dkdv_smem() { return (4 * Rows<D>::FLOATS + 2 * TILE * LDS) * sizeof(float); }
+template <int D>
+constexpr size_t dq_smem() { return 4 * Rows<D>::FLOATS * sizeof(float); }
+
+template <int D>
 cudaError_t forward(const float* q, const float* k, const float* v, float* out, float* lse, float scale, bool causal,
                     int BH, int N, cudaStream_t stream) {
-  const size_t smem = 3 * Rows<D>::FLOATS * sizeof(float);
+  const size_t smem = forward_smem<D>();
   const cudaError_t e = launch_prep(flash1_fwd<D>, smem);
   if (e != cudaSuccess) return e;
   const dim3 grid((N + TILE - 1) / TILE, BH);
@@ -434,22 +443,25 @@ template <int D>
 cudaError_t backward(const float* q, const float* k, const float* v, const float* out, const float* lse,
                      const float* dout, float* dq, float* dk, float* dv, float* delta, float scale, bool causal,
                      int BH, int N, cudaStream_t stream) {
-  const size_t dkdv_smem = (4 * Rows<D>::FLOATS + 2 * TILE * LDS) * sizeof(float);
-  const size_t dq_smem = 4 * Rows<D>::FLOATS * sizeof(float);
-  cudaError_t e = launch_prep(flash1_dkdv<D>, dkdv_smem);
-  if (e == cudaSuccess) e = launch_prep(flash1_dq<D>, dq_smem);
+  cudaError_t e = launch_prep(flash1_dkdv<D>, dkdv_smem<D>());
+  if (e == cudaSuccess) e = launch_prep(flash1_dq<D>, dq_smem<D>());
   if (e != cudaSuccess) return e;
   const size_t rows = (size_t)BH * N;
   const size_t delta_blocks = (rows * (D / 4) + THREADS - 1) / THREADS;
   flash1_delta<D><<<(unsigned)delta_blocks, THREADS, 0, stream>>>(out, dout, delta, rows);
   const dim3 grid((N + TILE - 1) / TILE, BH);
-  flash1_dkdv<D><<<grid, THREADS, dkdv_smem, stream>>>(q, k, v, dout, lse, delta, dk, dv, scale * LOG2E, scale,
+  flash1_dkdv<D><<<grid, THREADS, dkdv_smem<D>(), stream>>>(q, k, v, dout, lse, delta, dk, dv, scale * LOG2E, scale,
                                                        causal, N);
-  flash1_dq<D><<<grid, THREADS, dq_smem, stream>>>(q, k, v, dout, lse, delta, dq, scale * LOG2E, scale, causal, N);
+  flash1_dq<D><<<grid, THREADS, dq_smem<D>(), stream>>>(q, k, v, dout, lse, delta, dq, scale * LOG2E, scale, causal, N);
   return cudaGetLastError();
 }
 
 }  // namespace
+
+size_t attention_flash1_smem(int D, bool backward) {
+  if (D == 64) return backward ? std::max(dkdv_smem<64>(), dq_smem<64>()) : forward_smem<64>();
+  return backward ? std::max(dkdv_smem<128>(), dq_smem<128>()) : forward_smem<128>();
+}
 
 cudaError_t attention_flash1_forward(const float* q, const float* k, const float* v, float* out, float* lse,
                                      float scale, bool causal, int BH, int N, int D, cudaStream_t stream) {

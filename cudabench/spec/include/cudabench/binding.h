@@ -52,19 +52,25 @@ inline cudaStream_t stream_of(const at::Tensor& t) {
   return c10::cuda::getCurrentCUDAStream(t.get_device()).stream();
 }
 
-// Refuse a GPU without tensor-core mma.sync on bfloat16/float16 (sm_80 on), or with less opt-in shared
-// memory per block than a kernel asks for (`at` says for what shape, `advice` what to change).
-inline void check_mma_device(const at::Tensor& t, const char* who, size_t smem_bytes, const std::string& at,
-                             const char* advice) {
-  int major = 0, minor = 0, optin = 0;
-  const int device = t.get_device();
-  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
-  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
-  cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
-  TORCH_CHECK(major >= 8, message(who, " needs a GPU of compute capability 8.0 or newer (mma.sync on bfloat16/"
-                                       "float16); this one is ", major, ".", minor));
+// Refuse a GPU with less opt-in shared memory per block than a kernel asks for (`at` says for what shape,
+// `advice` what to change).
+inline void check_shared_memory(const at::Tensor& t, const char* who, size_t smem_bytes, const std::string& at,
+                                const char* advice) {
+  int optin = 0;
+  cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, t.get_device());
   TORCH_CHECK(smem_bytes <= (size_t)optin, message(who, " at ", at, " needs ", smem_bytes / 1024, " KiB of shared "
                                                    "memory per block; this GPU allows ", optin / 1024, " KiB", advice));
+}
+
+// Refuse a GPU without tensor-core mma.sync on bfloat16/float16 (sm_80 on), or without the shared memory.
+inline void check_mma_device(const at::Tensor& t, const char* who, size_t smem_bytes, const std::string& at,
+                             const char* advice) {
+  int major = 0, minor = 0;
+  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, t.get_device());
+  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, t.get_device());
+  TORCH_CHECK(major >= 8, message(who, " needs a GPU of compute capability 8.0 or newer (mma.sync on bfloat16/"
+                                       "float16); this one is ", major, ".", minor));
+  check_shared_memory(t, who, smem_bytes, at, advice);
 }
 
 // Turn a launcher's error code into a Python RuntimeError that names the kernel.
