@@ -95,9 +95,11 @@ def test_markdown_table_with_header_line():
     v4, base, skip = ([c.strip() for c in line.strip("|").split("|")] for line in lines[2:])
     assert v4.pop(3) == "float32" and base.pop(3) == "float32" and skip.pop(3) == "float32"
     assert v4[:7] == ["timex", "B=32,C=768,T=768", "fwd", "timex-v4", "variant", "ok", "2.0e-07"]
-    assert all(cell.endswith(" µs") for cell in v4[7:15]) and v4[15:] == ["20", "-", "-", "-", "sync", "hot"]
+    assert all(cell.endswith(" µs") for cell in v4[7:15])
+    assert v4[15:18] == ["20", "-", "-"] and v4[20:] == ["-", "-", "sync", "hot"]  # no ceiling, no memory
+    assert float(v4[18]) == pytest.approx(1e9 / 0.5e-3 / 1e12, rel=0.05) and v4[19] == "2"  # synthetic: 1 GFLOP, 1 MB
     assert base[7].startswith("4.4") and base[7].endswith(" ms")
-    assert skip[5] == "SKIP" and skip[7:] == ["-"] * 14
+    assert skip[5] == "SKIP" and skip[7:] == ["-"] * 17
 
 
 # ---- CUPTI kernel time and kernels per call ------------------------------------------------------------
@@ -122,6 +124,20 @@ def test_markdown_has_the_cupti_kernel_time_and_kernels_per_call():
     at = head.index("kernel time")
     assert head[at + 1] == "kernels/call"
     assert cupti[at:at + 2] == ["4.50 µs", "3"] and plain[at:at + 2] == ["-", "-"]
+
+
+def test_rates_are_over_the_kernel_time_where_cupti_measured_it_and_carry_the_ceiling_share():
+    from dataclasses import replace
+
+    timed = measured("timex", SHAPE, "timex-v4", 20e-6, n=20)
+    figures = replace(timed.measurement, extra=(("kernel_time_cupti", 4e-6), ("ceiling_fraction", 0.625)))
+    cupti, plain = flat_rows(doc([replace(timed, measurement=figures), measured("timex", SHAPE, "conv1d", 1e-3)]))
+    assert cupti["tflops"] == pytest.approx(1e9 / 4e-6 / 1e12) and cupti["gbps"] == pytest.approx(1e6 / 4e-6 / 1e9)
+    assert cupti["ceiling"] == 0.625 and plain["ceiling"] is None
+    assert plain["tflops"] == pytest.approx(1e9 / plain["median"] / 1e12, rel=1e-9)
+    lines = [line for line in to_markdown(doc([replace(timed, measurement=figures)])).splitlines() if line.startswith("|")]
+    head, row = ([c.strip() for c in line.strip("|").split("|")] for line in (lines[0], lines[2]))
+    assert [row[head.index(c)] for c in ("TFLOP/s", "GB/s", "% ceiling")] == ["250.00", "250", "62%"]
 
 
 def test_flat_rows_carry_the_kernel_figures_from_a_loaded_file(tmp_path):

@@ -292,8 +292,8 @@ def load_results(path: Path | str) -> dict[str, Any]:
 # ---- CSV and Markdown ----------------------------------------------------------------------------
 
 COLUMNS = ("family", "shape", "direction", "dtype", "subject", "role", "status", "rel_error", "median", "ci_low",
-           "ci_high", "q1", "q3", "min", "mean", "stdev", "n", "kernel_time", "kernels_per_call", "peak_memory", "timing",
-           "cache", "skipped")
+           "ci_high", "q1", "q3", "min", "mean", "stdev", "n", "kernel_time", "kernels_per_call", "tflops", "gbps",
+           "ceiling", "peak_memory", "timing", "cache", "skipped")
 TIME_COLUMNS = ("median", "ci_low", "ci_high", "q1", "q3", "min", "mean", "stdev")  # ci: the median's 95 %
 
 
@@ -327,9 +327,16 @@ def _why(r: Mapping[str, Any]) -> str:
     return r.get("skipped") or r.get("error") or "; ".join(failed)
 
 
+def _rate(amount: Any, seconds: Optional[float], unit: float) -> Optional[float]:
+    amount = _number(amount)
+    return amount / seconds / unit if amount and seconds else None
+
+
 def flat_rows(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
     """One flat record per result, keyed by COLUMNS; times in seconds (kernel_time: the GPU kernels'
-    own time per call, from CUPTI), None where not measured."""
+    own time per call, from CUPTI), None where not measured. tflops and gbps are the family's count
+    over the kernel time where CUPTI measured it (as the table), else over the median; ceiling is the
+    share of the device ceiling that bounds the family (0.5 for 50 %)."""
     rows = []
     for r in doc.get("results", []):
         case, stats, m = r["case"], r.get("stats") or {}, r.get("measurement") or {}
@@ -343,6 +350,9 @@ def flat_rows(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
                "peak_memory": memory_of(r),
                "timing": m.get("timing"), "cache": m.get("cache"), "skipped": _why(r)}
         row.update({c: _number(stats.get(c)) for c in TIME_COLUMNS})
+        seconds = row["kernel_time"] or row["median"]
+        row.update(tflops=_rate(r.get("flops"), seconds, 1e12), gbps=_rate(r.get("bytes"), seconds, 1e9),
+                   ceiling=_number(extra.get("ceiling_fraction")))
         rows.append(row)
     return rows
 
@@ -369,13 +379,22 @@ def markdown_header(doc: Mapping[str, Any]) -> str:
     return line + (f"  \n`{doc['command']}`" if doc.get("command") else "")
 
 
+def _rates(row: Mapping[str, Any]) -> list[str]:
+    """TFLOP/s, GB/s and % ceiling as the table shows them."""
+    tflops, gbps, ceiling = row["tflops"], row["gbps"], row["ceiling"]
+    return ["-" if tflops is None else f"{tflops:.2f}", "-" if gbps is None else f"{gbps:.0f}",
+            "-" if ceiling is None else f"{ceiling:.0%}"]
+
+
 def to_markdown(doc: Mapping[str, Any]) -> str:
     """A GitHub table of the results under a line with GPU, driver, CUDA, torch and date."""
     from cudabench.results.report import fmt_bytes, fmt_error, fmt_time
 
     head = ["family", "shape", "dir", "dtype", "subject", "role", "status", "rel err", "median", "ci low", "ci high", "q1",
-            "q3", "min", "mean", "stdev", "n", "kernel time", "kernels/call", "peak memory", "timing", "cache"]
-    numeric = (*TIME_COLUMNS, "ci low", "ci high", "n", "rel err", "kernel time", "kernels/call", "peak memory")
+            "q3", "min", "mean", "stdev", "n", "kernel time", "kernels/call", "TFLOP/s", "GB/s", "% ceiling",
+            "peak memory", "timing", "cache"]
+    numeric = (*TIME_COLUMNS, "ci low", "ci high", "n", "rel err", "kernel time", "kernels/call", "TFLOP/s", "GB/s",
+               "% ceiling", "peak memory")
     lines = [markdown_header(doc), "", "| " + " | ".join(head) + " |",
              "|" + "|".join("---:" if h in numeric else "---" for h in head) + "|"]
     for row in flat_rows(doc):
@@ -383,7 +402,8 @@ def to_markdown(doc: Mapping[str, Any]) -> str:
         cells = [row["family"], row["shape"], row["direction"], row["dtype"], row["subject"], row["role"], row["status"],
                  "-" if err is None else fmt_error(err), *(fmt_time(row[c]) for c in TIME_COLUMNS),
                  "-" if row["n"] is None else str(row["n"]), fmt_time(row["kernel_time"]),
-                 "-" if per_call is None else f"{per_call:g}", fmt_bytes(row["peak_memory"]), row["timing"] or "-",
+                 "-" if per_call is None else f"{per_call:g}", *_rates(row), fmt_bytes(row["peak_memory"]),
+                 row["timing"] or "-",
                  row["cache"] or "-"]
         lines.append("| " + " | ".join(str(c or "-").replace("|", "\\|") for c in cells) + " |")
     return "\n".join(lines) + "\n"
