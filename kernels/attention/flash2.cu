@@ -336,7 +336,8 @@ flash2_backward(const S* __restrict__ q, const S* __restrict__ k, const S* __res
         for (int nt = 0; nt < D / 16; ++nt) add_pair(row + nt * 8, acc[nt][2 * r], acc[nt][2 * r + 1]);
       }
     }
-    __syncthreads();  // buffers of tile i and dSᵀ are free again
+    // No barrier here: tile i's buffers were last read before the one above (the next prefetch may
+    // overwrite them), and the next dSᵀ store waits at the top of the loop for every warp's dQ reads.
   }
 
   for (int r = 0; r < 2; ++r) {
