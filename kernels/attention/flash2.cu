@@ -30,8 +30,13 @@ using tensor_core::pack_floats;
 constexpr float LOG2E = 1.4426950408889634f;
 constexpr float LN2 = 0.6931471805599453f;
 constexpr int KEYS = 64;          // keys per K/V tile (forward) and per backward block
-constexpr int FWD_WARPS = 8;      // forward: 8 warps x 16 query rows
-constexpr int FWD_ROWS = FWD_WARPS * 16;
+// forward: m16 tiles of query rows per warp. 1: 8 warps x 16 rows, Q's fragments kept in registers;
+// 2: 4 warps x 32 rows, each K/V fragment read from shared memory feeds two tiles (half the shared-memory
+// reads per mma, Q re-read per k-step instead). 128 rows per block either way.
+constexpr int FWD_M = 1;
+constexpr bool FWD_KEEP_Q = FWD_M == 1;
+constexpr int FWD_WARPS = 8 / FWD_M;
+constexpr int FWD_ROWS = FWD_WARPS * 16 * FWD_M;
 constexpr int BWD_WARPS = 4;      // backward: 4 warps x 16 keys
 constexpr int BWD_ROWS = 64;      // query rows per backward step
 
@@ -70,7 +75,7 @@ template <typename S, int D>
 __global__ void __launch_bounds__(FWD_WARPS * 32)
 flash2_forward(const S* __restrict__ q, const S* __restrict__ k, const S* __restrict__ v, S* __restrict__ out,
                float* __restrict__ lse, float scale_log2, bool causal, int N) {
-  constexpr int Q_BYTES = FWD_ROWS * D * 2, KV_BYTES = KEYS * D * 2, THREADS = FWD_WARPS * 32;
+  constexpr int Q_BYTES = FWD_ROWS * D * 2, KV_BYTES = KEYS * D * 2, THREADS = FWD_WARPS * 32, M = FWD_M;
   extern __shared__ __align__(128) char smem[];
   char* qs = smem;
   char* ks = smem + Q_BYTES;        // two buffers
@@ -81,8 +86,7 @@ flash2_forward(const S* __restrict__ q, const S* __restrict__ k, const S* __rest
   const size_t head = (size_t)blockIdx.y * N * D;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int mat = lane / 8, r8 = lane % 8;  // the ldmatrix matrix and row this lane addresses
-  const int w0 = warp * 16;
-  const int rows[2] = {q0 + w0 + g, q0 + w0 + g + 8};
+  const int w0 = warp * 16 * M;             // the warp's first row in the block's tile
   const int kv_end = causal ? min(N, q0 + FWD_ROWS) : N;
   const int tiles = (kv_end + KEYS - 1) / KEYS;
 
@@ -91,9 +95,17 @@ flash2_forward(const S* __restrict__ q, const S* __restrict__ k, const S* __rest
   load_tile<S, D, KEYS, THREADS>(vs, v + head, 0, N);
   cp_async_commit();
 
-  uint32_t qf[D / 16][4];
-  float o[D / 8][4] = {};
-  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};  // running max (base 2) and this thread's sum
+  // Q's A fragments of m16 tile mt at k-step kc: kept in registers for one tile per warp, re-read from
+  // shared memory for two (whose K and V fragments then serve both)
+  uint32_t qf[FWD_KEEP_Q ? D / 16 : 1][4];
+  auto q_fragment = [&](uint32_t(&a)[4], int mt, int kc) {
+    ldmatrix_x4<false>(a, qs + swizzled<D>(w0 + 16 * mt + (mat & 1) * 8 + r8, kc * 2 + (mat >> 1)));
+  };
+  float o[M][D / 8][4] = {};
+  // per m16 tile and row half: running max (base 2) and this thread's share of the sum
+  float m[M][2], l[M][2] = {};
+  #pragma unroll
+  for (int mt = 0; mt < M; ++mt) m[mt][0] = m[mt][1] = -INFINITY;
 
   for (int j = 0; j < tiles; ++j) {
     if (j + 1 < tiles) {
@@ -103,75 +115,119 @@ flash2_forward(const S* __restrict__ q, const S* __restrict__ k, const S* __rest
     cp_async_commit();
     cp_async_wait<1>();  // tile j (and Q) have landed
     __syncthreads();
-    if (j == 0) {
-      for (int kc = 0; kc < D / 16; ++kc)
-        ldmatrix_x4<false>(qf[kc], qs + swizzled<D>(w0 + (mat & 1) * 8 + r8, kc * 2 + (mat >> 1)));
+    if (FWD_KEEP_Q && j == 0) {
+      #pragma unroll
+      for (int kc = 0; kc < D / 16; ++kc) q_fragment(qf[FWD_KEEP_Q ? kc : 0], 0, kc);
     }
     const char* kt = ks + (j & 1) * KV_BYTES;
     const char* vt = vs + (j & 1) * KV_BYTES;
     const int k0 = j * KEYS;
-    if (!causal || k0 <= q0 + w0 + 15) {  // else every key of the tile is masked for this warp
-      float s[KEYS / 8][4] = {};
+    if (!causal || k0 <= q0 + w0 + 16 * M - 1) {  // else every key of the tile is masked for this warp
+      float s[M][KEYS / 8][4] = {};
+      #pragma unroll
       for (int kc = 0; kc < D / 16; ++kc) {
+        uint32_t a[M][4];
+        #pragma unroll
+        for (int mt = 0; mt < M; ++mt) {
+          if constexpr (FWD_KEEP_Q) {
+            #pragma unroll
+            for (int i = 0; i < 4; ++i) a[mt][i] = qf[kc][i];
+          } else {
+            q_fragment(a[mt], mt, kc);
+          }
+        }
+        #pragma unroll
         for (int np = 0; np < KEYS / 16; ++np) {
           uint32_t b[4];
           ldmatrix_x4<false>(b, kt + swizzled<D>(np * 16 + (mat >> 1) * 8 + r8, kc * 2 + (mat & 1)));
-          mma<S>(s[2 * np], qf[kc], b[0], b[1]);
-          mma<S>(s[2 * np + 1], qf[kc], b[2], b[3]);
+          #pragma unroll
+          for (int mt = 0; mt < M; ++mt) {
+            mma<S>(s[mt][2 * np], a[mt], b[0], b[1]);
+            mma<S>(s[mt][2 * np + 1], a[mt], b[2], b[3]);
+          }
         }
       }
       const bool edge = k0 + KEYS > N || (causal && k0 + KEYS - 1 > q0 + w0);
-      float top[2] = {m[0], m[1]};
-      for (int nt = 0; nt < KEYS / 8; ++nt) {
-        for (int e = 0; e < 4; ++e) {
-          const int key = k0 + nt * 8 + 2 * t + (e & 1);
-          float x = s[nt][e] * scale_log2;
-          if (edge && (key >= N || (causal && key > rows[e >> 1]))) x = -INFINITY;
-          s[nt][e] = x;
-          top[e >> 1] = fmaxf(top[e >> 1], x);
-        }
-      }
-      for (int r = 0; r < 2; ++r) {
-        top[r] = fmaxf(top[r], __shfl_xor_sync(0xffffffffu, top[r], 1));
-        top[r] = fmaxf(top[r], __shfl_xor_sync(0xffffffffu, top[r], 2));
-        const float base = top[r] == -INFINITY ? 0.f : top[r];  // a row with no key yet stays empty
-        const float alpha = exp2f(m[r] - base);
-        m[r] = top[r];
-        l[r] *= alpha;
-        for (int nt = 0; nt < D / 8; ++nt) {
-          o[nt][2 * r] *= alpha;
-          o[nt][2 * r + 1] *= alpha;
-        }
+      #pragma unroll
+      for (int mt = 0; mt < M; ++mt) {
+        const int row0 = q0 + w0 + 16 * mt + g;  // this thread's rows: row0 and row0 + 8
+        float top[2] = {m[mt][0], m[mt][1]};
+        #pragma unroll
         for (int nt = 0; nt < KEYS / 8; ++nt) {
-          s[nt][2 * r] = exp2f(s[nt][2 * r] - base);
-          s[nt][2 * r + 1] = exp2f(s[nt][2 * r + 1] - base);
-          l[r] += s[nt][2 * r] + s[nt][2 * r + 1];
+          #pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int key = k0 + nt * 8 + 2 * t + (e & 1);
+            float x = s[mt][nt][e] * scale_log2;
+            if (edge && (key >= N || (causal && key > row0 + 8 * (e >> 1)))) x = -INFINITY;
+            s[mt][nt][e] = x;
+            top[e >> 1] = fmaxf(top[e >> 1], x);
+          }
+        }
+        #pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          top[r] = fmaxf(top[r], __shfl_xor_sync(0xffffffffu, top[r], 1));
+          top[r] = fmaxf(top[r], __shfl_xor_sync(0xffffffffu, top[r], 2));
+          const float base = top[r] == -INFINITY ? 0.f : top[r];  // a row with no key yet stays empty
+          const float alpha = exp2f(m[mt][r] - base);
+          m[mt][r] = top[r];
+          l[mt][r] *= alpha;
+          #pragma unroll
+          for (int nt = 0; nt < D / 8; ++nt) {
+            o[mt][nt][2 * r] *= alpha;
+            o[mt][nt][2 * r + 1] *= alpha;
+          }
+          #pragma unroll
+          for (int nt = 0; nt < KEYS / 8; ++nt) {
+            s[mt][nt][2 * r] = exp2f(s[mt][nt][2 * r] - base);
+            s[mt][nt][2 * r + 1] = exp2f(s[mt][nt][2 * r + 1] - base);
+            l[mt][r] += s[mt][nt][2 * r] + s[mt][nt][2 * r + 1];
+          }
         }
       }
+      #pragma unroll
       for (int kc = 0; kc < KEYS / 16; ++kc) {
-        const uint32_t a[4] = {pack_floats<S>(s[2 * kc][0], s[2 * kc][1]), pack_floats<S>(s[2 * kc][2], s[2 * kc][3]),
-                               pack_floats<S>(s[2 * kc + 1][0], s[2 * kc + 1][1]),
-                               pack_floats<S>(s[2 * kc + 1][2], s[2 * kc + 1][3])};
+        uint32_t a[M][4];
+        #pragma unroll
+        for (int mt = 0; mt < M; ++mt) {
+          const float(&lo)[4] = s[mt][2 * kc];
+          const float(&hi)[4] = s[mt][2 * kc + 1];
+          a[mt][0] = pack_floats<S>(lo[0], lo[1]);
+          a[mt][1] = pack_floats<S>(lo[2], lo[3]);
+          a[mt][2] = pack_floats<S>(hi[0], hi[1]);
+          a[mt][3] = pack_floats<S>(hi[2], hi[3]);
+        }
+        #pragma unroll
         for (int np = 0; np < D / 16; ++np) {
           uint32_t b[4];
           ldmatrix_x4<true>(b, vt + swizzled<D>(kc * 16 + (mat & 1) * 8 + r8, np * 2 + (mat >> 1)));
-          mma<S>(o[2 * np], a, b[0], b[1]);
-          mma<S>(o[2 * np + 1], a, b[2], b[3]);
+          #pragma unroll
+          for (int mt = 0; mt < M; ++mt) {
+            mma<S>(o[mt][2 * np], a[mt], b[0], b[1]);
+            mma<S>(o[mt][2 * np + 1], a[mt], b[2], b[3]);
+          }
         }
       }
     }
     __syncthreads();  // everyone is done with buffer j & 1 before tile j + 2 is loaded into it
   }
 
-  for (int r = 0; r < 2; ++r) {
-    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
-    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
-    if (rows[r] >= N) continue;
-    const float inv = 1.f / l[r];
-    S* dst = out + head + (size_t)rows[r] * D + 2 * t;
-    for (int nt = 0; nt < D / 8; ++nt)
-      *reinterpret_cast<uint32_t*>(dst + nt * 8) = pack_floats<S>(o[nt][2 * r] * inv, o[nt][2 * r + 1] * inv);
-    if (t == 0) lse[(size_t)blockIdx.y * N + rows[r]] = (m[r] + log2f(l[r])) * LN2;
+  #pragma unroll
+  for (int mt = 0; mt < M; ++mt) {
+    #pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int row = q0 + w0 + 16 * mt + g + 8 * r;
+      float sum = l[mt][r];
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+      if (row >= N) continue;
+      const float inv = 1.f / sum;
+      S* dst = out + head + (size_t)row * D + 2 * t;
+      #pragma unroll
+      for (int nt = 0; nt < D / 8; ++nt)
+        *reinterpret_cast<uint32_t*>(dst + nt * 8) =
+            pack_floats<S>(o[mt][nt][2 * r] * inv, o[mt][nt][2 * r + 1] * inv);
+      if (t == 0) lse[(size_t)blockIdx.y * N + row] = (m[mt][r] + log2f(sum)) * LN2;
+    }
   }
 }
 
