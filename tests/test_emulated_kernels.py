@@ -1,0 +1,222 @@
+"""The attention kernels (kernels/attention: attn-naive, attn-flash1, attn-flash2) checked on the CPU,
+by running their real .cu sources on a CUDA emulator (tests/emulated): every CUDA thread a fiber,
+warp-exact shuffles, ldmatrix, mma.sync and cp.async. Each case is checked like the harness checks
+it on a GPU (NaN-poisoned outputs, float64 reference, the family's tolerance), under two schedules
+that must agree bit for bit. Mutants of the kernels show that the check can fail.
+
+Needs a C++17 compiler (g++, c++ or clang++, or $CXX) on Linux; skipped otherwise. All compiling and
+running is spread over the CPU's cores. ASAN=1 builds everything with AddressSanitizer and UBSan
+(slower; for a local run, not CI): ASAN=1 pytest tests/test_emulated_kernels.py
+"""
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+KIT = ROOT / "tests" / "emulated"
+KERNELS = ROOT / "kernels" / "attention"
+ASAN = os.environ.get("ASAN") == "1"
+TIMEOUT = 600 if ASAN else 120  # seconds per run of a checker
+
+FLAGS = ["-std=c++17", "-fno-strict-aliasing", f"-I{KIT / 'shim'}", f"-I{KERNELS}"]
+FLAGS += (["-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address,undefined", "-fno-sanitize-recover=undefined"]
+          if ASAN else ["-O2"])
+KIT_FLAGS = ["-Wall", "-Wextra"]
+KERNEL_FLAGS = ["-w", "-D__CUDA_ARCH__=900"]  # compiled as for an H100 (flash2's float2 atomics)
+RUNTIME = ["runtime/scheduler.cpp", "runtime/warp_ops.cpp"]
+
+# (variant, dtype, BH, N, D, causal): N ragged against the 64-row tiles (flash1, flash2's backward and K/V
+# tiles) and flash2's 128-row forward blocks, N = 1 (a lone key: dQ = dK = 0), D 64 and 128, causal or not.
+CASES = [
+    ("attn-naive", "float32", 2, 1, 64, 0),
+    ("attn-naive", "float32", 2, 37, 128, 1),
+    ("attn-naive", "float32", 1, 129, 64, 0),
+    ("attn-naive", "float32", 2, 200, 128, 1),
+    ("attn-flash1", "float32", 2, 1, 128, 1),
+    ("attn-flash1", "float32", 2, 37, 64, 0),
+    ("attn-flash1", "float32", 1, 64, 128, 0),
+    ("attn-flash1", "float32", 2, 129, 128, 1),
+    ("attn-flash1", "float32", 1, 200, 64, 1),
+    ("attn-flash1", "float32", 1, 257, 128, 0),
+    ("attn-flash2", "bfloat16", 2, 1, 64, 0),
+    ("attn-flash2", "bfloat16", 2, 37, 128, 1),
+    ("attn-flash2", "bfloat16", 1, 128, 64, 1),
+    ("attn-flash2", "bfloat16", 2, 129, 64, 1),
+    ("attn-flash2", "bfloat16", 1, 200, 128, 0),
+    ("attn-flash2", "bfloat16", 3, 257, 128, 1),
+    ("attn-flash2", "float16", 2, 1, 128, 1),
+    ("attn-flash2", "float16", 2, 37, 64, 0),
+    ("attn-flash2", "float16", 1, 129, 128, 1),
+    ("attn-flash2", "float16", 1, 200, 64, 1),
+    ("attn-flash2", "float16", 1, 257, 64, 0),
+]
+
+# Planted bugs: (file, exact text, replacement, a case that must FAIL, whether only the schedule comparison
+# can see it). If a kernel's text changes, update the text here.
+MUTANTS = {
+    "flash2-fwd-no-cp-async-wait": (
+        "flash2.cu", "    cp_async_wait<1>();  // tile j (and Q) have landed\n", "",
+        ("attn-flash2", "bfloat16", 1, 129, 64, 0), False),
+    "flash2-fwd-no-barrier-after-wait": (
+        "flash2.cu", "have landed\n    __syncthreads();\n", "have landed\n",
+        ("attn-flash2", "float16", 1, 200, 128, 1), False),
+    "flash2-fwd-no-barrier-ending-the-tile": (  # reuse of a buffer still being read: a race
+        "flash2.cu", "    __syncthreads();  // everyone", "    // no barrier: everyone",
+        ("attn-flash2", "bfloat16", 1, 129, 64, 0), True),
+    "flash1-fwd-no-barrier-before-p": (
+        "flash1.cu", "    __syncthreads();  // every thread is done reading K before P overwrites it\n", "",
+        ("attn-flash1", "float32", 2, 37, 128, 1), False),
+}
+
+
+def _load_rewriter():
+    spec = importlib.util.spec_from_file_location("emulated_rewrite_launches", KIT / "rewrite_launches.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+rewriter = _load_rewriter()
+
+
+def _compiler():
+    for name in (os.environ.get("CXX"), "g++", "c++", "clang++"):
+        if name and shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+def _run(cmd, timeout=TIMEOUT):
+    return subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=timeout)
+
+
+def _must(cmd):
+    result = _run(cmd)
+    if result.returncode:
+        pytest.fail(f"{' '.join(map(str, cmd))}\n{result.stderr[-6000:]}", pytrace=False)
+
+
+class Kit:
+    """The emulator, the checker and the kernels, compiled into `workdir` in parallel on `pool`."""
+
+    def __init__(self, cxx, workdir, pool):
+        self.cxx, self.workdir = cxx, workdir
+        self.objects = {src: pool.submit(self._compile, KIT / src, KIT_FLAGS)
+                        for src in RUNTIME + ["attention_check.cpp", "selftest.cpp"]}
+        self.kernels = {cu: pool.submit(self.kernel_object, KERNELS / cu)
+                        for cu in ("attention.cu", "flash1.cu", "flash2.cu")}
+
+    def _compile(self, src, flags):
+        obj = self.workdir / (src.stem + ".o")
+        _must([self.cxx, *FLAGS, *flags, "-c", src, "-o", obj])
+        return obj
+
+    def kernel_object(self, cu):
+        """cu rewritten for the emulator (launches and dynamic shared memory), then compiled."""
+        cpp = self.workdir / (cu.stem + ".cpp")
+        _, launches = rewriter.rewrite_file(str(cu), str(cpp))
+        assert launches > 0, f"no kernel launch found in {cu}"
+        return self._compile(cpp, KERNEL_FLAGS)
+
+    def link(self, name, objects):
+        """objects: paths, or futures of paths."""
+        exe = self.workdir / name
+        _must([self.cxx, *FLAGS, *(o if isinstance(o, Path) else o.result() for o in objects), "-o", exe])
+        return exe
+
+    def runtime(self):
+        return [self.objects[src] for src in RUNTIME]
+
+    def checker(self, name="attention_check", replacing=None):
+        """The attention checker, linked with the kernels' objects, or replacements ({"flash2.cu": path})."""
+        kernels = [(replacing or {}).get(cu, obj) for cu, obj in self.kernels.items()]
+        return self.link(name, self.runtime() + [self.objects["attention_check.cpp"]] + kernels)
+
+
+@pytest.fixture(scope="module")
+def pool():
+    """Threads that only wait on compilers and checkers: one per core."""
+    executor = ThreadPoolExecutor(os.cpu_count() or 2)
+    yield executor
+    executor.shutdown(cancel_futures=True)
+
+
+@pytest.fixture(scope="module")
+def kit(tmp_path_factory, pool):
+    cxx = _compiler()
+    if cxx is None or not sys.platform.startswith("linux"):
+        pytest.skip("the CUDA emulator needs a C++17 compiler (g++, c++, clang++ or $CXX) and Linux (ucontext)")
+    return Kit(cxx, tmp_path_factory.mktemp("emulated"), pool)
+
+
+def _arguments(case, family):
+    variant, dtype, BH, N, D, causal = case
+    return [variant, dtype, BH, N, D, causal, repr(family.tolerance_for(dtype))]
+
+
+@pytest.fixture(scope="module")
+def case_runs(kit, pool, registry):
+    """Every case started at once (the pool runs them over the cores); each test waits for its own."""
+    checker = kit.checker()
+    family = registry.family("attention")
+    return {case: pool.submit(_run, [checker, *_arguments(case, family)]) for case in CASES}
+
+
+@pytest.fixture(scope="module")
+def mutant_runs(kit, pool, registry):
+    family = registry.family("attention")
+
+    def build_and_run(name, file, text, replacement, case):
+        source = (KERNELS / file).read_text()
+        assert source.count(text) == 1, f"mutant {name}: the text to change is not (once) in {file}"
+        mutant = kit.workdir / f"{name}.cu"
+        mutant.write_text(source.replace(text, replacement))
+        # compiled here, not submitted: a pool thread that waits on the pool can deadlock it
+        return _run([kit.checker(name, {file: kit.kernel_object(mutant)}), *_arguments(case, family)])
+
+    return {name: pool.submit(build_and_run, name, *spec[:4]) for name, spec in MUTANTS.items()}
+
+
+def _report(result):
+    return f"exit status {result.returncode}\n{result.stdout}{result.stderr[-4000:]}"
+
+
+def test_emulator_selftest(kit):
+    result = _run([kit.link("selftest", kit.runtime() + [kit.objects["selftest.cpp"]])])
+    assert result.returncode == 0 and "selftest: 0 failures" in result.stdout, _report(result)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}-{c[1]}-BH{c[2]}-N{c[3]}-D{c[4]}-causal{c[5]}")
+def test_kernel_matches_fp64_reference_under_both_schedules(case_runs, case):
+    result = case_runs[case].result()
+    lines = result.stdout.splitlines()
+    assert result.returncode == 0 and lines[-1:] == ["RESULT OK"], _report(result)
+    assert sum(line.endswith("| OK") for line in lines) == 3, _report(result)  # two schedules, one comparison
+
+
+@pytest.mark.parametrize("name", MUTANTS)
+def test_planted_bug_fails_the_check(mutant_runs, name):
+    result = mutant_runs[name].result()
+    assert result.returncode == 1 and result.stdout.splitlines()[-1:] == ["RESULT FAIL"], _report(result)
+    if MUTANTS[name][4]:  # a race that the first schedule happens to get right: caught by the second
+        forward = next(line for line in result.stdout.splitlines() if "| forward/lazy" in line)
+        assert forward.endswith("| OK") and "schedules DIFFER" in result.stdout, _report(result)
+
+
+def test_rewrite_keeps_lines_and_pads_the_launch():
+    source = ("extern __shared__ __align__(16) float4 tile[];\n"
+              "k<T, 4><<<grid,\n  256>>>(a,\n  b);\n"
+              "ns::plain<<<1, 32, 0, s>>>();\n")
+    text, shared, launches = rewriter.rewrite(source)
+    assert (shared, launches) == (1, 2)
+    assert text.count("\n") == source.count("\n")
+    assert "float4* tile = reinterpret_cast<float4*>(emu::dynamic_smem);" in text
+    assert "emu::launch(k<T, 4>, grid,\n  256, 0, nullptr, a,\n  b);" in text
+    assert "emu::launch(ns::plain, 1, 32, 0, s);" in text
