@@ -27,6 +27,9 @@ SOURCE_SUFFIXES = {".cu", ".cpp", ".h", ".cuh", ".hpp"}
 # No -std here: torch.utils.cpp_extension picks the standard its headers need (C++20 from torch
 # 2.10); overriding it compiles the binding against a different ABI and crashes on exceptions.
 CUDA_FLAGS = ("-O3", "-lineinfo")
+# torch's JIT build adds these to every nvcc call; a compile-only check must see the same.
+TORCH_NVCC_DEFINES = ("-D__CUDA_NO_HALF_OPERATORS__", "-D__CUDA_NO_HALF_CONVERSIONS__",
+                      "-D__CUDA_NO_BFLOAT16_CONVERSIONS__", "-D__CUDA_NO_HALF2_OPERATORS__")
 CXX_FLAGS = ("-O3",)
 BINDING_STD = "-std=c++20"
 
@@ -219,7 +222,7 @@ def cuda_include_dir(nvcc: Optional[str] = None) -> Optional[Path]:
 
 
 def nvcc_command(nvcc: str, source: Path, arch: str, output: Path) -> list[str]:
-    return [nvcc, "-c", *CUDA_FLAGS, gencode(arch), f"-I{INCLUDE_DIR}", f"-I{source.parent}", str(source), "-o",
+    return [nvcc, "-c", *CUDA_FLAGS, *TORCH_NVCC_DEFINES, gencode(arch), f"-I{INCLUDE_DIR}", f"-I{source.parent}", str(source), "-o",
             str(output)]
 
 

@@ -31,16 +31,27 @@ __device__ __forceinline__ uint32_t pack2(S lo, S hi) {
   return r;
 }
 
+// Explicit conversions: torch's build defines __CUDA_NO_HALF_CONVERSIONS__ and
+// __CUDA_NO_BFLOAT16_CONVERSIONS__, so static_cast between float and S does not compile there.
+__device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
+template <typename S>
+__device__ __forceinline__ S from_float(float x);
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+template <>
+__device__ __forceinline__ __half from_float<__half>(float x) { return __float2half_rn(x); }
+
 // Two floats rounded to the 16-bit type S, packed lo | hi << 16.
 template <typename S>
 __device__ __forceinline__ uint32_t pack_floats(float lo, float hi);
 template <>
 __device__ __forceinline__ uint32_t pack_floats<__nv_bfloat16>(float lo, float hi) {
-  return pack2(__float2bfloat16_rn(lo), __float2bfloat16_rn(hi));
+  return pack2(from_float<__nv_bfloat16>(lo), from_float<__nv_bfloat16>(hi));
 }
 template <>
 __device__ __forceinline__ uint32_t pack_floats<__half>(float lo, float hi) {
-  return pack2(__float2half_rn(lo), __float2half_rn(hi));
+  return pack2(from_float<__half>(lo), from_float<__half>(hi));
 }
 
 // d += a . b on tensor cores, S the 16-bit input type.

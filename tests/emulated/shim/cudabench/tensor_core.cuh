@@ -31,6 +31,15 @@ __device__ __forceinline__ uint32_t pack2(S lo, S hi) {
   return lo.x | static_cast<uint32_t>(hi.x) << 16;
 }
 
+// Explicit conversions, as in the real header (torch's build forbids the implicit ones there).
+__device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
+template <typename S>
+__device__ __forceinline__ S from_float(float x) {
+  static_assert(std::is_same<S, __nv_bfloat16>::value || std::is_same<S, __half>::value, "bf16 or half");
+  return S(x);
+}
+
 // Two floats rounded to S, packed; S is __nv_bfloat16 or __half, as in the real header.
 template <typename S>
 __device__ __forceinline__ uint32_t pack_floats(float lo, float hi) {
