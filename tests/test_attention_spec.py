@@ -2,6 +2,7 @@
 definition, the constraints."""
 
 import math
+import sys
 
 import pytest
 import torch
@@ -33,6 +34,24 @@ def test_reference_is_the_definition(family):
             weights = [math.exp(float(q[0, h, i] @ k[0, h, j]) / 2) for j in range(i + 1)]  # √D = 2
             expected = sum(w * v[0, h, j] for j, w in enumerate(weights)) / sum(weights)
             assert torch.allclose(got[0, h, i], expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("tile", [1, 7 * 13, 2**25])  # a row per block, ragged blocks, one block
+def test_blocked_reference_matches_the_definition_and_its_gradients(family, monkeypatch, causal, tile):
+    monkeypatch.setattr(sys.modules[family.reference.__module__], "REFERENCE_TILE", tile)
+    gen = torch.Generator().manual_seed(5)
+    inputs = family.make_inputs(dict(B=2, H=3, N=13, D=8, causal=int(causal)), gen, "cpu")
+    leaves = [inputs[n].double().requires_grad_() for n in "qkv"]
+    dout = torch.randn(2, 3, 13, 8, generator=gen, dtype=torch.float64)
+    results = []
+    for op in (family.reference, sys.modules[family.reference.__module__].math_attention):
+        out = op(*leaves, causal)
+        results.append((out, *torch.autograd.grad(out, leaves, dout)))
+    for got, expected in zip(*results):
+        torch.testing.assert_close(got, expected, rtol=1e-12, atol=1e-12)
+    torch.autograd.gradcheck(lambda q, k, v: family.reference(q, k, v, causal),
+                             [x[:1, :1, :6, :4].detach().requires_grad_() for x in leaves])
 
 
 def test_constraints_name_the_rule(family):

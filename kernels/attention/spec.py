@@ -22,13 +22,66 @@ def make_inputs(shape, gen, device):
 
 
 def math_attention(q, k, v, causal):
-    """The definition in PyTorch ops: the fp64 reference, and the eager baseline."""
+    """The definition in PyTorch ops: the eager baseline (the reference computes the same by blocks of rows)."""
     scores = (q @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
     if causal:
         n = q.shape[-2]
         mask = torch.ones(n, n, dtype=torch.bool, device=q.device).triu(1)
         scores = scores.masked_fill(mask, float("-inf"))
     return torch.softmax(scores, dim=-1) @ v
+
+
+REFERENCE_TILE = 2**25  # scores per block of query rows in the reference: 256 MiB of float64
+
+
+class BlockedReference(torch.autograd.Function):
+    """The family's reference: the same math as math_attention, a block of query rows at a time, with the
+    backward recomputing each block's P (dV = PᵀdO, dS = P∘(dO·Vᵀ − rowsum(dO∘O)), dQ = dS·K/√D,
+    dK = dSᵀ·Q/√D). In float64 the whole score matrix of the sweep's N = 16384 is 16 GiB per (B·H = 8)
+    and autograd keeps several; a block keeps the reference within a few hundred MiB beyond its inputs,
+    so it never decides whether a subject fits. Causal blocks stop at their last row's key."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, causal):
+        out = torch.empty_like(q)
+        for rows, probs in _reference_blocks(q, k, causal):
+            out[..., rows, :] = probs @ v[..., : probs.shape[-1], :]
+        ctx.save_for_backward(q, k, v, out)
+        ctx.causal = causal
+        return out
+
+    @staticmethod
+    def backward(ctx, dout):
+        q, k, v, out = ctx.saved_tensors
+        dq, dk, dv = torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)
+        scale = 1 / math.sqrt(q.shape[-1])
+        for rows, probs in _reference_blocks(q, k, ctx.causal):
+            keys = probs.shape[-1]
+            d_out = dout[..., rows, :]
+            dv[..., :keys, :] += probs.transpose(-2, -1) @ d_out
+            row_dot = (d_out * out[..., rows, :]).sum(-1, keepdim=True)
+            d_scores = probs * (d_out @ v[..., :keys, :].transpose(-2, -1) - row_dot)
+            dq[..., rows, :] = d_scores @ k[..., :keys, :] * scale
+            dk[..., :keys, :] += d_scores.transpose(-2, -1) @ q[..., rows, :] * scale
+        return dq, dk, dv, None
+
+
+def _reference_blocks(q, k, causal):
+    """(row slice, softmax probabilities over the keys it sees) per block of query rows."""
+    *batch, n, _ = q.shape
+    block = max(1, REFERENCE_TILE // max(1, math.prod(batch) * n))
+    for start in range(0, n, block):
+        rows = slice(start, min(n, start + block))
+        keys = rows.stop if causal else n
+        scores = (q[..., rows, :] @ k[..., :keys, :].transpose(-2, -1)) / math.sqrt(q.shape[-1])
+        if causal:
+            row = torch.arange(rows.start, rows.stop, device=q.device)[:, None]
+            scores = scores.masked_fill(torch.arange(keys, device=q.device) > row, float("-inf"))
+        yield rows, torch.softmax(scores, dim=-1)
+
+
+def blocked_reference(q, k, v, causal):
+    return BlockedReference.apply(q, k, v, causal)
 
 
 class NaiveAttention(torch.autograd.Function):
@@ -147,7 +200,7 @@ FAMILY = Family(
     params=(Param("B", 4, "batch"), Param("H", 16, "heads"), Param("N", 1024, "sequence length"),
             Param("D", 64, "head dimension"), Param("causal", 1, "1: causal mask, 0: none", minimum=0)),
     make_inputs=make_inputs,
-    reference=math_attention,
+    reference=blocked_reference,
     grad_inputs=("q", "k", "v"),
     variants=(
         Variant("attn-naive", "three kernels: the score matrix in global memory, softmax per row, P·V "
