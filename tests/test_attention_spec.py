@@ -54,6 +54,13 @@ def test_blocked_reference_matches_the_definition_and_its_gradients(family, monk
                              [x[:1, :1, :6, :4].detach().requires_grad_() for x in leaves])
 
 
+def test_blocked_reference_gives_a_single_key_row_exactly_zero_query_and_key_gradients(family):
+    q, k, v = (torch.randn(1, 2, 1, 64, dtype=torch.float64, requires_grad=True) for _ in range(3))
+    out = family.reference(q, k, v, True)
+    dq, dk, dv = torch.autograd.grad(out, (q, k, v), torch.randn_like(out))
+    assert not dq.any() and not dk.any() and dv.abs().min() > 0  # softmax over one key is constant
+
+
 def test_constraints_name_the_rule(family):
     naive = family.variant("attn-naive")
     assert violation(family, naive, dict(B=4, H=16, N=4096, D=128, causal=1)) is None

@@ -36,8 +36,9 @@ REFERENCE_TILE = 2**25  # scores per block of query rows in the reference: 256 M
 
 class BlockedReference(torch.autograd.Function):
     """The family's reference: the same math as math_attention, a block of query rows at a time, with the
-    backward recomputing each block's P (dV = PᵀdO, dS = P∘(dO·Vᵀ − rowsum(dO∘O)), dQ = dS·K/√D,
-    dK = dSᵀ·Q/√D). In float64 the whole score matrix of the sweep's N = 16384 is 16 GiB per (B·H = 8)
+    backward recomputing each block's P (dV = PᵀdO, dP = dO·Vᵀ, dS = P∘(dP − rowsum(P∘dP)), dQ = dS·K/√D,
+    dK = dSᵀ·Q/√D; rowsum(P∘dP) rather than rowsum(dO∘O), as autograd's softmax does, so a row with one key
+    gets exactly zero dQ and dK). In float64 the whole score matrix of the sweep's N = 16384 is 16 GiB per (B·H = 8)
     and autograd keeps several; a block keeps the reference within a few hundred MiB beyond its inputs,
     so it never decides whether a subject fits. Causal blocks stop at their last row's key."""
 
@@ -46,21 +47,21 @@ class BlockedReference(torch.autograd.Function):
         out = torch.empty_like(q)
         for rows, probs in _reference_blocks(q, k, causal):
             out[..., rows, :] = probs @ v[..., : probs.shape[-1], :]
-        ctx.save_for_backward(q, k, v, out)
+        ctx.save_for_backward(q, k, v)
         ctx.causal = causal
         return out
 
     @staticmethod
     def backward(ctx, dout):
-        q, k, v, out = ctx.saved_tensors
+        q, k, v = ctx.saved_tensors
         dq, dk, dv = torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)
         scale = 1 / math.sqrt(q.shape[-1])
         for rows, probs in _reference_blocks(q, k, ctx.causal):
             keys = probs.shape[-1]
             d_out = dout[..., rows, :]
             dv[..., :keys, :] += probs.transpose(-2, -1) @ d_out
-            row_dot = (d_out * out[..., rows, :]).sum(-1, keepdim=True)
-            d_scores = probs * (d_out @ v[..., :keys, :].transpose(-2, -1) - row_dot)
+            d_probs = d_out @ v[..., :keys, :].transpose(-2, -1)
+            d_scores = probs * (d_probs - (probs * d_probs).sum(-1, keepdim=True))
             dq[..., rows, :] = d_scores @ k[..., :keys, :] * scale
             dk[..., :keys, :] += d_scores.transpose(-2, -1) @ q[..., rows, :] * scale
         return dq, dk, dv, None
