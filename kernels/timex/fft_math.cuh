@@ -78,6 +78,124 @@ __device__ __forceinline__ void dft(float2 (&v)[R]) {
 }
 
 
+// cos and sin of 2π e / R in float64, by their Taylor series at compile time (the in-register
+// DFTs' constant twiddles; sincospi on constants is not folded by nvcc).
+constexpr double turn_taylor(double x, bool sine) {
+  double term = sine ? x : 1.0, sum = term;
+  for (int n = sine ? 1 : 0; n < 60; n += 2) {
+    term *= -x * x / ((n + 1.0) * (n + 2.0));
+    sum += term;
+  }
+  return sum;
+}
+
+template <int R>
+struct Cis {  // re[e] + i im[e] = exp(2πi e / R)
+  float re[R], im[R];
+  constexpr Cis() : re(), im() {
+    for (int e = 0; e < R; ++e) {
+      const double x = 2.0 * 3.14159265358979323846 * (2 * e < R ? e : e - R) / R;  // in [-π, π)
+      re[e] = (float)turn_taylor(x, false);
+      im[e] = (float)turn_taylor(x, true);
+    }
+  }
+};
+
+// v · exp(SIGN 2πi e / R) for a rotation e / R that is a constant once loops are unrolled: the
+// multiples of π/4 cost swaps, negations or two products; the others one complex product.
+template <int R, int SIGN>
+__device__ __forceinline__ float2 turn(float2 v, int e) {
+  e %= R;
+  if (e == 0) return v;
+  if ((8 * e) % R == 0) {
+    const float h = 0.70710678118654752f;
+    switch (8 * e / R) {
+      case 1: return make_float2(h * (v.x - SIGN * v.y), h * (v.y + SIGN * v.x));
+      case 2: return rot<SIGN>(v);
+      case 3: return make_float2(-h * (v.x + SIGN * v.y), h * (SIGN * v.x - v.y));
+      case 4: return make_float2(-v.x, -v.y);
+      case 5: return make_float2(h * (SIGN * v.y - v.x), -h * (v.y + SIGN * v.x));
+      case 6: return rot<-SIGN>(v);
+      default: return make_float2(h * (v.x + SIGN * v.y), h * (v.y - SIGN * v.x));
+    }
+  }
+  constexpr Cis<R> cis{};
+  return cmul(v, make_float2(cis.re[e], SIGN * cis.im[e]));
+}
+
+template <int R, int SIGN>
+__device__ __forceinline__ void dft_any(float2 (&v)[R]);
+
+// The second step of a radix-(A·B) DFT, u[a][c] holding the A DFTs of size B: the turns
+// exp(SIGN 2πi a·c/(A·B)), then B DFTs of size A over a, into v[c + B·d].
+template <int A, int B, int SIGN>
+__device__ __forceinline__ void dft_combine(float2 (&u)[A][B], float2 (&v)[A * B]) {
+#pragma unroll
+  for (int a = 1; a < A; ++a) {
+#pragma unroll
+    for (int c = 1; c < B; ++c) u[a][c] = turn<A * B, SIGN>(u[a][c], a * c);
+  }
+#pragma unroll
+  for (int c = 0; c < B; ++c) {
+    float2 t[A];
+#pragma unroll
+    for (int a = 0; a < A; ++a) t[a] = u[a][c];
+    dft_any<A, SIGN>(t);
+#pragma unroll
+    for (int d = 0; d < A; ++d) v[c + B * d] = t[d];
+  }
+}
+
+// The radix-R DFT in registers for any R made of 2, 3, 4 and 8 (6, 12, 16, 24, 32, 64, ...): with
+// R = A·B, n = a + A·b and q = c + B·d, X[c + B·d] = Σ_a exp(SIGN 2πi a·d/A) · exp(SIGN 2πi a·c/R) ·
+// (Σ_b v[a + A·b] exp(SIGN 2πi b·c/B)): A DFTs of size B, the turns, then B DFTs of size A.
+template <int R, int SIGN>
+__device__ __forceinline__ void dft_any(float2 (&v)[R]) {
+  if constexpr (R == 1) {
+  } else if constexpr (R == 2 || R == 3 || R == 4 || R == 8) {
+    dft<R, SIGN>(v);
+  } else {
+    constexpr int A = R == 16 ? 4 : R % 8 == 0 ? 8 : R % 4 == 0 ? 4 : R % 2 == 0 ? 2 : 3;
+    constexpr int B = R / A;
+    static_assert(A * B == R && B > 1, "radix made of 2, 3, 4 and 8");
+    float2 u[A][B];
+#pragma unroll
+    for (int a = 0; a < A; ++a) {
+#pragma unroll
+      for (int b = 0; b < B; ++b) u[a][b] = v[a + A * b];
+      dft_any<B, SIGN>(u[a]);
+    }
+    dft_combine<A, B, SIGN>(u, v);
+  }
+}
+
+// dft_any<R> for R a power of two when v[r] = 0 for r >= R/2 (the upper half is not read): the first
+// pass of a transform of a zero-padded row (T <= N/2 always, as N >= 2T-1 is even).
+template <int R, int SIGN>
+__device__ __forceinline__ void dft_half_in(float2 (&v)[R]) {
+  static_assert((R & (R - 1)) == 0 && R >= 2, "a power of two");
+  if constexpr (R == 2) {
+    v[1] = v[0];
+  } else if constexpr (R == 4) {  // dft4 with v2 = v3 = 0
+    const float2 a = v[0], c = v[1], d = rot<SIGN>(v[1]);
+    v[0] = add(a, c);
+    v[1] = add(a, d);
+    v[2] = sub(a, c);
+    v[3] = sub(a, d);
+  } else {
+    constexpr int A = R == 16 ? 4 : R % 8 == 0 && R > 8 ? 8 : 2;
+    constexpr int B = R / A;  // n = a + A·b < R/2 exactly when b < B/2
+    float2 u[A][B];
+#pragma unroll
+    for (int a = 0; a < A; ++a) {
+#pragma unroll
+      for (int b = 0; b < B / 2; ++b) u[a][b] = v[a + A * b];
+      dft_half_in<B, SIGN>(u[a]);
+    }
+    dft_combine<A, B, SIGN>(u, v);
+  }
+}
+
 // One Stockham butterfly: v[r] *= w1^r (when `twiddled`), then the radix-R DFT, with w1 =
 // exp(SIGN 2πi k / (Ns R)) from the caller; its powers by multiplication.
 template <int R, int SIGN>

@@ -148,7 +148,7 @@ B_GROUP = Constraint(f"B % {BF} == 0", lambda s: s["B"] % BF == 0,
 FAMILY = Family(
     name="timex",
     summary="RWKV TimeX causal depthwise convolution, forward and backward",
-    sources=("timex.cu", "timex_fft.cu", "timex_fft_long.cu", "timex_mma.cu", "timex.cpp"),
+    sources=("timex.cu", "timex_fft.cu", "timex_fft_warp.cu", "timex_fft_long.cu", "timex_mma.cu", "timex.cpp"),
     params=(Param("B", 32, "batch"), Param("C", 768, "channels"), Param("T", 768, "time steps")),
     make_inputs=make_inputs,
     reference=reference,
@@ -161,9 +161,11 @@ FAMILY = Family(
                             f"(backward: {BB})", bind(4), (T_MAX, T_VEC, B_GROUP)),
         Variant("timex-v5", f"v4 with equal work per thread (output quads q and T/4-1-q); backward "
                             f"{BB5} rows per block", bind(5), (T_MAX, T_PAIRS, B_GROUP)),
-        Variant("timex-fft", "products of spectra, FFTs on chip (Stockham radix-8; T <= 1024 two rows per "
-                             "FFT, beyond one row packed into a half-length FFT), gw summed over the batch in "
-                             "frequency space; bfloat16/float16 in and out, float32 inside", bind(6), (T_FFT,),
+        Variant("timex-fft", "products of spectra, FFTs on chip, two rows per FFT up to T = 1024 (from T = 193 "
+                             "one warp per transform held in registers, radix-16/32 passes; shorter T a Stockham "
+                             "radix-8 in a block's shared memory), beyond one row packed into a half-length FFT; "
+                             "gw summed over the batch in frequency space; bfloat16/float16 in and out, float32 "
+                             "inside", bind(6), (T_FFT,),
                 work=fft_work, dtypes=DTYPES),
         Variant("timex-mma", "Toeplitz products on tensor cores (mma.sync m16n8k16): 32 batch rows of a channel "
                              "times w's Toeplitz matrix, read from packed pairs of w; gw from diagonal bands of "

@@ -45,6 +45,16 @@ cudaError_t timex_fft_forward(TimexDtype dtype, const void* w, const void* k, vo
 cudaError_t timex_fft_backward(TimexDtype dtype, const void* w, const void* k, const void* g, void* gw, void* gk,
                                float* scratch, int B, int C, int T, cudaStream_t stream);
 
+// timex-fft for the T whose transform is 512..2048 points (192 < T <= 1024; the backward to 1536
+// points, T <= 768): one warp per transform, held in registers (timex_fft_warp.cu);
+// timex_fft_forward/backward dispatch to it.
+bool timex_fft_warp_takes(int T, bool backward);
+size_t timex_fft_warp_scratch(int C, int T, bool backward);  // floats
+cudaError_t timex_fft_warp_forward(TimexDtype dtype, const void* w, const void* k, void* out, float eps,
+                                   float* scratch, int B, int C, int T, cudaStream_t stream);
+cudaError_t timex_fft_warp_backward(TimexDtype dtype, const void* w, const void* k, const void* g, void* gw,
+                                    void* gk, float* scratch, int B, int C, int T, cudaStream_t stream);
+
 // timex-fft for 1024 < T <= TIMEX_FFT_TMAX (timex_fft_long.cu).
 size_t timex_fft_long_scratch(int B, int C, int T, bool backward);
 cudaError_t timex_fft_long_forward(TimexDtype dtype, const void* w, const void* k, void* out, float eps,

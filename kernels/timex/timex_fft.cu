@@ -301,6 +301,7 @@ cudaError_t backward(const S* w, const S* k, const S* g, S* gw, S* gk, float* sc
 
 size_t timex_fft_scratch(int B, int C, int T, bool backward) {
   if (T > TIMEX_TMAX) return timex_fft_long_scratch(B, C, T, backward);
+  if (timex_fft_warp_takes(T, backward)) return timex_fft_warp_scratch(C, T, backward);
   const int s = backward ? backward_splits(B, C, T) : 1;
   return s > 1 ? (size_t)s * C * T : 0;
 }
@@ -308,6 +309,7 @@ size_t timex_fft_scratch(int B, int C, int T, bool backward) {
 cudaError_t timex_fft_forward(TimexDtype dtype, const void* w, const void* k, void* out, float eps, float* scratch,
                               int B, int C, int T, cudaStream_t stream) {
   if (T > TIMEX_TMAX) return timex_fft_long_forward(dtype, w, k, out, eps, scratch, B, C, T, stream);
+  if (timex_fft_warp_takes(T, false)) return timex_fft_warp_forward(dtype, w, k, out, eps, scratch, B, C, T, stream);
   return with_storage(dtype, [&](auto tag) {
     using S = std::remove_pointer_t<decltype(tag)>;
     return forward((const S*)w, (const S*)k, (S*)out, eps, B, C, T, stream);
@@ -317,6 +319,7 @@ cudaError_t timex_fft_forward(TimexDtype dtype, const void* w, const void* k, vo
 cudaError_t timex_fft_backward(TimexDtype dtype, const void* w, const void* k, const void* g, void* gw, void* gk,
                                float* scratch, int B, int C, int T, cudaStream_t stream) {
   if (T > TIMEX_TMAX) return timex_fft_long_backward(dtype, w, k, g, gw, gk, scratch, B, C, T, stream);
+  if (timex_fft_warp_takes(T, true)) return timex_fft_warp_backward(dtype, w, k, g, gw, gk, scratch, B, C, T, stream);
   return with_storage(dtype, [&](auto tag) {
     using S = std::remove_pointer_t<decltype(tag)>;
     return backward((const S*)w, (const S*)k, (const S*)g, (S*)gw, (S*)gk, scratch, B, C, T, stream);

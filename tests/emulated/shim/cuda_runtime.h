@@ -136,3 +136,16 @@ inline float2 atomicAdd(float2* p, float2 v) {  // the sm_90 vector atomic
 }
 template <typename T>
 inline T __ldg(const T* p) { return *p; }
+
+// A warp barrier: an exchange every lane of the warp must reach (as __shfl_xor_sync), full mask only.
+#define __syncwarp(...) ((void)emu::shfl_xor(0.0f, 0, 0xffffffffu))
+
+// Device math the kernels call that the C++ library spells differently.
+inline void sincospi(double x, double* s, double* c) {
+  *s = std::sin(M_PI * x);
+  *c = std::cos(M_PI * x);
+}
+inline void sincospif(float x, float* s, float* c) {
+  *s = (float)std::sin(M_PI * (double)x);
+  *c = (float)std::cos(M_PI * (double)x);
+}
