@@ -1,7 +1,8 @@
-"""timex-fft's warp-held transforms (kernels/timex/timex_fft_warp.cu) checked on the CPU by running the real
-source on the CUDA emulator (tests/emulated): out, gk and gw against float64 direct sums of the
-definitions, at every transform size the file handles (512, 768, 1024, 1536, 2048 points), odd B and C,
-the three dtypes, under two warp orders that must agree bit for bit. Planted bugs show the check fails.
+"""timex-fft's warp-held transforms (kernels/timex/timex_fft_warp.cu) and long rows (timex_fft_long.cu)
+checked on the CPU by running the real sources on the CUDA emulator (tests/emulated): out, gk and gw
+against float64 direct sums of the definitions, at every transform size the warp file handles (512, 768,
+1024, 1536, 2048 points) and long rows whose last pass is radix 2, 3, 4 and 8, odd B and C, the three
+dtypes, under two warp orders that must agree bit for bit. Planted bugs show the check fails.
 
 Needs a C++17 compiler on Linux (skipped otherwise), like tests/test_emulated_kernels.py.
 """
@@ -15,6 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 KIT = ROOT / "tests" / "emulated"
 SOURCE = ROOT / "kernels" / "timex" / "timex_fft_warp.cu"
+LONG_SOURCE = SOURCE.with_name("timex_fft_long.cu")
 FLAGS = ["-std=c++17", "-O2", "-fno-strict-aliasing", f"-I{KIT / 'shim'}", f"-I{SOURCE.parent}",
          "-D__CUDA_ARCH__=900"]
 RUNTIME = [KIT / "runtime" / "scheduler.cpp", KIT / "runtime" / "warp_ops.cpp"]
@@ -32,19 +34,31 @@ CASES = [
     ("float32", 1, 1, 1024),
     ("bfloat16", 3, 2, 700),
     ("float16", 5, 1, 1000),
+    # timex_fft_long.cu: M = N/2 packed points per row, its passes radix 8 then 2, 4 or 3
+    ("float32", 2, 1, 1025),   # M = 1536: last radix 3
+    ("float32", 3, 1, 2048),   # M = 2048: last radix 4
+    ("float32", 1, 2, 3001),   # M = 3072
+    ("float32", 2, 1, 4096),   # M = 4096: last radix 8
+    ("bfloat16", 1, 1, 8192),  # M = 8192: last radix 2
+    ("float32", 1, 1, 16384),  # the longest
 ]
 
-# Planted bugs: (exact text in timex_fft_warp.cu, replacement, a case that must FAIL).
+# Planted bugs: (source, exact text in it, replacement, a case that must FAIL).
 MUTANTS = {
-    "twiddle-of-the-wrong-sign": ("return SIGN < 0 ? t : make_float2(t.x, -t.y);", "return t;",
+    "twiddle-of-the-wrong-sign": (SOURCE, "return SIGN < 0 ? t : make_float2(t.x, -t.y);", "return t;",
                                   ("float32", 2, 1, 700)),
     "no-wait-before-reading-the-exchange": (
-        "  __syncwarp();\n#pragma unroll\n  for (int m = 0; m < (HALF_OUT", "#pragma unroll\n  for (int m = 0; m < (HALF_OUT",
-        ("float32", 3, 1, 600)),
+        SOURCE, "  __syncwarp();\n#pragma unroll\n  for (int m = 0; m < (HALF_OUT",
+        "#pragma unroll\n  for (int m = 0; m < (HALF_OUT", ("float32", 3, 1, 600)),
     "upper-half-read-as-zero-in-the-inverse": (
-        "warp_fft<N, 1, false, true>(v, buf, TableTwiddles<1>{table}, lane);\n#pragma unroll\n  for (int m = 0; m < N / LANES / 2; ++m) {\n    const int n = lane + LANES * m;\n    if (n < T) {\n      out",
-        "warp_fft<N, 1, true, true>(v, buf, TableTwiddles<1>{table}, lane);\n#pragma unroll\n  for (int m = 0; m < N / LANES / 2; ++m) {\n    const int n = lane + LANES * m;\n    if (n < T) {\n      out",
-        ("float32", 2, 1, 300)),
+        SOURCE, "v[m] = cmul(__ldg(ww + lane + LANES * m), v[m]);\n  warp_fft<N, 1, false, true>",
+        "v[m] = cmul(__ldg(ww + lane + LANES * m), v[m]);\n  warp_fft<N, 1, true, true>", ("float32", 2, 1, 300)),
+    "long-upper-half-read-as-zero-in-the-inverse": (
+        LONG_SOURCE, "tw, h);\n  fft_inplace<1, false, true>(buf, tw, h);\n  store_packed(out",
+        "tw, h);\n  fft_inplace<1, true, true>(buf, tw, h);\n  store_packed(out", ("float32", 2, 1, 2048)),
+    "long-half-of-a-radix-3-last-pass": (
+        LONG_SOURCE, "const bool half_last = HALF_OUT && !h.three;", "const bool half_last = HALF_OUT;",
+        ("float32", 2, 1, 1025)),
 }
 
 
@@ -80,15 +94,22 @@ class Checker:
         _must([self.cxx, *FLAGS, *flags, "-c", src, "-o", obj])
         return obj
 
-    def build(self, name, source_text):
+    def kernel(self, name, source_text):
+        """A kernel source rewritten for the emulator, then compiled."""
         cu = self.workdir / f"{name}.cu"
         cu.write_text(source_text)
         cpp = self.workdir / f"{name}.cpp"
         _, launches = self.rewriter.rewrite_file(str(cu), str(cpp))
         assert launches > 0
-        kernel = self._object(cpp, ["-w"], name)
+        return self._object(cpp, ["-w"], name)
+
+    def build(self, name, replacing=None):
+        """The checker over both sources, or with one replaced ({path: text})."""
+        replacing = replacing or {}
+        kernels = [self.kernel(f"{name}-{src.stem}", replacing.get(src, src.read_text()))
+                   for src in (SOURCE, LONG_SOURCE)]
         exe = self.workdir / name
-        _must([self.cxx, *FLAGS, *(f.result() for f in self.common), kernel, "-o", exe])
+        _must([self.cxx, *FLAGS, *(f.result() for f in self.common), *kernels, "-o", exe])
         return exe
 
 
@@ -102,7 +123,7 @@ def checker(tmp_path_factory, pool):
 
 @pytest.fixture(scope="module")
 def real(checker):
-    return checker.build("timex_fft_warp", SOURCE.read_text())
+    return checker.build("timex_check")
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}-B{c[1]}-C{c[2]}-T{c[3]}")
@@ -111,19 +132,19 @@ def test_warp_fft_matches_fp64_sums_under_both_warp_orders(real, registry, case)
     result = _run([real, dtype, B, C, T, _tolerance(registry, dtype)])
     lines = result.stdout.splitlines()
     assert result.returncode == 0 and lines[-1:] == ["RESULT OK"], _report(result)
-    assert ("no backward here" in result.stdout) == (T > 768), result.stdout
+    assert ("no backward here" in result.stdout) == (768 < T <= 1024), result.stdout
 
 
 @pytest.mark.parametrize("name", sorted(MUTANTS))
 def test_planted_bug_fails_the_check(checker, registry, name):
-    text, replacement, (dtype, B, C, T) = MUTANTS[name]
-    source = SOURCE.read_text()
-    assert source.count(text) == 1, f"mutant {name}: the text to change is not (once) in {SOURCE.name}"
-    exe = checker.build(name, source.replace(text, replacement))
+    source, text, replacement, (dtype, B, C, T) = MUTANTS[name]
+    original = source.read_text()
+    assert original.count(text) == 1, f"mutant {name}: the text to change is not (once) in {source.name}"
+    exe = checker.build(name, {source: original.replace(text, replacement)})
     result = _run([exe, dtype, B, C, T, _tolerance(registry, dtype)])
     assert result.returncode != 0 and "RESULT FAIL" in result.stdout, _report(result)
 
 
 def test_checker_refuses_a_length_off_this_path(real):
-    result = _run([real, "float32", 1, 1, 100])
+    result = _run([real, "float32", 1, 1, 100])  # timex_fft.cu's short rows: not emulated
     assert result.returncode == 2 and "usage" in result.stderr

@@ -1,5 +1,5 @@
 // Checks timex-fft's warp-held transforms (kernels/timex/timex_fft_warp.cu, 192 < T <= 1024, the
-// backward to T = 768) on the
+// backward to T = 768) and its long rows (timex_fft_long.cu, 1024 < T <= 16384) on the
 // emulator: random inputs rounded to the dtype (uniform in [-1, 1] for k and g, w in (0, 1]),
 // outputs and scratch filled with NaN first, out, gk and gw against float64 direct sums of the
 // definitions in kernels/timex/timex.h, judged by ‖got − ref‖ / ‖ref‖ against the tolerance. Two
@@ -57,8 +57,9 @@ double rel_error(const Buffer& got, const std::vector<double>& ref) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 5 || !timex_fft_warp_takes(atoi(argv[4]), false)) {
-    fprintf(stderr, "usage: %s float32|bfloat16|float16 B C T [TOLERANCE], T in 193..1024\n", argv[0]);
+  const int t_arg = argc < 5 ? 0 : atoi(argv[4]);
+  if (argc < 5 || !(timex_fft_warp_takes(t_arg, false) || (t_arg > TIMEX_TMAX && t_arg <= TIMEX_FFT_TMAX))) {
+    fprintf(stderr, "usage: %s float32|bfloat16|float16 B C T [TOLERANCE], T in 193..16384\n", argv[0]);
     return 2;
   }
   const std::string dname = argv[1];
@@ -94,11 +95,16 @@ int main(int argc, char** argv) {
   for (int s = 0; s < 2; ++s) {
     emu::schedule.order = orders[s];
     Buffer o(dtype, out.size()), dk(dtype, out.size()), dw(dtype, gw.size());
-    std::vector<float> fs(timex_fft_warp_scratch(C, T, false) + 1, NAN), bs(timex_fft_warp_scratch(C, T, true) + 1, NAN);
-    const cudaError_t e1 = timex_fft_warp_forward(dtype, w.data(), k.data(), o.data(), eps, fs.data(), B, C, T, nullptr);
-    const bool backward = timex_fft_warp_takes(T, true);  // else timex_fft.cu's kernel, not emulated here
-    const cudaError_t e2 = backward ? timex_fft_warp_backward(dtype, w.data(), k.data(), g.data(), dw.data(),
-                                                              dk.data(), bs.data(), B, C, T, nullptr)
+    const bool long_rows = T > TIMEX_TMAX;
+    const size_t f_floats = long_rows ? timex_fft_long_scratch(B, C, T, false) : timex_fft_warp_scratch(C, T, false);
+    const size_t b_floats = long_rows ? timex_fft_long_scratch(B, C, T, true) : timex_fft_warp_scratch(C, T, true);
+    std::vector<float> fs(f_floats + 1, NAN), bs(b_floats + 1, NAN);
+    const cudaError_t e1 = (long_rows ? timex_fft_long_forward : timex_fft_warp_forward)(
+        dtype, w.data(), k.data(), o.data(), eps, fs.data(), B, C, T, nullptr);
+    const bool backward = long_rows || timex_fft_warp_takes(T, true);  // else timex_fft.cu's, not emulated here
+    const cudaError_t e2 = backward ? (long_rows ? timex_fft_long_backward : timex_fft_warp_backward)(
+                                          dtype, w.data(), k.data(), g.data(), dw.data(), dk.data(), bs.data(), B, C,
+                                          T, nullptr)
                                     : cudaSuccess;
     const double eo = rel_error(o, out), ek = backward ? rel_error(dk, gk) : 0, ew = backward ? rel_error(dw, gw) : 0;
     const bool fine = e1 == cudaSuccess && e2 == cudaSuccess && eo <= tol && ek <= tol && ew <= tol;

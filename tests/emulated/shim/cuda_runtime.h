@@ -20,6 +20,7 @@
 #define __host__
 #define __shared__ static
 #define __forceinline__ inline
+#define __noinline__ __attribute__((noinline))
 #define __launch_bounds__(...)
 #define __align__(n) alignas(n)
 
@@ -108,6 +109,10 @@ inline cudaError_t cudaFuncSetAttribute(Kernel kernel, cudaFuncAttribute attr, i
     return value >= -1 && value <= 100 ? cudaSuccess : cudaErrorInvalidValue;
   if (value < 0 || value > 227 * 1024) return cudaErrorInvalidValue;  // the sm_90 opt-in limit
   emu::set_max_dynamic_smem((const void*)kernel, value);
+  return cudaSuccess;
+}
+inline cudaError_t cudaGetDevice(int* device) {  // one emulated device
+  *device = 0;
   return cudaSuccess;
 }
 inline cudaError_t cudaGetLastError() {
