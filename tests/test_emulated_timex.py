@@ -1,8 +1,9 @@
-"""timex-fft's warp-held transforms (kernels/timex/timex_fft_warp.cu) and long rows (timex_fft_long.cu)
-checked on the CPU by running the real sources on the CUDA emulator (tests/emulated): out, gk and gw
-against float64 direct sums of the definitions, at every transform size the warp file handles (512, 768,
-1024, 1536, 2048 points) and long rows whose last pass is radix 2, 3, 4 and 8, odd B and C, the three
-dtypes, under two warp orders that must agree bit for bit. Planted bugs show the check fails.
+"""timex-fft's warp-held transforms (kernels/timex/timex_fft_warp.cu) and block-held long rows
+(timex_fft_long.cu; both through fft_passes.cuh) checked on the CPU by running the real sources on the
+CUDA emulator (tests/emulated): out, gk and gw against float64 direct sums of the definitions, at every
+transform size the warp file handles (512, 768, 1024, 1536, 2048 points) and every long row size (2048 …
+16384 packed points, both ways of the product step), odd B and C, the three dtypes, under two warp
+orders that must agree bit for bit. Planted bugs show the check fails.
 
 Needs a C++17 compiler on Linux (skipped otherwise), like tests/test_emulated_kernels.py.
 """
@@ -17,6 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 KIT = ROOT / "tests" / "emulated"
 SOURCE = ROOT / "kernels" / "timex" / "timex_fft_warp.cu"
 LONG_SOURCE = SOURCE.with_name("timex_fft_long.cu")
+PASSES = SOURCE.with_name("fft_passes.cuh")
 FLAGS = ["-std=c++17", "-O2", "-fno-strict-aliasing", f"-I{KIT / 'shim'}", f"-I{SOURCE.parent}",
          "-D__CUDA_ARCH__=900"]
 RUNTIME = [KIT / "runtime" / "scheduler.cpp", KIT / "runtime" / "warp_ops.cpp"]
@@ -34,13 +36,13 @@ CASES = [
     ("float32", 1, 1, 1024),
     ("bfloat16", 3, 2, 700),
     ("float16", 5, 1, 1000),
-    # timex_fft_long.cu: M = N/2 packed points per row, its passes radix 8 then 2, 4 or 3
-    ("float32", 2, 1, 1025),   # M = 1536: last radix 3
-    ("float32", 3, 1, 2048),   # M = 2048: last radix 4
-    ("float32", 1, 2, 3001),   # M = 3072
-    ("float32", 2, 1, 4096),   # M = 4096: last radix 8
-    ("bfloat16", 1, 1, 8192),  # M = 8192: last radix 2
-    ("float32", 1, 1, 16384),  # the longest
+    # timex_fft_long.cu: M packed points per row (the smallest power of two >= T), held by a block
+    ("float32", 2, 1, 1025),   # M = 2048 (radix 16, 16, 8), mirrors read from the buffer
+    ("float32", 3, 1, 2048),
+    ("float32", 1, 2, 3001),   # M = 4096 (radix 16, 16, 16)
+    ("float32", 2, 1, 4096),
+    ("bfloat16", 1, 1, 8192),  # M = 8192 (radix 16, 16, 16, 2), pairs taken in the buffer
+    ("float32", 1, 1, 16384),  # M = 16384 (radix 32, 32, 16), the longest
 ]
 
 # Planted bugs: (source, exact text in it, replacement, a case that must FAIL).
@@ -48,17 +50,20 @@ MUTANTS = {
     "twiddle-of-the-wrong-sign": (SOURCE, "return SIGN < 0 ? t : make_float2(t.x, -t.y);", "return t;",
                                   ("float32", 2, 1, 700)),
     "no-wait-before-reading-the-exchange": (
-        SOURCE, "  __syncwarp();\n#pragma unroll\n  for (int m = 0; m < (HALF_OUT",
+        PASSES, "  Sync::wait();\n#pragma unroll\n  for (int m = 0; m < (HALF_OUT",
         "#pragma unroll\n  for (int m = 0; m < (HALF_OUT", ("float32", 3, 1, 600)),
     "upper-half-read-as-zero-in-the-inverse": (
         SOURCE, "v[m] = cmul(__ldg(ww + lane + LANES * m), v[m]);\n  warp_fft<N, 1, false, true>",
         "v[m] = cmul(__ldg(ww + lane + LANES * m), v[m]);\n  warp_fft<N, 1, true, true>", ("float32", 2, 1, 300)),
     "long-upper-half-read-as-zero-in-the-inverse": (
-        LONG_SOURCE, "tw, h);\n  fft_inplace<1, false, true>(buf, tw, h);\n  store_packed(out",
-        "tw, h);\n  fft_inplace<1, true, true>(buf, tw, h);\n  store_packed(out", ("float32", 2, 1, 2048)),
-    "long-half-of-a-radix-3-last-pass": (
-        LONG_SOURCE, "const bool half_last = HALF_OUT && !h.three;", "const bool half_last = HALF_OUT;",
-        ("float32", 2, 1, 1025)),
+        LONG_SOURCE, "block_fft<M, 1, false, true>(v, buf, tw);\n  store_held<M>(out",
+        "block_fft<M, 1, true, true>(v, buf, tw);\n  store_held<M>(out", ("float32", 2, 1, 2048)),
+    "long-mirror-of-the-next-point": (
+        LONG_SOURCE, "buf[pad((M - (int)threadIdx.x - BlockPlan<M>::G * m) % M)]",
+        "buf[pad((M + 1 - (int)threadIdx.x - BlockPlan<M>::G * m) % M)]", ("float32", 1, 1, 3001)),
+    "long-no-wait-after-the-pairs": (
+        LONG_SOURCE, "  }\n  __syncthreads();\n}\n\n__device__ __forceinline__ void atomic_add",
+        "  }\n}\n\n__device__ __forceinline__ void atomic_add", ("float32", 1, 1, 5000)),
 }
 
 
@@ -94,19 +99,25 @@ class Checker:
         _must([self.cxx, *FLAGS, *flags, "-c", src, "-o", obj])
         return obj
 
-    def kernel(self, name, source_text):
-        """A kernel source rewritten for the emulator, then compiled."""
-        cu = self.workdir / f"{name}.cu"
+    def kernel(self, name, source_text, folder):
+        """A kernel source rewritten for the emulator, then compiled (its own headers first from folder)."""
+        cu = folder / f"{name}.cu"
         cu.write_text(source_text)
-        cpp = self.workdir / f"{name}.cpp"
+        cpp = folder / f"{name}.cpp"
         _, launches = self.rewriter.rewrite_file(str(cu), str(cpp))
         assert launches > 0
         return self._object(cpp, ["-w"], name)
 
     def build(self, name, replacing=None):
-        """The checker over both sources, or with one replaced ({path: text})."""
+        """The checker over both sources, or with a source or header replaced ({path: text}): a replaced
+        header is written beside the rewritten sources, where their #include "..." finds it first."""
         replacing = replacing or {}
-        kernels = [self.kernel(f"{name}-{src.stem}", replacing.get(src, src.read_text()))
+        folder = self.workdir / f"{name}-src"
+        folder.mkdir()
+        for path, text in replacing.items():
+            if path.suffix == ".cuh":
+                (folder / path.name).write_text(text)
+        kernels = [self.kernel(f"{name}-{src.stem}", replacing.get(src, src.read_text()), folder)
                    for src in (SOURCE, LONG_SOURCE)]
         exe = self.workdir / name
         _must([self.cxx, *FLAGS, *(f.result() for f in self.common), *kernels, "-o", exe])

@@ -1,8 +1,9 @@
-// timex-fft beyond T = 1024: one row per FFT, up to T = 16384 (timex_fft.cu does T <= 1024).
+// timex-fft beyond T = 1024: one row per FFT, up to T = 16384 (timex_fft.cu and timex_fft_warp.cu do
+// T <= 1024).
 //
-// A real row x of the N-point transform (N = 2^p or 3·2^p >= 2T-1, zero padded) is packed as
-// z[n] = x[2n] + i·x[2n+1], so one complex FFT of M = N/2 points does the whole row, and one buffer
-// of M points fits one block's shared memory up to M = 16384 (136 KiB). Its spectrum unpacks as
+// A real row x of the N-point transform (N = 2M, M the smallest power of two >= T, zero padded) is
+// packed as z[n] = x[2n] + i·x[2n+1], so one complex FFT of M points does the whole row, and one
+// buffer of M points fits one block's shared memory up to M = 16384 (136 KiB). Its spectrum unpacks as
 //   X[a] = Xe[a] + t·Xo[a],  X[a+M] = Xe[a] - t·Xo[a],   t = exp(-2πi a/N), a < M,
 //   Xe[a] = (Z[a] + conj(Z[M-a])) / 2,  Xo[a] = (Z[a] - conj(Z[M-a])) / 2i,
 // and a product spectrum Y packs back as Z'[a] = (Y[a] + Y[a+M])/2 + i·conj(t)·(Y[a] - Y[a+M])/2,
@@ -10,102 +11,37 @@
 //   spectrum  W[c, 0..M] = half spectrum of ww[j] = w[c, T-1-j], into scratch (one block per channel)
 //   forward   out = eps + IFFT(W · X)            one block per row, the rows of a channel adjacent
 //   rows      K_b = spectrum of each row of k, into scratch
-//   backward  gk  = IFFT(conj(W) · G), and S[c] += conj(K_b)·G_b with atomic adds (one row per block:
-//             with a loop over rows, or k transformed there too, the FFT spilled registers; S is the
-//             size of one row's spectrum per channel, so the adds stay in L2, where per-row cross
-//             spectra summed afterwards cost 800 MB of DRAM traffic at B=8, T=4096)
+//   backward  gk  = IFFT(conj(W) · G), and S[c] += conj(K_b)·G_b with atomic adds (one row per block;
+//             S is the size of one row's spectrum per channel, so the adds stay in L2, where per-row
+//             cross spectra summed afterwards cost 800 MB of DRAM traffic at B=8, T=4096)
 //   gw        gw[c, T-1-j] = IFFT(S[c])[j]                 one block per channel
 // The order of the atomic adds varies, so gw may differ in its last bits from run to run.
-// The FFT is in place: every pass reads its values into registers, waits, then writes (16 values
-// per thread, M/16 threads), radix 8 while it divides, then 4 or 2, then 3. The math of the packing
-// was checked against the direct convolution in numpy before it was written here.
+// A row's M points are held in the registers of its block (fft_passes.cuh: 16 or 32 per thread,
+// passes of radix 16 or 32, exchanges through shared memory), so the output of a transform stays in
+// registers, and only the product step needs a point's mirror M-a from the buffer. This replaced
+// in-place Stockham passes (radix 8, every pass reading and writing the whole buffer) and their
+// N = 3·2^p sizes: 25-40 % faster at T = 4096, where a 3·2^p row still took longer than a 2^p one
+// (H100, 2026-11-23). The math of the packing was checked against the direct convolution in numpy
+// before it was written here.
 #include <map>
 #include <mutex>
 #include <utility>
 
-#include "fft_math.cuh"
+#include "fft_passes.cuh"
 #include "timex.h"
 
 namespace {
 
 using namespace timex_fft;
 
-constexpr int PER_THREAD = 16;  // complex values per thread in a pass
-constexpr int LONG_THREADS = 1024;
-
-struct Half {  // the M-point packed transform of a row of length T: M = 2^log2, or 3·2^log2 when three
-  int M, log2, T, N;
-  bool three;
+struct Half {  // the M-point packed transform of a row of length T (N = 2M >= 2T-1)
+  int M, T, N;
 };
 
 __host__ __device__ inline Half half_for(int T) {
-  const Plan p = plan_for(T);  // N = 2^log2m or 3·2^log2m
-  return {p.N / 2, p.log2m - 1, T, p.N, p.three};
-}
-
-// One in-place Stockham pass of radix R over M points (Ns already transformed per sub-sequence).
-// HALF_IN: points M/2.. are zero and not read (a first pass); HALF_OUT: only points ..M/2 are
-// written (a last pass, R even).
-template <int R, int SIGN, bool HALF_IN = false, bool HALF_OUT = false>
-__device__ __forceinline__ void pass_inplace(float2* buf, const float2* __restrict__ tw, const Half& h, int Ns) {
-  const int M = h.M, step = h.N / (Ns * R);
-  constexpr int P = (PER_THREAD + R - 1) / R;  // butterflies per thread, at most
-  const int stride = M / R;
-  float2 v[P][R];
-#pragma unroll
-  for (int i = 0; i < P; ++i) {
-    const int j = threadIdx.x + i * blockDim.x;
-    if (j < stride) {
-#pragma unroll
-      for (int r = 0; r < (HALF_IN ? R / 2 : R); ++r) v[i][r] = buf[pad(j + r * stride)];
-    }
-  }
-  __syncthreads();
-#pragma unroll
-  for (int i = 0; i < P; ++i) {
-    const int j = threadIdx.x + i * blockDim.x;
-    if (j < stride) {
-      const int k = j & (Ns - 1);
-      if constexpr (HALF_IN) {
-        dft_half_in<R, SIGN>(v[i]);  // Ns == 1: no twiddles
-      } else {
-        butterfly<R, SIGN>(v[i], twiddle_from<SIGN>(tw, k * step), Ns > 1);
-      }
-      const int base = (j - k) * R + k;
-#pragma unroll
-      for (int q = 0; q < (HALF_OUT ? R / 2 : R); ++q) buf[pad(base + q * Ns)] = v[i][q];
-    }
-  }
-  __syncthreads();
-}
-
-// The M-point transform in place. HALF_IN: the row's points from M/2 on are zero (always so for a
-// packed row, as T <= M), and its first pass (radix 8) skips them; HALF_OUT: only the points below
-// M/2 are wanted (the inverse of a row, T/2 <= M/2 packed outputs), and an even last radix skips the
-// others. Both as in timex_fft_warp.cu: about 8 % fewer instructions per transform.
-template <int SIGN, bool HALF_IN, bool HALF_OUT>
-__device__ __noinline__ void fft_inplace(float2* buf, const float2* __restrict__ tw, const Half& h) {
-  const int eights = h.log2 / 3;  // >= 3: M >= 1024 here
-  const bool half_last = HALF_OUT && !h.three;
-  int Ns = 1;
-  for (int i = 0; i < eights; ++i, Ns *= 8) {
-    if (HALF_IN && i == 0) {
-      pass_inplace<8, SIGN, HALF_IN>(buf, tw, h, Ns);
-    } else if (half_last && h.log2 % 3 == 0 && i == eights - 1) {
-      pass_inplace<8, SIGN, false, HALF_OUT>(buf, tw, h, Ns);
-    } else {
-      pass_inplace<8, SIGN>(buf, tw, h, Ns);
-    }
-  }
-  if (h.log2 % 3 == 1) {
-    half_last ? pass_inplace<2, SIGN, false, HALF_OUT>(buf, tw, h, Ns) : pass_inplace<2, SIGN>(buf, tw, h, Ns);
-    Ns *= 2;
-  }
-  if (h.log2 % 3 == 2) {
-    half_last ? pass_inplace<4, SIGN, false, HALF_OUT>(buf, tw, h, Ns) : pass_inplace<4, SIGN>(buf, tw, h, Ns);
-    Ns *= 4;
-  }
-  if (h.three) pass_inplace<3, SIGN>(buf, tw, h, Ns);
+  int M = 1;
+  while (M < T) M *= 2;
+  return {M, T, 2 * M};
 }
 
 __device__ __forceinline__ float2 conj(float2 a) { return make_float2(a.x, -a.y); }
@@ -127,28 +63,6 @@ __device__ __forceinline__ float2 pack(float2 lo, float2 hi, float2 t) {
   const float2 ye = scale(add(lo, hi), 0.5f);
   const float2 yo = scale(cmul_conj(t, sub(lo, hi)), 0.5f);
   return add(ye, rot<1>(yo));
-}
-
-// buf[n] = x[2n] + i·x[2n+1] from x[i] = src[i·step] (i < T), zero beyond T, for n < M/2: the
-// points from M/2 on are zero too, and fft_inplace's HALF_IN does not read them.
-template <typename S>
-__device__ void load_packed(float2* buf, const S* src, int step, const Half& h) {
-  for (int n = threadIdx.x; 2 * n < h.M; n += blockDim.x) {
-    const long long i = 2 * n;
-    buf[pad(n)] = make_float2(i < h.T ? to_float(src[i * step]) : 0.0f,
-                              i + 1 < h.T ? to_float(src[(i + 1) * step]) : 0.0f);
-  }
-}
-
-// dst[i] = offset + y[i]/M for i < T, from the packed inverse transform in buf (dst step may be -1).
-template <typename S>
-__device__ void store_packed(S* dst, int step, const float2* buf, float offset, const Half& h) {
-  const float s = 1.0f / h.M;
-  for (int n = threadIdx.x; 2 * n < h.T; n += blockDim.x) {
-    const float2 v = buf[pad(n)];
-    dst[(long long)(2 * n) * step] = from_float<S>(offset + v.x * s);
-    if (2 * n + 1 < h.T) dst[(long long)(2 * n + 1) * step] = from_float<S>(offset + v.y * s);
-  }
 }
 
 // The product step, in place: Z'[a] = pack(X[a]·W~[a], X[a+M]·W~[a+M]) with W~ = W, or conj(W)
@@ -178,61 +92,6 @@ __device__ void multiply_packed(float2* buf, const float2* __restrict__ W, const
   __syncthreads();
 }
 
-template <typename S>
-__global__ void __launch_bounds__(LONG_THREADS)
-long_spectrum(const S* __restrict__ w, const float2* __restrict__ tw, float2* __restrict__ W, int T) {
-  extern __shared__ float2 buf[];
-  const Half h = half_for(T);
-  const int c = blockIdx.x;
-  load_packed(buf, w + (size_t)c * T + (T - 1), -1, h);  // ww[j] = w[c, T-1-j]
-  __syncthreads();
-  fft_inplace<-1, true, false>(buf, tw, h);
-  float2* out = W + (size_t)c * (h.M + 1);
-  for (int a = threadIdx.x; a <= h.M; a += blockDim.x) {
-    const int i = a % h.M;
-    float2 lo, hi;
-    unpack(buf[pad(i)], buf[pad((h.M - i) % h.M)], tw[i], lo, hi);
-    out[a] = a == h.M ? hi : lo;  // X[M] is X[0 + M]
-  }
-}
-
-template <typename S>
-__global__ void __launch_bounds__(LONG_THREADS)
-long_forward(const float2* __restrict__ W, const float2* __restrict__ tw, const S* __restrict__ k, S* __restrict__ out, float eps,
-             int B, int C, int T) {
-  extern __shared__ float2 buf[];
-  const Half h = half_for(T);
-  const int c = blockIdx.x / B, b = blockIdx.x % B;
-  const size_t row = ((size_t)b * C + c) * T;
-  load_packed(buf, k + row, 1, h);
-  __syncthreads();
-  fft_inplace<-1, true, false>(buf, tw, h);
-  multiply_packed<false>(buf, W + (size_t)c * (h.M + 1), tw, h);
-  fft_inplace<1, false, true>(buf, tw, h);
-  store_packed(out + row, 1, buf, eps, h);
-}
-
-// The half spectrum K_b[0..M] of each row of k into kspec[b, c] for long_backward (one row per
-// block, the rows of a channel adjacent).
-template <typename S>
-__global__ void __launch_bounds__(LONG_THREADS)
-long_row_spectrum(const S* __restrict__ k, const float2* __restrict__ tw, float2* __restrict__ kspec, int B, int C,
-                  int T) {
-  extern __shared__ float2 buf[];
-  const Half h = half_for(T);
-  const int c = blockIdx.x / B, b = blockIdx.x % B;
-  load_packed(buf, k + ((size_t)b * C + c) * T, 1, h);
-  __syncthreads();
-  fft_inplace<-1, true, false>(buf, tw, h);
-  float2* P = kspec + ((size_t)b * C + c) * (h.M + 1);
-  for (int f = threadIdx.x; 2 * f <= h.M; f += blockDim.x) {  // K[f], K[M-f] = conj(K[f+M])
-    float2 lo, hi;
-    unpack(buf[pad(f)], buf[pad((h.M - f) % h.M)], tw[f], lo, hi);
-    P[f] = lo;
-    P[h.M - f] = conj(hi);
-  }
-}
-
 __device__ __forceinline__ void atomic_add(float2* to, float2 v) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   atomicAdd(to, v);  // one vector atomic (sm_90) instead of two
@@ -242,46 +101,211 @@ __device__ __forceinline__ void atomic_add(float2* to, float2 v) {
 #endif
 }
 
-// One row per block: gk = IFFT(conj(W)·G), and S[c] += conj(K_b)·G_b. (Transforming k here too, in
-// one kernel, made the FFT spill registers.)
-template <typename S>
-__global__ void __launch_bounds__(LONG_THREADS)
-long_backward(const float2* __restrict__ W, const float2* __restrict__ tw, const S* __restrict__ g, S* __restrict__ gk,
-              const float2* __restrict__ kspec, float2* __restrict__ sums, int B, int C, int T) {
+// The plan of a row of M points: G threads (M/G points each), the passes (each radix divides M/G),
+// and where the product step finds a point's mirror M-a: in registers, each thread's own points
+// with the mirror read from the buffer (fewer shared-memory accesses), or in the buffer, each thread
+// taking pairs (a, M-a) there (fewer registers: at M = 16384 the other spilled and was 20 % slower).
+// M = 16384 has 32 points per thread: at 16 (1024 threads, 64 registers) it spilled too.
+template <int M>
+struct BlockPlan;
+template <>
+struct BlockPlan<2048> {
+  static constexpr int G = 128;
+  static constexpr bool pairs_in_buffer = false;
+  using type = Radices<16, 16, 8>;
+};
+template <>
+struct BlockPlan<4096> {
+  static constexpr int G = 256;
+  static constexpr bool pairs_in_buffer = false;
+  using type = Radices<16, 16, 16>;
+};
+template <>
+struct BlockPlan<8192> {
+  static constexpr int G = 512;
+  static constexpr bool pairs_in_buffer = true;
+  using type = Radices<16, 16, 16, 2>;
+};
+template <>
+struct BlockPlan<16384> {
+  static constexpr int G = 512;
+  static constexpr bool pairs_in_buffer = true;
+  using type = Radices<32, 32, 16>;
+};
+
+template <int M>
+constexpr int held_points = M / BlockPlan<M>::G;
+
+// exp(SIGN 2πi m / M) from the table of exp(-2πi m' / 2M).
+template <int SIGN>
+struct HalfTableTwiddles {
+  const float2* __restrict__ table;
+  __device__ __forceinline__ float2 operator()(int m, int) const { return twiddle_from<SIGN>(table, 2 * m); }
+};
+
+template <int M, int SIGN, bool HALF_IN, bool HALF_OUT>
+__device__ __forceinline__ void block_fft(float2 (&v)[held_points<M>], float2* buf, const float2* __restrict__ tw) {
+  using Plan = BlockPlan<M>;
+  group_fft<M, Plan::G, SIGN, HALF_IN, HALF_OUT, typename Plan::type, BlockSync>(v, buf, HalfTableTwiddles<SIGN>{tw},
+                                                                                 threadIdx.x);
+}
+
+template <int M>
+__device__ __forceinline__ Half half_of(int T) {
+  return {M, T, 2 * M};
+}
+
+// This thread's packed points n = me + G·m (m < P/2) of x[i] = src[i·step], zero from T on; the
+// points from M/2 on are zero too, and block_fft's HALF_IN does not read them.
+template <int M, typename S>
+__device__ __forceinline__ void load_held(float2 (&v)[held_points<M>], const S* src, int step, int T) {
+#pragma unroll
+  for (int m = 0; m < held_points<M> / 2; ++m) {
+    const long long i = 2 * (threadIdx.x + BlockPlan<M>::G * m);
+    v[m] = make_float2(i < T ? to_float(src[i * step]) : 0.0f, i + 1 < T ? to_float(src[(i + 1) * step]) : 0.0f);
+  }
+}
+
+// dst[i] = offset + y[i]/M for i < T, from this thread's packed inverse-transform points.
+template <int M, typename S>
+__device__ __forceinline__ void store_held(S* dst, int step, const float2 (&v)[held_points<M>], float offset,
+                                           int T) {
+  constexpr float s = 1.0f / M;
+#pragma unroll
+  for (int m = 0; m < held_points<M> / 2; ++m) {
+    const long long i = 2 * (threadIdx.x + BlockPlan<M>::G * m);
+    if (i < T) dst[i * step] = from_float<S>(offset + v[m].x * s);
+    if (i + 1 < T) dst[(i + 1) * step] = from_float<S>(offset + v[m].y * s);
+  }
+}
+
+// Z[(M - a) % M] for this thread's point a = me + G·m, from the transform block_fft left in buf.
+template <int M>
+__device__ __forceinline__ float2 mirror(const float2* buf, int m) {
+  return buf[pad((M - (int)threadIdx.x - BlockPlan<M>::G * m) % M)];
+}
+
+template <int M>
+__device__ __forceinline__ int point(int m) {
+  return threadIdx.x + BlockPlan<M>::G * m;
+}
+
+// The half spectrum X[0..M] of a real row (reversed when step < 0) into dst: block_spectrum's
+// weights, block_row_spectrum's rows of k.
+template <int M, typename S>
+__device__ __forceinline__ void half_spectrum(const S* src, int step, const float2* __restrict__ tw, float2* dst,
+                                              int T) {
   extern __shared__ float2 buf[];
-  const Half h = half_for(T);
+  float2 v[held_points<M>];
+  load_held<M>(v, src, step, T);
+  block_fft<M, -1, true, false>(v, buf, tw);
+#pragma unroll
+  for (int m = 0; m < held_points<M>; ++m) {
+    const int a = point<M>(m);
+    float2 lo, hi;
+    unpack(v[m], mirror<M>(buf, m), tw[a], lo, hi);
+    dst[a] = lo;
+    if (a == 0) dst[M] = hi;  // X[M] is X[0 + M]
+  }
+}
+
+template <typename S, int M>
+__global__ void __launch_bounds__(BlockPlan<M>::G)
+block_spectrum(const S* __restrict__ w, const float2* __restrict__ tw, float2* __restrict__ W, int T) {
+  const int c = blockIdx.x;
+  half_spectrum<M>(w + (size_t)c * T + (T - 1), -1, tw, W + (size_t)c * (M + 1), T);  // ww[j] = w[c, T-1-j]
+}
+
+template <typename S, int M>
+__global__ void __launch_bounds__(BlockPlan<M>::G)
+block_row_spectrum(const S* __restrict__ k, const float2* __restrict__ tw, float2* __restrict__ kspec, int B, int C,
+                   int T) {
+  const size_t r = (size_t)(blockIdx.x % B) * C + blockIdx.x / B;  // the rows of a channel adjacent
+  half_spectrum<M>(k + r * T, 1, tw, kspec + r * (M + 1), T);
+}
+
+template <typename S, int M>
+__global__ void __launch_bounds__(BlockPlan<M>::G)
+block_forward(const float2* __restrict__ W, const float2* __restrict__ tw, const S* __restrict__ k,
+              S* __restrict__ out, float eps, int B, int C, int T) {
+  extern __shared__ float2 buf[];
   const int c = blockIdx.x / B, b = blockIdx.x % B;
   const size_t row = ((size_t)b * C + c) * T;
-  const float2* K = kspec + ((size_t)b * C + c) * (h.M + 1);
-  float2* Sc = sums + (size_t)c * (h.M + 1);
-  load_packed(buf, g + row, 1, h);
-  __syncthreads();
-  fft_inplace<-1, true, false>(buf, tw, h);
-  for (int f = threadIdx.x; 2 * f <= h.M; f += blockDim.x) {
-    float2 lo, hi;
-    unpack(buf[pad(f)], buf[pad((h.M - f) % h.M)], tw[f], lo, hi);
-    atomic_add(Sc + f, cmul_conj(K[f], lo));
-    if (h.M - f != f) atomic_add(Sc + h.M - f, cmul_conj(K[h.M - f], conj(hi)));
+  const Half h = half_of<M>(T);
+  const float2* Wc = W + (size_t)c * (M + 1);
+  float2 v[held_points<M>];
+  load_held<M>(v, k + row, 1, T);
+  block_fft<M, -1, true, false>(v, buf, tw);
+  if constexpr (BlockPlan<M>::pairs_in_buffer) {
+    multiply_packed<false>(buf, Wc, tw, h);
+#pragma unroll
+    for (int m = 0; m < held_points<M>; ++m) v[m] = buf[pad(point<M>(m))];
+  } else {
+#pragma unroll
+    for (int m = 0; m < held_points<M>; ++m) v[m] = product<false>(point<M>(m), v[m], mirror<M>(buf, m), Wc, tw, h);
   }
-  // (that pass only read buf, each thread its own pairs, which multiply_packed takes again)
-  multiply_packed<true>(buf, W + (size_t)c * (h.M + 1), tw, h);
-  fft_inplace<1, false, true>(buf, tw, h);
-  store_packed(gk + row, 1, buf, 0.0f, h);
+  __syncthreads();  // every read of buf before the inverse's first exchange
+  block_fft<M, 1, false, true>(v, buf, tw);
+  store_held<M>(out + row, 1, v, eps, T);
+}
+
+// gk = IFFT(conj(W)·G), and S[c] += conj(K_b)·G_b over the half spectrum a = 0..M.
+template <typename S, int M>
+__global__ void __launch_bounds__(BlockPlan<M>::G)
+block_backward(const float2* __restrict__ W, const float2* __restrict__ tw, const S* __restrict__ g,
+               S* __restrict__ gk, const float2* __restrict__ kspec, float2* __restrict__ sums, int B, int C, int T) {
+  extern __shared__ float2 buf[];
+  const int c = blockIdx.x / B, b = blockIdx.x % B;
+  const size_t row = ((size_t)b * C + c) * T;
+  const Half h = half_of<M>(T);
+  const float2* K = kspec + ((size_t)b * C + c) * (M + 1);
+  const float2* Wc = W + (size_t)c * (M + 1);
+  float2* Sc = sums + (size_t)c * (M + 1);
+  float2 v[held_points<M>];
+  load_held<M>(v, g + row, 1, T);
+  block_fft<M, -1, true, false>(v, buf, tw);
+  if constexpr (BlockPlan<M>::pairs_in_buffer) {
+    for (int f = threadIdx.x; 2 * f <= M; f += blockDim.x) {
+      float2 lo, hi;
+      unpack(buf[pad(f)], buf[pad((M - f) % M)], tw[f], lo, hi);
+      atomic_add(Sc + f, cmul_conj(K[f], lo));
+      if (M - f != f) atomic_add(Sc + M - f, cmul_conj(K[M - f], conj(hi)));
+    }
+    multiply_packed<true>(buf, Wc, tw, h);
+#pragma unroll
+    for (int m = 0; m < held_points<M>; ++m) v[m] = buf[pad(point<M>(m))];
+  } else {
+#pragma unroll
+    for (int m = 0; m < held_points<M>; ++m) {
+      const int a = point<M>(m);
+      const float2 zb = mirror<M>(buf, m);
+      float2 lo, hi;
+      unpack(v[m], zb, tw[a], lo, hi);
+      atomic_add(Sc + a, cmul_conj(K[a], lo));
+      if (a == 0) atomic_add(Sc + M, cmul_conj(K[M], hi));
+      v[m] = product<true>(a, v[m], zb, Wc, tw, h);
+    }
+  }
+  __syncthreads();
+  block_fft<M, 1, false, true>(v, buf, tw);
+  store_held<M>(gk + row, 1, v, 0.0f, T);
 }
 
 // gw[c, T-1-j] = IFFT(S[c])[j]: pack, invert.
-template <typename S>
-__global__ void __launch_bounds__(LONG_THREADS)
-long_gw(const float2* __restrict__ sums, const float2* __restrict__ tw, S* __restrict__ gw, int C, int T) {
+template <typename S, int M>
+__global__ void __launch_bounds__(BlockPlan<M>::G)
+block_gw(const float2* __restrict__ sums, const float2* __restrict__ tw, S* __restrict__ gw, int C, int T) {
   extern __shared__ float2 buf[];
-  const Half h = half_for(T);
   const int c = blockIdx.x;
-  const float2* Sc = sums + (size_t)c * (h.M + 1);
-  for (int a = threadIdx.x; a < h.M; a += blockDim.x)
-    buf[pad(a)] = pack(Sc[a], conj(Sc[h.M - a]), tw[a]);  // S[a+M] = conj(S[M-a])
-  __syncthreads();
-  fft_inplace<1, false, true>(buf, tw, h);
-  store_packed(gw + (size_t)c * T + (T - 1), -1, buf, 0.0f, h);
+  const float2* Sc = sums + (size_t)c * (M + 1);
+  float2 v[held_points<M>];
+#pragma unroll
+  for (int m = 0; m < held_points<M>; ++m) {
+    const int a = point<M>(m);
+    v[m] = pack(Sc[a], conj(Sc[M - a]), tw[a]);  // S[a+M] = conj(S[M-a])
+  }
+  block_fft<M, 1, false, true>(v, buf, tw);
+  store_held<M>(gw + (size_t)c * T + (T - 1), -1, v, 0.0f, T);
 }
 
 // tw[m] = exp(-2πi m/N) for m <= M: the passes' and the packing's twiddles.
@@ -290,7 +314,6 @@ __global__ void long_twiddles(float2* __restrict__ tw, int M, int N) {
 }
 
 size_t long_smem(int T) { return (size_t)padded(half_for(T).M) * sizeof(float2); }
-int long_threads(int T) { return half_for(T).M / PER_THREAD; }
 
 // Each kernel may use up to what T = TIMEX_FFT_TMAX needs; set once per device and kernel.
 template <typename Kernel>
@@ -309,16 +332,6 @@ cudaError_t allow_long_smem(Kernel kernel) {
   return it->second;
 }
 
-template <typename S>
-cudaError_t allow_all() {
-  cudaError_t err;
-  if ((err = allow_long_smem(long_spectrum<S>)) != cudaSuccess) return err;
-  if ((err = allow_long_smem(long_forward<S>)) != cudaSuccess) return err;
-  if ((err = allow_long_smem(long_row_spectrum<S>)) != cudaSuccess) return err;
-  if ((err = allow_long_smem(long_backward<S>)) != cudaSuccess) return err;
-  return allow_long_smem(long_gw<S>);
-}
-
 size_t spectrum_floats(int C, int T) { return 2 * (size_t)C * (half_for(T).M + 1); }
 
 // The scratch: the weights' spectra W (C·(M+1)), the twiddles (M+1), and for the backward the
@@ -332,40 +345,59 @@ float2* twiddles(float* scratch, int C, int T, cudaStream_t stream) {
   return tw;
 }
 
+// f(std::integral_constant<int, M>) for a row of M = 2^p packed points (the block-held kernels).
+template <typename F>
+cudaError_t with_held_size(const Half& h, F&& f) {
+  switch (h.M) {
+    case 2048: return f(std::integral_constant<int, 2048>{});
+    case 4096: return f(std::integral_constant<int, 4096>{});
+    case 8192: return f(std::integral_constant<int, 8192>{});
+    case 16384: return f(std::integral_constant<int, 16384>{});
+  }
+  return cudaErrorInvalidValue;
+}
+
 template <typename S>
 cudaError_t forward(const S* w, const S* k, S* out, float eps, float* scratch, int B, int C, int T,
                     cudaStream_t stream) {
   if (scratch == nullptr) return cudaErrorInvalidValue;  // sized by timex_fft_long_scratch
-  cudaError_t err = allow_all<S>();
-  if (err != cudaSuccess) return err;
   float2* W = reinterpret_cast<float2*>(scratch);
-  const float2* tw = twiddles(scratch, C, T, stream);
-  const int threads = long_threads(T);
-  const size_t smem = long_smem(T);
-  long_spectrum<S><<<C, threads, smem, stream>>>(w, tw, W, T);
-  long_forward<S><<<(unsigned)((size_t)B * C), threads, smem, stream>>>(W, tw, k, out, eps, B, C, T);
-  return cudaGetLastError();
+  return with_held_size(half_for(T), [&](auto size) {
+    constexpr int M = decltype(size)::value, G = BlockPlan<M>::G;
+    cudaError_t err;
+    if ((err = allow_long_smem(block_spectrum<S, M>)) != cudaSuccess) return err;
+    if ((err = allow_long_smem(block_forward<S, M>)) != cudaSuccess) return err;
+    const float2* tw = twiddles(scratch, C, T, stream);
+    const size_t smem = long_smem(T);
+    block_spectrum<S, M><<<C, G, smem, stream>>>(w, tw, W, T);
+    block_forward<S, M><<<(unsigned)((size_t)B * C), G, smem, stream>>>(W, tw, k, out, eps, B, C, T);
+    return cudaGetLastError();
+  });
 }
 
 template <typename S>
 cudaError_t backward(const S* w, const S* k, const S* g, S* gw, S* gk, float* scratch, int B, int C, int T,
                      cudaStream_t stream) {
   if (scratch == nullptr) return cudaErrorInvalidValue;
-  cudaError_t err = allow_all<S>();
-  if (err != cudaSuccess) return err;
-  const int threads = long_threads(T);
   const size_t smem = long_smem(T), rows = (size_t)B * C;
   float2* W = reinterpret_cast<float2*>(scratch);
-  const float2* tw = twiddles(scratch, C, T, stream);
   float2* sums = reinterpret_cast<float2*>(scratch + spectrum_floats(C, T) + twiddle_floats(T));
   float2* kspec = sums + spectrum_floats(C, T) / 2;
-  cudaError_t zeroed = cudaMemsetAsync(sums, 0, spectrum_floats(C, T) * sizeof(float), stream);
-  if (zeroed != cudaSuccess) return zeroed;
-  long_spectrum<S><<<C, threads, smem, stream>>>(w, tw, W, T);
-  long_row_spectrum<S><<<(unsigned)rows, threads, smem, stream>>>(k, tw, kspec, B, C, T);
-  long_backward<S><<<(unsigned)rows, threads, smem, stream>>>(W, tw, g, gk, kspec, sums, B, C, T);
-  long_gw<S><<<C, threads, smem, stream>>>(sums, tw, gw, C, T);
-  return cudaGetLastError();
+  return with_held_size(half_for(T), [&](auto size) {
+    constexpr int M = decltype(size)::value, G = BlockPlan<M>::G;
+    cudaError_t err;
+    if ((err = allow_long_smem(block_spectrum<S, M>)) != cudaSuccess) return err;
+    if ((err = allow_long_smem(block_row_spectrum<S, M>)) != cudaSuccess) return err;
+    if ((err = allow_long_smem(block_backward<S, M>)) != cudaSuccess) return err;
+    if ((err = allow_long_smem(block_gw<S, M>)) != cudaSuccess) return err;
+    const float2* tw = twiddles(scratch, C, T, stream);
+    if ((err = cudaMemsetAsync(sums, 0, spectrum_floats(C, T) * sizeof(float), stream)) != cudaSuccess) return err;
+    block_spectrum<S, M><<<C, G, smem, stream>>>(w, tw, W, T);
+    block_row_spectrum<S, M><<<(unsigned)rows, G, smem, stream>>>(k, tw, kspec, B, C, T);
+    block_backward<S, M><<<(unsigned)rows, G, smem, stream>>>(W, tw, g, gk, kspec, sums, B, C, T);
+    block_gw<S, M><<<C, G, smem, stream>>>(sums, tw, gw, C, T);
+    return cudaGetLastError();
+  });
 }
 
 }  // namespace

@@ -2,12 +2,9 @@
 //
 // Same math as timex_fft.cu (two batch rows packed as the real and imaginary parts of one complex
 // signal, N = 2^p or 3·2^p >= 2T-1 points), another schedule. The N points of a transform live in
-// the 32 lanes of one warp, P = N/32 per lane, lane l holding points l + 32m in register m. A pass
-// of radix R is P/R butterflies per lane on values the lane already holds (butterfly j = l + 32i
-// takes points j + r·N/R, which are lane l's registers i + r·P/R), then one exchange through the
-// warp's own shared-memory buffer puts the results back in that layout. So a transform is a few
-// passes (radix 16, 16, 6 at N = 1536), with only __syncwarp between them, no block barriers, no idle
-// threads, index math folded to constants, and the twiddles of a pass from a table in global memory
+// the 32 lanes of one warp (fft_passes.cuh: N/32 per lane, a few passes of radix 16, 16, 6 at N = 1536,
+// each an exchange through the warp's own shared-memory buffer), with only __syncwarp between passes,
+// no block barriers, no idle threads, index math folded to constants, and the twiddles of a pass from a table in global memory
 // (L1-resident, made in float64 once per call) instead of a sincospif per butterfly. timex_fft.cu's
 // kernels were bound by instruction issue (ncu: 74 % of SM throughput at the seed shape), and this
 // spends far fewer instructions per point.
@@ -21,7 +18,7 @@
 // + i(conj(K1)G2 - conj(K2)G1), and both brackets are spectra of real signals, so the real part of
 // its inverse is exactly the sum of the two rows' cross-correlations. S is summed with float2
 // atomics in L2, so gw may differ in its last bits from run to run.
-#include "fft_math.cuh"
+#include "fft_passes.cuh"
 #include "timex.h"
 
 namespace {
@@ -30,9 +27,6 @@ using namespace timex_fft;
 
 constexpr int LANES = 32;
 constexpr int WARPS = 4;  // warps per block, each on its own transforms
-
-template <int... R>
-struct Radices {};
 
 // The passes for each supported N: every radix divides P = N/32, and the one that is not a power of
 // two comes last (so every earlier Ns is a power of two).
@@ -79,62 +73,11 @@ struct ExactTwiddles {
   }
 };
 
-// One pass of radix R over the warp's N points, Ns points already transformed per sub-sequence.
-// HALF_IN: the points from N/2 on are zero (first pass only); HALF_OUT: only the points below N/2
-// are wanted (last pass only), so the others are neither computed nor exchanged.
-template <int N, int R, int Ns, int SIGN, bool HALF_IN, bool HALF_OUT, typename Tw>
-__device__ __forceinline__ void warp_pass(float2 (&v)[N / LANES], float2* buf, const Tw& tw, int lane) {
-  constexpr int P = N / LANES, BF = P / R;
-  static_assert(P % R == 0, "a radix divides the points per lane");
-  static_assert((Ns & (Ns - 1)) == 0, "only the last radix may be other than a power of two");
-  static_assert(!HALF_IN || Ns == 1, "the zero half is the input's");
-  static_assert(!HALF_OUT || Ns * R == N, "the wanted half is the output's");
-#pragma unroll
-  for (int i = 0; i < BF; ++i) {
-    const int j = lane + LANES * i;
-    const int k = j & (Ns - 1);
-    float2 u[R];
-#pragma unroll
-    for (int r = 0; r < (HALF_IN ? R / 2 : R); ++r) u[r] = v[i + r * BF];
-    if constexpr (Ns > 1) {  // u[r] *= w^r, w = exp(SIGN 2πi k / (Ns R)), its powers by multiplication
-      const float2 w1 = tw(k * (N / (Ns * R)), N);
-      float2 w = w1;
-#pragma unroll
-      for (int r = 1; r < R; ++r) {
-        u[r] = cmul(u[r], w);
-        if (r + 1 < R) w = cmul(w, w1);
-      }
-    }
-    if constexpr (HALF_IN) {
-      dft_half_in<R, SIGN>(u);
-    } else {
-      dft_any<R, SIGN>(u);  // with HALF_OUT the unused half is dead code
-    }
-    const int base = (j - k) * R + k;
-#pragma unroll
-    for (int q = 0; q < (HALF_OUT ? R / 2 : R); ++q) buf[pad(base + q * Ns)] = u[q];
-  }
-  __syncwarp();
-#pragma unroll
-  for (int m = 0; m < (HALF_OUT ? P / 2 : P); ++m) v[m] = buf[pad(lane + LANES * m)];
-  __syncwarp();  // every lane has read before the next pass writes
-}
-
-template <int N, int SIGN, bool HALF_IN, bool HALF_OUT, int Ns, typename Tw>
-__device__ __forceinline__ void warp_passes(float2 (&)[N / LANES], float2*, const Tw&, int, Radices<>) {}
-
-template <int N, int SIGN, bool HALF_IN, bool HALF_OUT, int Ns, typename Tw, int R, int... Rest>
-__device__ __forceinline__ void warp_passes(float2 (&v)[N / LANES], float2* buf, const Tw& tw, int lane,
-                                            Radices<R, Rest...>) {
-  warp_pass<N, R, Ns, SIGN, HALF_IN && Ns == 1, HALF_OUT && sizeof...(Rest) == 0>(v, buf, tw, lane);
-  warp_passes<N, SIGN, HALF_IN, HALF_OUT, Ns * R>(v, buf, tw, lane, Radices<Rest...>{});
-}
-
 // The N-point DFT (sign SIGN) of the warp's values, natural order in and out (lane-major layout).
 // HALF_IN: points N/2.. are zero (need not be set); HALF_OUT: only points ..N/2 come out right.
 template <int N, int SIGN, bool HALF_IN, bool HALF_OUT, typename Tw>
 __device__ __forceinline__ void warp_fft(float2 (&v)[N / LANES], float2* buf, const Tw& tw, int lane) {
-  warp_passes<N, SIGN, HALF_IN, HALF_OUT, 1>(v, buf, tw, lane, typename PlanOf<N>::type{});
+  group_fft<N, LANES, SIGN, HALF_IN, HALF_OUT, typename PlanOf<N>::type, WarpSync>(v, buf, tw, lane);
 }
 
 // Lane `lane`'s points of the packed pair (re[n], im[n]) for n < T (im may be absent), zero beyond.

@@ -28,6 +28,8 @@ SHAPES = {
     "timex": [dict(B=8, C=4, T=32), dict(B=16, C=3, T=100), dict(B=8, C=2, T=1024), dict(B=24, C=7, T=252),
               dict(B=8, C=5, T=4), dict(B=3, C=5, T=37), dict(B=2, C=3, T=1500), dict(B=3, C=2, T=1025),
               dict(B=5, C=3, T=3001), dict(B=8, C=2, T=4096), dict(B=2, C=2, T=16384), dict(B=1, C=1, T=12000),
+              # timex_fft_long.cu's rows of 8192 packed points (the product's pairs taken in the buffer)
+              dict(B=3, C=2, T=5000), dict(B=2, C=1, T=8192),
               # timex-fft's warp-held transforms (timex_fft_warp.cu): N = 768, 1024, 1536 and 2048 (forward)
               dict(B=5, C=3, T=300), dict(B=7, C=2, T=400), dict(B=3, C=5, T=513), dict(B=1, C=3, T=768),
               dict(B=3, C=1, T=900)],
