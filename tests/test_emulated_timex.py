@@ -43,6 +43,7 @@ CASES = [
     ("float32", 2, 1, 4096),
     ("bfloat16", 1, 1, 8192),  # M = 8192 (radix 16, 16, 16, 2), pairs taken in the buffer
     ("float32", 1, 1, 16384),  # M = 16384 (radix 32, 32, 16), the longest
+    ("float32", 3, 150, 1100),  # many channels adding into S at once
 ]
 
 # Planted bugs: (source, exact text in it, replacement, a case that must FAIL).
@@ -62,8 +63,8 @@ MUTANTS = {
         LONG_SOURCE, "buf[pad((M - (int)threadIdx.x - BlockPlan<M>::G * m) % M)]",
         "buf[pad((M + 1 - (int)threadIdx.x - BlockPlan<M>::G * m) % M)]", ("float32", 1, 1, 3001)),
     "long-no-wait-after-the-pairs": (
-        LONG_SOURCE, "  }\n  __syncthreads();\n}\n\n__device__ __forceinline__ void atomic_add",
-        "  }\n}\n\n__device__ __forceinline__ void atomic_add", ("float32", 1, 1, 5000)),
+        LONG_SOURCE, "    if (g != f) buf[pad(g)] = product<CONJ>(g, zg, zf, W, tw, h);\n  }\n  __syncthreads();",
+        "    if (g != f) buf[pad(g)] = product<CONJ>(g, zg, zf, W, tw, h);\n  }", ("float32", 1, 1, 5000)),
 }
 
 

@@ -20,8 +20,8 @@
 // passes of radix 16 or 32, exchanges through shared memory), so the output of a transform stays in
 // registers, and only the product step needs a point's mirror M-a from the buffer. This replaced
 // in-place Stockham passes (radix 8, every pass reading and writing the whole buffer) and their
-// N = 3·2^p sizes: 25-40 % faster at T = 4096, where a 3·2^p row still took longer than a 2^p one
-// (H100, 2026-11-23). The math of the packing was checked against the direct convolution in numpy
+// N = 3·2^p sizes (at T = 3000 the old 3·2^p row took longer than a 2^p one does now): forward 26 %,
+// forward+backward 30 % faster at B=8, T=4096 (H100, 2026-11-23). The math of the packing was checked against the direct convolution in numpy
 // before it was written here.
 #include <map>
 #include <mutex>
@@ -105,7 +105,10 @@ __device__ __forceinline__ void atomic_add(float2* to, float2 v) {
 // and where the product step finds a point's mirror M-a: in registers, each thread's own points
 // with the mirror read from the buffer (fewer shared-memory accesses), or in the buffer, each thread
 // taking pairs (a, M-a) there (fewer registers: at M = 16384 the other spilled and was 20 % slower).
-// M = 16384 has 32 points per thread: at 16 (1024 threads, 64 registers) it spilled too.
+// M = 16384 has 32 points per thread: at 16 (1024 threads, 64 registers) it spilled too. The kernels
+// declare at least one block per SM (__launch_bounds__(G, 1)): without it ptxas held M = 4096 to 145
+// registers where it now takes 187 for more loads in flight, at the same one block per SM, and the
+// forward ran 278 instead of 344 us (B=8, T=4096, H100).
 template <int M>
 struct BlockPlan;
 template <>
@@ -210,14 +213,14 @@ __device__ __forceinline__ void half_spectrum(const S* src, int step, const floa
 }
 
 template <typename S, int M>
-__global__ void __launch_bounds__(BlockPlan<M>::G)
+__global__ void __launch_bounds__(BlockPlan<M>::G, 1)
 block_spectrum(const S* __restrict__ w, const float2* __restrict__ tw, float2* __restrict__ W, int T) {
   const int c = blockIdx.x;
   half_spectrum<M>(w + (size_t)c * T + (T - 1), -1, tw, W + (size_t)c * (M + 1), T);  // ww[j] = w[c, T-1-j]
 }
 
 template <typename S, int M>
-__global__ void __launch_bounds__(BlockPlan<M>::G)
+__global__ void __launch_bounds__(BlockPlan<M>::G, 1)
 block_row_spectrum(const S* __restrict__ k, const float2* __restrict__ tw, float2* __restrict__ kspec, int B, int C,
                    int T) {
   const size_t r = (size_t)(blockIdx.x % B) * C + blockIdx.x / B;  // the rows of a channel adjacent
@@ -225,7 +228,7 @@ block_row_spectrum(const S* __restrict__ k, const float2* __restrict__ tw, float
 }
 
 template <typename S, int M>
-__global__ void __launch_bounds__(BlockPlan<M>::G)
+__global__ void __launch_bounds__(BlockPlan<M>::G, 1)
 block_forward(const float2* __restrict__ W, const float2* __restrict__ tw, const S* __restrict__ k,
               S* __restrict__ out, float eps, int B, int C, int T) {
   extern __shared__ float2 buf[];
@@ -251,7 +254,7 @@ block_forward(const float2* __restrict__ W, const float2* __restrict__ tw, const
 
 // gk = IFFT(conj(W)·G), and S[c] += conj(K_b)·G_b over the half spectrum a = 0..M.
 template <typename S, int M>
-__global__ void __launch_bounds__(BlockPlan<M>::G)
+__global__ void __launch_bounds__(BlockPlan<M>::G, 1)
 block_backward(const float2* __restrict__ W, const float2* __restrict__ tw, const S* __restrict__ g,
                S* __restrict__ gk, const float2* __restrict__ kspec, float2* __restrict__ sums, int B, int C, int T) {
   extern __shared__ float2 buf[];
@@ -293,7 +296,7 @@ block_backward(const float2* __restrict__ W, const float2* __restrict__ tw, cons
 
 // gw[c, T-1-j] = IFFT(S[c])[j]: pack, invert.
 template <typename S, int M>
-__global__ void __launch_bounds__(BlockPlan<M>::G)
+__global__ void __launch_bounds__(BlockPlan<M>::G, 1)
 block_gw(const float2* __restrict__ sums, const float2* __restrict__ tw, S* __restrict__ gw, int C, int T) {
   extern __shared__ float2 buf[];
   const int c = blockIdx.x;
