@@ -163,9 +163,9 @@ FAMILY = Family(
                             f"{BB5} rows per block", bind(5), (T_MAX, T_PAIRS, B_GROUP)),
         Variant("timex-fft", "products of spectra, FFTs on chip, two rows per FFT up to T = 1024 (from T = 193 "
                              "one warp per transform held in registers, radix-16/32 passes; shorter T a Stockham "
-                             "radix-8 in a block's shared memory), beyond one row packed into a half-length FFT; "
-                             "gw summed over the batch in frequency space; bfloat16/float16 in and out, float32 "
-                             "inside", bind(6), (T_FFT,),
+                             "radix-8 in a block's shared memory), beyond one row packed into a half-length FFT "
+                             "held in a block's registers; gw summed over the batch in frequency space; "
+                             "bfloat16/float16 in and out, float32 inside", bind(6), (T_FFT,),
                 work=fft_work, dtypes=DTYPES),
         Variant("timex-mma", "Toeplitz products on tensor cores (mma.sync m16n8k16): 32 batch rows of a channel "
                              "times w's Toeplitz matrix, read from packed pairs of w; gw from diagonal bands of "
