@@ -26,7 +26,8 @@ def test_an_output_the_kernel_never_writes_fails_the_check(registry):
 
     ref = reference_results(family, inputs, "fwd")
     check = check_workload(make_workload(lazy_add, inputs, "fwd"), ref, family.tolerance)
-    assert not check.passed and check.worst != check.worst  # NaN from the poisoned element
+    # its memory was poisoned first (NaN where PyTorch's allocator hands the block back, garbage else)
+    assert not check.passed
 
 
 def test_a_correct_op_passes_and_a_wrong_one_fails(registry):

@@ -16,7 +16,7 @@ from cudabench.results.export import document, flat_rows
 from cudabench.results.model import Case
 from runs import inline_runner
 from synthetic import ENV
-from test_runner_cpu import FakeTimer
+from fakes import FakeTimer
 
 SMALL = {"B": 8, "C": 3, "T": 16}
 

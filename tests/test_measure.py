@@ -7,31 +7,7 @@ import pytest
 from cudabench.measure.loop import Warmup, measure
 from cudabench.measure.stop import Adaptive, FixedCount, MinTime
 from cudabench.results.model import noisy
-
-
-class FakeTimer:
-    """Returns samples from a list (cycled); counts the calls it was given."""
-
-    name = "fake"
-
-    def __init__(self, values, batch=1):
-        self.values = itertools.cycle(values)
-        self.batch = batch
-        self.calls = 0
-        self.prepared = None
-
-    def prepare(self, call, estimate):
-        self.prepared = estimate
-
-    def samples(self, call, count, before_each=None):
-        out = []
-        for _ in range(count):
-            if before_each:
-                before_each()
-            call()
-            self.calls += 1
-            out.append(next(self.values))
-        return out
+from fakes import FakeTimer
 
 
 def run(timer, rule, before_each=None):
@@ -96,7 +72,7 @@ def test_a_zero_call_warmup_still_runs_once_to_estimate():
 
 def test_a_timer_that_records_nothing_is_an_error_not_a_hang():
     class Silent(FakeTimer):
-        def samples(self, call, count, before_each=None):
+        def samples(self, call, count, before_each=None, keep=False):
             return []
 
     with pytest.raises(RuntimeError, match="recorded nothing"):

@@ -15,25 +15,8 @@ from cudabench.results.export import SCHEMA_VERSION, document, write_json_atomic
 from cudabench.measure.loop import Warmup
 from cudabench.measure.stop import FixedCount
 from cudabench.engine.plan import RunOptions, plan
+from fakes import FakeTimer
 from runs import inline_runner
-
-
-class FakeTimer:
-    name = "sync"
-    batch = 1
-
-    def __init__(self):
-        self.values = itertools.count(1)
-
-    def prepare(self, call, estimate):
-        pass
-
-    def samples(self, call, count, before_each=None):
-        out = []
-        for _ in range(count):
-            call()
-            out.append(next(self.values) * 1e-6)
-        return out
 
 
 def cpu_run(registry, names, shape, on_result=lambda r: None, **kw):

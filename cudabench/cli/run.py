@@ -8,7 +8,7 @@ import os
 import shlex
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterator, List, Optional
 
@@ -207,6 +207,8 @@ def run(
     integrity: bool = typer.Option(True, "--integrity/--no-integrity", help="After timing, check that the "
                                    "figure can be trusted (stale outputs, work outside the timed window, no "
                                    "work, impossible throughput). --no-integrity skips them, and says so."),
+    fuzz: int = typer.Option(2, "--fuzz", min=0, max=100, help="Also check each variant at this many random "
+                             "shapes within its constraints (ragged sizes, small); 0: not checked, and said."),
     force: bool = typer.Option(False, "--force", help="Time subjects even when they fail the check."),
     json_path: Optional[Path] = typer.Option(None, "--json", help="Write every sample and the environment "
                                              "here (rewritten after each result; - for standard output, once "
@@ -273,10 +275,10 @@ def run(
         rule=stop_rule(policy.repeat, policy.min_time, policy.noise, policy.max_time),
         warmup=warmup_of(policy.warmup), force=force, arch=arch, seed=seed, cold=policy.cold, inputs=inputs,
         dtypes=split(dtype),
-        renames=renames(record_as), integrity=integrity, nvtx=nvtx_on or nvtx_iterations,
+        renames=renames(record_as), integrity=integrity, fuzz=fuzz, nvtx=nvtx_on or nvtx_iterations,
         nvtx_iterations=nvtx_iterations, timeout=policy.timeout)
     settings = {"timing": policy.timing, "cache": "cold" if policy.cold else "hot", "tf32": "off",
-                "integrity": "on" if integrity else "off", **({"config": str(config)} if config else {}),
+                "integrity": "on" if integrity else "off", "fuzz": str(fuzz), **({"config": str(config)} if config else {}),
                 **({"gpus": ",".join(str(g.index) for g in chosen)} if chosen else {}),
                 **({"cluster": cluster} if cluster else {})}
     with start_runner(options, kernels_dirs, settings, chosen, cluster) as runner:
@@ -291,6 +293,24 @@ def run(
             require_gpu()  # after planning: a user's mistake is reported first, with or without a GPU
         with outputs.tables_elsewhere():
             execute(runner, tasks, outputs, "cudabench " + shlex.join(sys.argv[1:]), policy, started)
+
+
+def fuzz_tasks(reg: Any, tasks: list, count: int, options: Any, seed: Optional[int]) -> list:
+    """`check --fuzz N`: each planned variant again at N random shapes within its constraints."""
+    import random
+
+    from cudabench.engine.plan import plan
+    from cudabench.spec.fuzz import random_shapes
+
+    if count <= 0:
+        return []
+    rng = random.Random(seed)
+    extra = []
+    for task in tasks:
+        for variant in task.variants:
+            for shape in random_shapes(task.family, variant, count, rng):
+                extra += plan(reg, [variant.name], shape, replace(options, baselines=()))
+    return extra
 
 
 def store_path(option: Optional[str]) -> Optional[Path]:
@@ -432,6 +452,8 @@ def check(
     dtype: Optional[List[str]] = typer.Option(None, "--dtype", help=DTYPE_HELP),
     seed: Optional[int] = typer.Option(None, "--seed", min=0, max=2**31 - 1, help="Seed of the random inputs "
                                        "(default: fresh)."),
+    fuzz: int = typer.Option(0, "--fuzz", min=0, max=1000, help="Also check each variant at N random shapes "
+                             "within its constraints (ragged sizes included), one row each."),
     kernels_dir: Optional[List[Path]] = KernelsDir,
 ) -> None:
     """Check kernels against the fp64 reference on fresh random inputs, without timing them."""
@@ -442,7 +464,9 @@ def check(
 
     options = RunOptions(directions=split(direction), baselines=None if baselines else (), seed=seed, time=False,
                          inputs=inputs, dtypes=split(dtype))
-    tasks = plan(registry(kernels_dir), split(kernel), parse_shape(shape), options)
+    reg = registry(kernels_dir)
+    tasks = plan(reg, split(kernel), parse_shape(shape), options)
+    tasks += fuzz_tasks(reg, tasks, fuzz, options, seed)
     require_gpu()
     with start_runner(options, kernels_dir or []) as runner:
         results = runner.run(tasks)

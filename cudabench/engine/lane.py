@@ -16,6 +16,7 @@ from cudabench.results.model import Result
 
 HELLO_TIMEOUT = 300.0    # a worker's start: Python, torch, CUDA, and the ceilings measured once per GPU
 BUILD_TIMEOUT = 1800.0   # a family's first JIT build (nvcc and the torch binding)
+JUDGE_GRACE = 60.0       # beyond a subject's timeout: the judge's own work (references, verdicts)
 
 Status = Callable[[str], None]
 
@@ -123,10 +124,16 @@ class Lane:
         """Run one subject request; `lost(reason)` makes the result when the worker fails it."""
         worker = self.ready()
         try:
-            reply = worker.request(request, timeout, self.on_status)
+            # the judge applies `timeout` to the subject's process and reports; this watchdog is for
+            # the judge itself
+            reply = worker.request({**request, "timeout": timeout}, timeout + min(JUDGE_GRACE, timeout),
+                                   self.on_status)
         except WorkerLost as gone:
             self.replace()
-            return lost(gone.reason)
+            reason = gone.reason
+            if reason.startswith("timed out after"):
+                reason = f"timed out after {timeout:g} s (the kernel may not terminate); the worker was killed"
+            return lost(reason)
         if reply.get("healthy") is False:
             self.replace()  # its CUDA context is broken: the next subject gets a fresh worker
         if reply.get("type") == "result":

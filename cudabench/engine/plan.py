@@ -38,6 +38,7 @@ class RunOptions:
     cold: bool = False                              # flush L2 before every timed call
     kernel_time_below: float = 100e-6               # also read CUPTI kernel time for calls this short
     integrity: bool = True                          # the integrity checks after timing
+    fuzz: int = 2                                   # random shapes each variant is also checked at
     timeout: float = DEFAULT_TIMEOUT                # seconds per subject before the watchdog kills it
     nvtx: bool = False
     nvtx_iterations: bool = False
@@ -46,7 +47,7 @@ class RunOptions:
         """What a worker needs to treat a subject as asked."""
         return Settings(timing=self.timing, rule=rule_to_dict(self.rule), warmup_calls=self.warmup.calls,
                         warmup_seconds=self.warmup.seconds, force=self.force, time=self.time, cold=self.cold,
-                        integrity=self.integrity, seed=seed, arch=self.arch,
+                        integrity=self.integrity, fuzz=self.fuzz, seed=seed, arch=self.arch,
                         kernel_time_below=self.kernel_time_below, nvtx=self.nvtx,
                         nvtx_iterations=self.nvtx_iterations)
 

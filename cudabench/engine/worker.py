@@ -1,9 +1,13 @@
-"""The worker process: where kernels under test run. The parent (cudabench run, check,
-compare-sync-modes, profile) starts it with `python -m cudabench.engine.worker`, sends requests on
-stdin and reads messages (see protocol.py). One worker serves one GPU and many subjects while it
-stays healthy: builds and CUDA start-up are paid once. After a CUDA error it probes its context;
-when the context is broken (illegal address, device-side assert) it says so and exits, and the
-parent starts a fresh one.
+"""The worker process: the judge of one GPU. The parent (cudabench run, check, compare-sync-modes,
+profile) starts it with `python -m cudabench.engine.worker`, sends requests on stdin and reads
+messages (see protocol.py). For `run` and `check` it judges each subject (cudabench.measure.judge)
+while the subject's code runs in a subject process of its own (cudabench.engine.subject_worker),
+replaced whenever it crashes or hangs; this process never loads a kernel under test for them. One
+worker serves one GPU and many subjects: builds and CUDA start-up are paid once.
+
+compare-sync-modes and profile are lessons, not judged measurements: they check and time one
+subject in this process (Bench.checked_call). After a CUDA error there it probes its context; when
+the context is broken it says so and exits, and the parent starts a fresh one.
 
 Its own stdout is kept for messages: file descriptor 1 is pointed at stderr, so a kernel's printf
 or a library's chatter cannot garble the protocol."""
@@ -26,25 +30,26 @@ from cudabench.results.export import result_to_dict
 from cudabench.results.model import Case, Result
 
 
-def case_from_dict(d: dict[str, Any]) -> Case:
-    return Case(d["family"], tuple((k, int(v)) for k, v in d["shape"].items()), d["direction"],
-                d.get("dtype", "float32"), d.get("inputs", "uniform"))
+case_from_dict = Case.from_dict
 
 
 def case_to_dict(case: Case) -> dict[str, Any]:
-    return {"family": case.family, "shape": case.params, "direction": case.direction, "dtype": case.dtype,
-            "inputs": case.inputs}
+    return case.to_dict()
 
 
 class Handler:
-    """Answers one request at a time. `device="cpu"` and `timer_factory` serve tests."""
+    """Answers one request at a time. `device="cpu"` and `timer_factory` serve tests: the subject then
+    runs in this process (no isolation), through the same judge and the same requests."""
 
     def __init__(self, device: str = "cuda", timer_factory: Optional[Callable[[str], Any]] = None,
-                 on_status: Callable[[str], None] = lambda s: None) -> None:
+                 on_status: Callable[[str], None] = lambda s: None, eager_subject: bool = True) -> None:
         self.device = device
         self.timer_factory = timer_factory
         self.on_status = on_status
+        self.eager_subject = eager_subject
         self.bench: Any = None
+        self.judge: Any = None
+        self.link: Any = None
         self.where: dict[str, Any] = {"host": socket.gethostname(), "gpu": "", "gpu_index": -1, "gpu_uuid": ""}
 
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -83,39 +88,20 @@ class Handler:
         return {"type": "error", "message": f"unknown request {op!r}"}
 
     def _healthy(self) -> bool:
-        if self.device != "cuda":
-            return True
-        from cudabench.measure.subject import context_broken
-
-        return not context_broken()
+        return healthy(self.device)
 
     # ---- requests --------------------------------------------------------------------------------
 
     def _hello(self, request: dict[str, Any]) -> dict[str, Any]:
-        import torch
-
-        from cudabench.device import environment, require_gpu
+        from cudabench.device import environment
+        from cudabench.measure.judge import Judge
         from cudabench.measure.subject import Bench
         from cudabench.measure.timers import make_timer
         from cudabench.spec.registry import discover
 
         registry = discover([Path(d) for d in request.get("kernels_dirs", ())])
-        if self.device == "cuda":
-            require_gpu()
-            torch.zeros(1, device="cuda").add_(1)  # the context now, so its pristine state can be read
-            # cuBLAS keeps a workspace per handle and stream from PyTorch's allocator for good: made
-            # now, it is no subject's peak memory (else the first subject to multiply pays for it,
-            # or none does when the ceilings were measured in this process)
-            for dtype in (torch.float32, torch.bfloat16, torch.float16):
-                torch.mm(torch.zeros(16, 16, device="cuda", dtype=dtype), torch.zeros(16, 16, device="cuda",
-                                                                                    dtype=dtype))
-            torch.cuda.synchronize()
-        # TF32 off for the worker's whole life: every subject computes in true fp32 (and the state
-        # guard restores this after any subject that changes it)
-        torch.backends.cuda.matmul.allow_tf32 = False
-        torch.backends.cudnn.allow_tf32 = False
-        nvtx.configure(request.get("nvtx", False), backend=os.environ.get("CUDABENCH_NVTX_BACKEND", "nvtx"),
-                       iterations=request.get("nvtx_iterations", False))
+        self.link = self._subject_link(request)
+        prepare_process(self.device, request)
         env = environment(request.get("settings") or {})
         self.where.update(gpu=env.gpu, gpu_index=env.gpu_index, gpu_uuid=env.gpu_uuid)
         ceilings = None
@@ -126,39 +112,50 @@ class Handler:
             ceilings = device_ceilings.get()
         self.bench = Bench(registry, self.device, self.timer_factory or make_timer, ceilings,
                            on_status=lambda text: self.on_status(text))
+        self.judge = Judge(registry, self.link, self.device, ceilings, on_status=lambda text: self.on_status(text))
         return {"type": "ready", "pid": os.getpid(), "environment": _plain(env),
                 "ceilings": dataclasses.asdict(ceilings) if ceilings else None}
 
+    def _subject_link(self, request: dict[str, Any]) -> Any:
+        """The subject process: a real one on a GPU, started now so that its start overlaps this
+        one's; in this process for the CPU tests."""
+        from cudabench.engine.subject_link import SubjectLink
+        from cudabench.engine.subject_worker import SubjectHandler
+        from cudabench.engine.workers import InlineWorker
+
+        hello = {k: v for k, v in request.items() if k in ("op", "kernels_dirs", "nvtx", "nvtx_iterations")}
+        if self.device != "cuda":
+            inline = SubjectHandler(self.device, self.timer_factory)
+            return SubjectLink(lambda: InlineWorker(inline), hello)
+        link = SubjectLink.process(hello, lambda text: self.on_status(text))
+        if self.eager_subject:
+            link.launch()
+        return link
+
     def _build(self, request: dict[str, Any]) -> dict[str, Any]:
-        from cudabench.spec.build import build
+        """Built and loaded in the subject process: this one never loads a kernel under test."""
+        from cudabench.measure.judge import SubjectLost
 
         family = self.bench.registry.family(request["family"])
         try:
-            built = build(family, request.get("arch"))
-        except CudabenchError as exc:
-            return {"type": "built", "ok": False, "message": exc.message}
-        self.bench.modules[family.name] = built.module
-        return {"type": "built", "ok": True, "seconds": built.seconds, "cache_hit": built.cache_hit,
-                "arch": built.arch, "directory": str(built.directory)}
+            reply = self.link.ask({"op": "build", "family": family.name, "arch": request.get("arch")},
+                                  BUILD_TIMEOUT)
+        except SubjectLost as lost:
+            return {"type": "built", "ok": False, "message": lost.reason}
+        if reply.get("type") == "error":
+            return {"type": "built", "ok": False, "message": str(reply.get("message"))}
+        return {"type": "built", "ok": True, **{k: reply[k] for k in ("seconds", "cache_hit", "arch", "directory")}}
 
     def _subject(self, request: dict[str, Any]) -> dict[str, Any]:
         from cudabench.measure.settings import Settings
-        from cudabench.measure.subject import first_line
 
         family = self.bench.registry.family(request["family"])
         case = case_from_dict(request["case"])
         settings = Settings(**request["settings"])
-        healthy = True
-        try:
-            result = self.bench.run(family, case, request["subject"], request["role"], settings)
-        except CudabenchError as exc:
-            result = Result(case, request["subject"], request["role"], skipped=exc.message)
-        except (RuntimeError, ValueError, TypeError, KeyError, AssertionError) as exc:
-            # a binding's TORCH_CHECK, a CUDA error, out of memory: recorded against this subject
-            result = Result(case, request["subject"], request["role"], error=first_line(exc))
-            healthy = self._healthy()
+        result = self.judge.run(family, case, request["subject"], request["role"], settings,
+                                float(request.get("timeout", 3600.0)))
         result = dataclasses.replace(result, **self.where)
-        return {"type": "result", "result": result_to_dict(result), "healthy": healthy}
+        return {"type": "result", "result": result_to_dict(result), "healthy": self._healthy()}
 
     def _checked_call(self, request: dict[str, Any]) -> tuple[Any, Any, Case]:
         family = self.bench.registry.family(request["family"])
@@ -205,6 +202,37 @@ class Handler:
         return {"type": "profile", "summary": summary}
 
 
+def prepare_process(device: str, hello: dict[str, Any]) -> None:
+    """What a judge or subject process does once at its hello: the CUDA context now (so its pristine
+    state can be read), cuBLAS's workspaces (kept per handle and stream from PyTorch's allocator for
+    good: made now, they are no subject's peak memory), TF32 off for the process's whole life (the
+    state guard restores it after any subject that changes it), NVTX as asked."""
+    import torch
+
+    from cudabench.device import require_gpu
+
+    if device == "cuda":
+        require_gpu()
+        torch.zeros(1, device="cuda").add_(1)
+        for dtype in (torch.float32, torch.bfloat16, torch.float16):
+            torch.mm(torch.zeros(16, 16, device="cuda", dtype=dtype), torch.zeros(16, 16, device="cuda", dtype=dtype))
+        torch.cuda.synchronize()
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    nvtx.configure(hello.get("nvtx", False), backend=os.environ.get("CUDABENCH_NVTX_BACKEND", "nvtx"),
+                   iterations=hello.get("nvtx_iterations", False))
+
+
+def healthy(device: str) -> bool:
+    """Whether this process's CUDA context still works (an illegal address or a device-side assert
+    breaks it for good)."""
+    if device != "cuda":
+        return True
+    from cudabench.measure.subject import context_broken
+
+    return not context_broken()
+
+
 def _plain(record: Any) -> dict[str, Any]:
     data = dataclasses.asdict(record)
     data["settings"] = dict(record.settings)
@@ -226,7 +254,10 @@ class Channel:
         self.stream.flush()
 
 
-def serve(channel: Channel, handler: Handler, requests: TextIO) -> None:
+BUILD_TIMEOUT = 1800.0
+
+
+def serve(channel: Channel, handler: Any, requests: TextIO) -> None:
     for line in requests:
         if not line.strip():
             continue
@@ -263,7 +294,8 @@ def main(argv: Optional[list[str]] = None) -> None:
     parser.add_argument("--request", help="answer this one request (JSON) and exit")
     args = parser.parse_args(argv)
     channel = Channel()
-    handler = Handler(on_status=lambda text: channel.send({"type": "status", "text": text}))
+    handler = Handler(on_status=lambda text: channel.send({"type": "status", "text": text}),
+                      eager_subject=not args.request)
     try:
         preload()
         if args.request:
@@ -278,6 +310,8 @@ def main(argv: Optional[list[str]] = None) -> None:
     except KeyboardInterrupt:
         pass
     finally:
+        if handler.link is not None:
+            handler.link.close()
         sys.stderr.flush()
         channel.stream.flush()
         # skip interpreter teardown: with a broken CUDA context it can hang or crash

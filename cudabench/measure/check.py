@@ -8,7 +8,8 @@ from typing import Any, Mapping
 import torch
 
 from cudabench.results.model import Check
-from cudabench.spec.family import Family, poisoned_outputs
+from cudabench.measure.poison import poison
+from cudabench.spec.family import Family
 from cudabench.measure.workload import Workload, make_workload
 
 
@@ -34,12 +35,25 @@ def relative_error(got: torch.Tensor, ref: torch.Tensor) -> float:
     return float(diff / scale) if float(scale) > 0 else float(diff)
 
 
-def check_workload(workload: Workload, reference: Mapping[str, torch.Tensor], tolerance: float) -> Check:
-    with poisoned_outputs():
-        got = workload.results()
+def output_specs(reference: Mapping[str, torch.Tensor], dtype: str) -> list[tuple[list[int], str]]:
+    """(shape, dtype) of each output a subject returns: the reference's shapes in the case's dtype."""
+    return [(list(ref.shape), dtype) for ref in reference.values()]
+
+
+def check_workload(workload: Workload, reference: Mapping[str, torch.Tensor], tolerance: float,
+                   dtype: str = "float32") -> Check:
+    """One call checked in this process, its outputs' memory NaN-poisoned first. Only for commands
+    that time one subject in their own process (compare-sync-modes, profile): `cudabench run` and
+    `check` judge in another process (cudabench.measure.judge)."""
+    device = next(iter(reference.values())).device
+    poison(output_specs(reference, dtype), device, nan=True)
+    got = workload.call()
     torch.cuda.synchronize() if torch.cuda.is_available() else None
-    errors = tuple((name, relative_error(got[name], ref)) for name, ref in reference.items()
-                   if name in got)
-    missing = [name for name in reference if name not in got]
-    errors += tuple((name, float("nan")) for name in missing)
+    return compare(got, reference, tolerance)
+
+
+def compare(got: Mapping[str, Any], reference: Mapping[str, torch.Tensor], tolerance: float) -> Check:
+    """Each named output's relative error against the reference (NaN for a missing one)."""
+    errors = tuple((name, relative_error(got[name], ref) if name in got else float("nan"))
+                   for name, ref in reference.items())
     return Check(errors=errors, tolerance=tolerance)

@@ -2,9 +2,22 @@
 Each returns an IntegrityCheck (pass, fail or not run, with the figures behind the verdict); any
 failure makes the subject INVALID.
 
-    stale-output   after timing, the inputs are refilled in place with new random values and the
-                   call must match the fp64 reference on those (a result cached by pointer or
-                   shape returns the old answer)
+    fresh-output   after the hot loop, timed calls on input values the judge wrote into the
+                   subject's inputs just before each; a few of them, chosen in secret, must match a
+                   new fp64 reference (a result cached by pointer, shape or content, or work done
+                   only on calls it believes are checked, returns the wrong answer)
+    fresh-inputs   those calls on new values must not be slower than those on the same values
+                   written again, beyond the noise (a figure that depends on its inputs staying the
+                   same, in full or in part)
+    hot-loop       the hot loop must not beat the judged calls on the same values beyond the noise
+                   (a subject that behaves differently when it is not checked)
+    determinism    one of those calls repeats the first inputs: its outputs must equal the first
+                   check's bit for bit, or within the nondeterminism the subject declares (atomics);
+                   output memory is poisoned with new random values each time, so an output that
+                   reads uninitialised or unwritten memory differs
+    output         every output a plain dense tensor of the case's dtype, on its device, sharing
+                   no memory with an input (a lazy subclass, a view of an input, the wrong dtype)
+    inputs         the inputs hold, after a call, the values the judge wrote before it
     stream-order   with PyTorch's current stream held busy, the original inputs are written back
                    on it and the call is made and its outputs copied on it; the copies must match
                    the reference (work on a private stream reads the inputs too early or is read
@@ -15,8 +28,10 @@ failure makes the subject INVALID.
     impossible     the figure must not imply more FLOP/s than the fp32 FMA peak or more bytes/s than
                    the bandwidth ceiling that applies (DRAM when the working set exceeds L2, or
                    the cache is flushed; the measured L2 bandwidth otherwise)
-    process-state  the call must not replace the functions the timers rely on, nor leave a
-                   persisting-L2 carve-out behind under --cold (both fake the figure)
+    process-state  the call must not replace the functions the timers rely on, nor set tracing
+                   hooks, nor leave a persisting-L2 carve-out behind under --cold (all fake the figure)
+    threads        no Python thread the subject started may still run after it (work that goes on
+                   after its calls returned)
 """
 
 from __future__ import annotations
@@ -51,6 +66,8 @@ def from_check(name: str, check: Check, before: float, what: str) -> IntegrityCh
 
 STALE_WHAT = "after its inputs were refilled in place with new values, the output did not follow them (a result " \
              "cached by pointer or shape?)"
+FRESH_WHAT = "on a timed call with fresh input values, chosen at random among the timed calls, the output was " \
+             "wrong (a result cached by pointer, shape or content, or work done only on calls it took for checked?)"
 ORDER_WHAT = "with PyTorch's current stream busy, its outputs did not reflect the inputs written on that stream " \
              "(work launched on another stream, not ordered with the current one?)"
 
@@ -143,3 +160,112 @@ def process_state(patched: Sequence[str], changed: Sequence[str], cold: bool) ->
 def failed_call(name: str, exc: BaseException) -> IntegrityCheck:
     text = str(exc).strip().splitlines()
     return IntegrityCheck(name, "fail", f"the call raised: {text[0] if text else type(exc).__name__}")
+
+
+NOISE_CAP = 0.1  # a call's own spread widens the allowance by at most twice this
+
+
+def _slower(base: Any, other: Any, slack: float, absolute: float, noise: float) -> bool:
+    """Whether `other`'s median (Stats) exceeds `base`'s by more than `slack` of it, twice the call's
+    own spread `noise` (IQR / median of the hot loop's many samples: a handful of judged calls are too
+    few for an interval of their own; capped, so a noisy subject gains little room) and `absolute`
+    seconds."""
+    return other.median > base.median * (1 + slack + 2 * min(noise, NOISE_CAP)) + absolute
+
+
+def fresh_inputs(same: Any, new: Any, slack: float, absolute: float, noise: float = 0.0) -> IntegrityCheck:
+    """Judged calls on new input values (`new`) against judged calls on the same values written
+    again (`same`), made alike in every other way."""
+    detail = f"judged calls on new inputs {fmt(new.median)}, on the same inputs {fmt(same.median)} per call " \
+             f"({new.n} + {same.n} calls)"
+    if _slower(same, new, slack, absolute, noise):
+        return IntegrityCheck("fresh-inputs", "fail", f"{detail}: {new.median / same.median:.2f}x slower on new "
+                                                      "input values, beyond the noise (its time depends on its "
+                                                      "inputs staying the same, in full or in part)")
+    return IntegrityCheck("fresh-inputs", "pass", detail)
+
+
+def hot_loop(hot: Any, same: Any, slack: float, absolute: float) -> IntegrityCheck:
+    """The hot loop's figure against judged calls on the same input values."""
+    detail = f"hot loop {fmt(hot.median)}, judged calls on the same inputs {fmt(same.median)} per call"
+    if _slower(hot, same, slack, absolute, hot.noise):
+        return IntegrityCheck("hot-loop", "fail", f"{detail}: the hot loop is {same.median / hot.median:.2f}x "
+                                                  "faster than judged calls of the same work, beyond the noise "
+                                                  "(it behaves differently when it is not checked)")
+    return IntegrityCheck("hot-loop", "pass", detail)
+
+
+def determinism(first: dict, again: dict, allowed: float) -> IntegrityCheck:
+    """Two calls on the same input values: bit-identical outputs, or a relative difference within
+    `allowed` (a subject that sums with atomics declares it)."""
+    import torch
+
+    worst, different = 0.0, []
+    for name, a in first.items():
+        b = again.get(name)
+        if b is None or a.shape != b.shape:
+            different.append(f"{name} missing or reshaped")
+            continue
+        same = torch.equal(a, b) or bool((torch.eq(a, b) | (torch.isnan(a) & torch.isnan(b))).all())
+        if same:
+            continue
+        scale = float(torch.linalg.vector_norm(a.double()))
+        diff = float(torch.linalg.vector_norm(a.double() - b.double()))
+        rel = diff / scale if scale > 0 else diff
+        worst = max(worst, rel if rel == rel else float("inf"))
+        if not rel <= allowed:
+            different.append(f"{name} differs by {rel:.2g}")
+    if different:
+        limit = f"declared nondeterminism {allowed:g}" if allowed else "bit-identical expected"
+        return IntegrityCheck("determinism", "fail", f"the same inputs twice gave different outputs: "
+                                                     f"{', '.join(different)} ({limit}; reads uninitialised "
+                                                     "or unwritten memory?)")
+    return IntegrityCheck("determinism", "pass", "bit-identical" if worst == 0 else f"within {worst:.1e}")
+
+
+DENSE_KINDS = {"tensor"}
+
+
+def output_kind(name: str, meta: dict, dtype: str, device: str) -> str:
+    """Why an output as the subject process described it is not a plain dense tensor of the case
+    ('' when it is)."""
+    kind = meta.get("kind", "?")
+    if kind not in DENSE_KINDS:
+        return f"{name} is a {kind}, not a plain tensor"
+    if meta.get("layout") != "torch.strided":
+        return f"{name} has layout {meta.get('layout')}, not a dense tensor"
+    if meta.get("device") != device:
+        return f"{name} is on {meta.get('device')}, not {device}"
+    if meta.get("dtype") != dtype:
+        return f"{name} has dtype {meta.get('dtype')}, the case is {dtype}"
+    shape, stride = list(meta.get("shape", [])), list(meta.get("stride", []))
+    if not dense(shape, stride):
+        return f"{name} has strides {stride}, not a dense tensor of shape {shape} (gaps or overlaps)"
+    return ""
+
+
+def dense(shape: list[int], stride: list[int]) -> bool:
+    """Whether the elements cover their memory exactly once, in some order of the dimensions (a
+    transposed layout, as PyTorch's own attention backwards return, is dense; every other element
+    of a larger buffer is not)."""
+    if len(shape) != len(stride):
+        return False
+    if any(n == 0 for n in shape):
+        return True
+    step = 1
+    for n, s in sorted(((n, s) for n, s in zip(shape, stride) if n > 1), key=lambda d: d[1]):
+        if s != step:
+            return False
+        step *= n
+    return True
+
+
+def threads_left(names: Sequence[str], trusted: bool = False) -> IntegrityCheck:
+    """Python threads the subject's own code started that still run. A baseline is the task's own
+    code (its family's spec.py), so what it leaves (torch.compile's worker threads) is only noted."""
+    if names and trusted:
+        return IntegrityCheck("threads", "pass", f"left {', '.join(names)} (a baseline: the task's own code)")
+    if names:
+        return IntegrityCheck("threads", "fail", f"left host threads running after its calls: {', '.join(names)} "
+                                                 "(work that goes on after a call returned is not timed)")
+    return IntegrityCheck("threads", "pass", "")

@@ -31,6 +31,7 @@ class Settings:
     time: bool = True                   # False: check against the reference only
     cold: bool = False                  # flush L2 before every timed call
     integrity: bool = True
+    fuzz: int = 2                       # random shapes each variant is also checked at (0: not checked)
     seed: int = 0
     arch: Optional[str] = None
     kernel_time_below: float = 100e-6   # also read CUPTI kernel time for calls this short

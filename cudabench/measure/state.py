@@ -15,6 +15,9 @@ Two kinds:
 from __future__ import annotations
 
 import ctypes
+import inspect
+import sys
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
@@ -38,8 +41,41 @@ def _harness_functions() -> dict[str, tuple[Any, str, Any]]:
         "torch.autograd.profiler.profile": (torch.autograd.profiler, "profile"),
         "torch.autograd.profiler.record_function": (torch.autograd.profiler, "record_function"),
         "torch.linalg.vector_norm": (torch.linalg, "vector_norm"),
+        "torch.Tensor.copy_": (torch.Tensor, "copy_"),
+        "torch.Tensor.clone": (torch.Tensor, "clone"),
+        "torch.Tensor.untyped_storage": (torch.Tensor, "untyped_storage"),
+        "torch.UntypedStorage._share_cuda_": (torch.UntypedStorage, "_share_cuda_"),
+        "threading.Thread.start": (threading.Thread, "start"),
+        "sys._getframe": (sys, "_getframe"),
     }
     return {name: (owner, attr, getattr(owner, attr)) for name, (owner, attr) in owners.items()}
+
+
+CONSTANTS = (int, float, str, bool, tuple, type(None))
+
+
+def _cudabench_attributes() -> dict[str, tuple[Any, str, Any]]:
+    """name -> (owner, attribute, value) for every function, class, method and constant of the
+    cudabench modules loaded in this process: all a subject could patch to steer the harness from
+    inside its own process (its timers, its loop, its poison, its reports). Compared by identity."""
+    found: dict[str, tuple[Any, str, Any]] = {}
+    for name, module in list(sys.modules.items()):
+        if module is None or not (name == "cudabench" or name.startswith("cudabench.")):
+            continue
+        for attr, value in list(vars(module).items()):
+            if attr.startswith("__"):
+                continue
+            constant = isinstance(value, CONSTANTS) and attr.isupper()  # not a private cache filled lazily
+            if inspect.isfunction(value) or inspect.isclass(value) or constant:
+                found[f"{name}.{attr}"] = (module, attr, value)
+            if inspect.isclass(value) and getattr(value, "__module__", None) == name:
+                for member, v in list(vars(value).items()):
+                    if not member.startswith("__") or member in ("__init__", "__call__", "__enter__", "__exit__"):
+                        found[f"{name}.{attr}.{member}"] = (value, member, v)
+    return found
+
+
+_MISSING = object()
 
 
 def _settings(cuda: bool) -> dict[str, tuple[Callable[[], Any], Callable[[Any], None]]]:
@@ -87,6 +123,18 @@ def _get_limit(driver: ctypes.CDLL) -> int:
     return int(value.value)
 
 
+CU_STREAM_ATTRIBUTE_ACCESS_POLICY_WINDOW = 1  # CUstreamAttrID in cuda.h
+
+
+def _clear_stream_window(driver: ctypes.CDLL) -> None:
+    """No access-policy window on the current stream (a zero-length window disables it)."""
+    import torch
+
+    value = (ctypes.c_char * 64)()  # CUstreamAttrValue: a union of at most 64 bytes, all zero
+    handle = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+    driver.cuStreamSetAttribute(handle, CU_STREAM_ATTRIBUTE_ACCESS_POLICY_WINDOW, ctypes.byref(value))
+
+
 def _reset_persisting_l2(driver: ctypes.CDLL, limit: int) -> None:
     if limit >= 0:
         driver.cuCtxSetLimit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE, ctypes.c_size_t(limit))
@@ -117,8 +165,29 @@ class StateGuard:
     def __init__(self, cuda: bool) -> None:
         self.cuda = cuda
         self.functions = _harness_functions()
+        self.members = _cudabench_attributes()  # snapshot once the harness's modules are loaded
         self.settings = _settings(cuda)
         self.pristine = {name: read() for name, (read, _) in self.settings.items()}
+        self._cleared = False            # the persisting-L2 limit was set to 0 for this subject
+        self.persisting_set = 0          # the largest limit the subject set while it was held at 0
+
+    def clear_persisting_l2(self) -> None:
+        """Before each cold-timed call: the persisting-L2 limit to 0 (whatever set it: the subject,
+        or a set-aside the device had before any subject ran), every persisting line made normal,
+        and the current stream's access-policy window cleared. With no set-aside no line can persist,
+        whatever window a launch asks for. A limit found raised again after it was cleared was raised
+        by the subject."""
+        driver = _driver() if self.cuda else None
+        if driver is None:
+            return
+        limit = _get_limit(driver)
+        if limit > 0:
+            if self._cleared:
+                self.persisting_set = max(self.persisting_set, limit)
+            driver.cuCtxSetLimit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE, ctypes.c_size_t(0))
+        self._cleared = True
+        driver.cuCtxResetPersistingL2Cache()
+        _clear_stream_window(driver)
 
     def restore(self) -> Leftover:
         patched = []
@@ -126,12 +195,29 @@ class StateGuard:
             if getattr(owner, attr) is not original:
                 setattr(owner, attr, original)
                 patched.append(name)
+        for name, (owner, attr, original) in self.members.items():
+            if vars(owner).get(attr, _MISSING) is not original:
+                setattr(owner, attr, original)
+                patched.append(name)
+        owners = {id(o) for o, _, _ in self.members.values()}
+        for name, (owner, attr, value) in _cudabench_attributes().items():
+            if name in self.members:
+                continue
+            if id(owner) in owners and inspect.isclass(owner):  # a member added to a harness class
+                delattr(owner, attr)
+                patched.append(name)
+            else:  # a module imported since the snapshot: taken as it is
+                self.members[name] = (owner, attr, value)
         changed = []
         for name, (read, write) in self.settings.items():
             now = read()
             if now != self.pristine[name]:
-                changed.append(f"{name}: {_show(self.pristine[name])} -> {_show(now)}")
+                if not (self._cleared and name == "persisting-L2 limit" and now == 0):  # cold timing's own 0
+                    changed.append(f"{name}: {_show(self.pristine[name])} -> {_show(now)}")
                 write(self.pristine[name])
+        if self.persisting_set:
+            changed.append(f"persisting-L2 limit: raised to {_show(self.persisting_set)} during cold timing")
+        self._cleared, self.persisting_set = False, 0
         return Leftover(tuple(patched), tuple(changed))
 
 

@@ -8,6 +8,9 @@
     cupti   the durations of the call's kernels as recorded by CUPTI (Kineto), summed:
             pure kernel time, no gaps, no launch
 
+`samples(call, count, before_each, keep)`: with `keep`, `timer.last` holds what the last timed call
+returned (under `graph`, the outputs the replay rewrote), so that its outputs can be judged.
+
 Only these are measurements. sync_modes.py holds the tutorial's broken placements, for
 demonstration."""
 
@@ -31,22 +34,25 @@ Hook = Optional[Callable[[], None]]
 
 class SyncTimer:
     name = "sync"
+    last: Any = None   # what the last call returned, when sampled with keep
     describes = TIMINGS["sync"]
     batch = 1
 
     def prepare(self, call: Call, estimate: float) -> None:
         pass
 
-    def samples(self, call: Call, count: int, before_each: Hook = None) -> list[float]:
+    def samples(self, call: Call, count: int, before_each: Hook = None, keep: bool = False) -> list[float]:
         out = []
         for _ in range(count):
             if before_each:
                 before_each()
             torch.cuda.synchronize()
             start = time.perf_counter()
-            call()
+            value = call()
             torch.cuda.synchronize()
             out.append(time.perf_counter() - start)
+            self.last = value if keep else None
+            del value
         return out
 
 
@@ -61,6 +67,7 @@ class EventTimer:
     is GPU time, not host launch latency (the way nvbench hides launches behind a blocking kernel)."""
 
     name = "events"
+    last: Any = None   # what the last call returned, when sampled with keep
     describes = TIMINGS["events"]
     batch = 1
 
@@ -78,15 +85,17 @@ class EventTimer:
         torch.cuda.synchronize()
         self.hide = sleep_cycles(2 * issue + 20e-6)
 
-    def samples(self, call: Call, count: int, before_each: Hook = None) -> list[float]:
+    def samples(self, call: Call, count: int, before_each: Hook = None, keep: bool = False) -> list[float]:
         out = []
         for _ in range(count):
             if before_each:
                 before_each()
             torch.cuda._sleep(self.hide)
             self.start.record()
-            call()
+            value = call()
             self.end.record()
+            self.last = value if keep else None
+            del value
             self.end.synchronize()
             out.append(self.start.elapsed_time(self.end) / 1e3)
         return out
@@ -101,11 +110,13 @@ def calls_per_graph(estimate: float, target: float = 1e-3, cap: int = 100) -> in
 
 class GraphTimer:
     name = "graph"
+    last: Any = None   # what the last call returned, when sampled with keep
     describes = TIMINGS["graph"]
     batch = 1
 
     def __init__(self) -> None:
         self.graph: Any = None
+        self.static: Any = None
         self.per_graph = 1
         self.cap = 100  # calls per graph at most; 1 when every call must follow an L2 flush
         self.start = torch.cuda.Event(enable_timing=True)
@@ -123,10 +134,11 @@ class GraphTimer:
         self.graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(self.graph):
             for _ in range(self.per_graph):
-                call()
+                self.static = call()  # the last call's outputs: rewritten by every replay
         torch.cuda.synchronize()
 
-    def samples(self, call: Call, count: int, before_each: Hook = None) -> list[float]:
+    def samples(self, call: Call, count: int, before_each: Hook = None, keep: bool = False) -> list[float]:
+        self.last = self.static if keep else None
         out = []
         for _ in range(count):
             if before_each:
@@ -233,6 +245,7 @@ def cupti_session(host_ops: bool = True) -> Iterator[Any]:
 
 class CuptiTimer:
     name = "cupti"
+    last: Any = None   # what the last call returned, when sampled with keep
     describes = TIMINGS["cupti"]
 
     def __init__(self) -> None:
@@ -243,18 +256,23 @@ class CuptiTimer:
     def prepare(self, call: Call, estimate: float) -> None:
         self.batch = max(5, min(200, int(0.2 / max(estimate, 1e-6))))
 
-    def samples(self, call: Call, count: int, before_each: Hook = None) -> list[float]:
+    def samples(self, call: Call, count: int, before_each: Hook = None, keep: bool = False) -> list[float]:
         from torch.autograd.profiler import record_function
 
         with cupti_session() as prof:
-            call()  # primer: CUPTI may miss activity at the very start of a session
+            # primer: CUPTI may miss activity at the very start of a session. A judged call (keep) is
+            # primed with a kernel of the harness's: calling the subject first would hand it the
+            # judge's new input values before the timed call
+            torch.cuda._sleep(1000) if keep else call()
             for _ in range(count):
                 if before_each:
                     before_each()
                 torch.cuda.synchronize()
                 with record_function(CALL_RANGE):
-                    call()
+                    value = call()
                     torch.cuda.synchronize()
+                self.last = value if keep else None
+                del value
         per_call = activity_per_call(recorded(prof))
         self.counts += [a.count for a in per_call]
         self.busy += [a.busy for a in per_call]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, Mapping, Optional
 
 DIRECTIONS = ("fwd", "bwd", "fwdbwd")
 THROTTLE_FRACTION = 0.9  # warn when the SM clock during a run falls below this share of its max
@@ -35,6 +35,16 @@ class Case:
         kind = "" if self.inputs == "uniform" else f",{self.inputs}"
         dtype = "" if self.dtype == "float32" else f",{self.dtype}"
         return f"{self.family}[{self.shape_text}{kind}{dtype}]/{self.direction}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data, as requests between processes carry it."""
+        return {"family": self.family, "shape": self.params, "direction": self.direction, "dtype": self.dtype,
+                "inputs": self.inputs}
+
+    @staticmethod
+    def from_dict(d: Mapping[str, Any]) -> "Case":
+        return Case(d["family"], tuple((k, int(v)) for k, v in d["shape"].items()), d["direction"],
+                    d.get("dtype", "float32"), d.get("inputs", "uniform"))
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 plus the registry, shapes and the JIT build beside them."""
 
 from cudabench.spec.family import (DTYPES, Baseline, Constraint, Family, Op, Param, Shape, Variant, compiled, empty,
-                                   empty_like, poisoned_outputs)
+                                   empty_like)
 
 __all__ = ["DTYPES", "Baseline", "Constraint", "Family", "Op", "Param", "Shape", "Variant", "compiled", "empty",
-           "empty_like", "poisoned_outputs"]
+           "empty_like"]

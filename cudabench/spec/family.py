@@ -7,10 +7,9 @@ A family folder holds a pure-CUDA `.cu`, a torch binding `.cpp` and a `spec.py` 
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional
 
 Shape = Mapping[str, int]
 Op = Callable[..., Any]  # op(**inputs) -> output tensor
@@ -62,6 +61,9 @@ class Variant:
     # this, while the TFLOP/s and GB/s columns keep the family's count so rates compare along the ladder
     work: Optional[Callable[[Shape, str], tuple[float, float]]] = None
     dtypes: tuple[str, ...] = FLOAT32          # the input and output precisions it takes
+    # relative difference (‖a − b‖ / ‖a‖) two calls on the same inputs may show: sums with atomics
+    # land in another order; 0 = bit-identical (the determinism check)
+    nondeterminism: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,7 @@ class Baseline:
     has_backward: bool = True
     dtypes: tuple[str, ...] = FLOAT32
     work: Optional[Callable[[Shape, str], tuple[float, float]]] = None  # its own count, as Variant.work
+    nondeterminism: float = 0.0                 # as Variant.nondeterminism
 
 
 @dataclass(frozen=True)
@@ -148,38 +151,20 @@ def compiled(fn: Op) -> Op:
     return torch.compile(fn, dynamic=False)
 
 
-# ---- outputs: how bindings allocate, so the correctness check can poison them --------------
-
-_poison = False
+# ---- outputs: how bindings allocate --------------------------------------------------------
+# Plain allocations. There is deliberately no flag here that says whether a call is checked: the
+# subject's process holds no such state (cudabench.measure.poison fills the memory instead).
 
 
 def empty_like(t: Any) -> Any:
-    """Allocate an output like `t`. Inside `poisoned_outputs()` it is NaN-filled, so an element
-    the kernel fails to write shows up as NaN in the check instead of passing by luck."""
+    """Allocate an output like `t`."""
     import torch
 
-    out = torch.empty_like(t)
-    if _poison:
-        out.fill_(float("nan"))
-    return out
+    return torch.empty_like(t)
 
 
 def empty(size: Any, like: Any) -> Any:
-    """Allocate an output of `size` with the dtype and device of `like` (poisoned like empty_like)."""
+    """Allocate an output of `size` with the dtype and device of `like`."""
     import torch
 
-    out = torch.empty(size, dtype=like.dtype, device=like.device)
-    if _poison:
-        out.fill_(float("nan"))
-    return out
-
-
-@contextlib.contextmanager
-def poisoned_outputs() -> Iterator[None]:
-    # A plain global, not a context variable: autograd runs CUDA backward on its own thread.
-    global _poison
-    before, _poison = _poison, True
-    try:
-        yield
-    finally:
-        _poison = before
+    return torch.empty(size, dtype=like.dtype, device=like.device)

@@ -44,9 +44,42 @@ def test_every_misbehaviour_is_caught_under_every_timer(hostile, timing):
     if timing in ("events", "graph"):  # the timer saw less than the GPU did
         assert "timed-window" in failed_checks(side)
     assert cached.status == "INVALID"
-    assert {"stale-output", "no-work"} <= failed_checks(cached)
+    assert {"fresh-output", "no-work"} <= failed_checks(cached)
     if timing != "sync":
         assert "impossible" in failed_checks(cached)
+
+
+# Each attack class (tests/hostile_kernels/hostile/spec.py) and the checks that must flag it: at least
+# one of them, under every timer. None of them may reach a verdict from its own process.
+ATTACKS = {
+    "hostile-flag": {"fresh-output"},
+    "hostile-memo": {"fresh-inputs", "hot-loop", "impossible"},
+    "hostile-partial": {"fresh-inputs", "hot-loop", "impossible"},
+    "hostile-mutate": {"inputs"},
+    "hostile-alias": {"output"},
+    "hostile-strided": {"output"},
+    "hostile-subclass": {"output"},
+    "hostile-float64": {"output"},
+    "hostile-uninit": {"determinism", "fresh-output"},
+    "hostile-thread": {"threads"},
+    "hostile-patch-timer": {"process-state"},
+}
+
+
+@pytest.mark.parametrize("timing", ["sync", "events", "graph", "cupti"])
+def test_every_attack_class_is_flagged_beside_an_honest_subject_and_the_baseline(hostile, timing):
+    results = run(hostile, ["hostile-honest", "hostile-peek", *ATTACKS], timing=timing)
+    for name in ("hostile-honest", "torch"):
+        r = results[name]
+        assert r.status == "ok", (name, r.error, r.invalid_because)
+    peek = results["hostile-peek"]  # nothing to find in its own process: its zeros fail the check
+    assert peek.status == "FAIL" and peek.check.worst == pytest.approx(1.0), peek
+    for name, flags in ATTACKS.items():
+        r = results[name]
+        caught = (r.status == "INVALID" and failed_checks(r) & flags) or r.status == "FAIL"
+        # a binding that synchronises the host inside its call cannot be captured in a CUDA graph
+        caught = caught or (timing == "graph" and r.status == "ERROR" and "capture" in r.error)
+        assert caught, (name, r.status, r.error, r.invalid_because)
 
 
 def test_an_impossible_figure_is_invalid(hostile):

@@ -4,8 +4,11 @@ A test bed for the harness (not shipped): each variant models one way a custom o
 wrong. Load it with `--kernels-dir tests/hostile_kernels`.
 """
 
+import concurrent.futures
 import ctypes
+import gc
 import os
+import sys
 
 import torch
 
@@ -85,6 +88,212 @@ def bind_segfault(ext):
     return op
 
 
+# ---- attacks on the verdict: each uses only what its own process offers ----------------------------
+
+
+def bind_peek(ext):
+    """Reaches for the verdict instead of computing: the old poison flag, any float64 tensor of the
+    output's shape (a cached fp64 reference) found by gc, and the checker's functions patched to say
+    "no error". Launches nothing of its own; where nothing is found it returns zeros."""
+
+    def op(x):
+        family = sys.modules.get("cudabench.spec.family")
+        if family is not None and getattr(family, "_poison", None) is False:
+            pass  # the old flag: this call would have been a timed one
+        for name in ("cudabench.measure.check", "cudabench.measure.integrity"):
+            module = sys.modules.get(name)
+            if module is not None and hasattr(module, "relative_error"):
+                module.relative_error = lambda got, ref: 0.0
+        for obj in gc.get_objects():
+            try:
+                if (torch.is_tensor(obj) and obj.dtype == torch.float64 and obj.shape == x.shape
+                        and obj.device == x.device):
+                    return obj.to(torch.float32)  # the expected output, for free
+            except Exception:  # noqa: BLE001 - gc finds half-made objects too
+                continue
+        return torch.zeros_like(x)
+
+    return op
+
+
+def bind_flag(ext):
+    """Does all its work only on calls it takes for checked ones, 80 % of it on the others (the rest of
+    the output is left from its last call: right while the inputs stay the same). Its signs of a
+    checked call: the old poison flag, its first three calls, a new input pointer or version, NaN in
+    its freshly allocated output."""
+    state = {"calls": 0, "key": None, "y": None}
+
+    def op(x):
+        state["calls"] += 1
+        y = empty_like(x)
+        family = sys.modules.get("cudabench.spec.family")
+        key = (x.data_ptr(), x._version)
+        checked = (getattr(family, "_poison", False) or state["calls"] <= 3 or key != state["key"]
+                   or state["y"] is None or bool(torch.isnan(y[:1]).any()))
+        state["key"] = key
+        if checked:
+            ext.hostile(x, y, HONEST)
+        else:
+            y = state["y"]
+            cut = (x.numel() * 4) // 5
+            ext.hostile(x[:cut], y[:cut], HONEST)
+        state["y"] = y
+        return y
+
+    return op
+
+
+def _sample(x):
+    """16 values of x at fixed places: a cheap sign that the inputs changed."""
+    idx = torch.linspace(0, x.numel() - 1, 16, device=x.device).long()
+    return x.reshape(-1)[idx].clone()
+
+
+def bind_memo(ext):
+    """A result cached by input content (16 sampled values): the inputs unchanged, it returns the
+    stored output after a token kernel; changed, it computes."""
+    cache = {}
+
+    def op(x):
+        key = _sample(x)
+        if "key" in cache and torch.equal(key, cache["key"]):
+            y = cache["y"]
+            y[:1].add_(0)  # one tiny kernel, so the call is not empty
+            return y
+        y = empty_like(x)
+        ext.hostile(x, y, HONEST)
+        cache.update(key=key, y=y)
+        return y
+
+    return op
+
+
+def bind_partial(ext):
+    """Work that depends on its inputs staying the same *in part*: when a sample of the first half of
+    x is unchanged it keeps that half of its last output and computes only the second half. Its
+    outputs are always right; only its hot figure is not what a caller with new inputs pays."""
+    cache = {}
+
+    def op(x):
+        half = x.numel() // 2
+        key = _sample(x[:half])
+        if "y" in cache and torch.equal(key, cache["key"]):
+            y = cache["y"]
+            ext.hostile(x[half:], y[half:], HONEST)
+            return y
+        y = empty_like(x)
+        ext.hostile(x, y, HONEST)
+        cache.update(key=key, y=y)
+        return y
+
+    return op
+
+
+def bind_mutate(ext):
+    """Right output, then zeros written into the second half of its input."""
+
+    def op(x):
+        y = empty_like(x)
+        ext.hostile(x, y, HONEST)
+        x[x.numel() // 2:].zero_()
+        return y
+
+    return op
+
+
+def bind_alias(ext):
+    """Computes in place and returns its input as the output."""
+
+    def op(x):
+        ext.hostile(x, x, HONEST)
+        return x
+
+    return op
+
+
+def bind_strided(ext):
+    """Right values, returned as every other element of a buffer twice the size (not contiguous)."""
+
+    def op(x):
+        buf = torch.empty(2 * x.numel(), device=x.device)
+        y = buf[::2]
+        y.copy_(2 * x + 1)
+        return y
+
+    return op
+
+
+class Deferred(torch.Tensor):
+    """A tensor subclass: what a lazy output type would be."""
+
+
+def bind_subclass(ext):
+    def op(x):
+        y = empty_like(x)
+        ext.hostile(x, y, HONEST)
+        return y.as_subclass(Deferred)
+
+    return op
+
+
+def bind_float64(ext):
+    """Right values in the wrong dtype (float64 for a float32 case)."""
+
+    def op(x):
+        y = empty_like(x)
+        ext.hostile(x, y, HONEST)
+        return y.double()
+
+    return op
+
+
+def bind_uninit(ext):
+    """Reads uninitialised memory: adds 1e-10 of a fresh torch.empty to an honest output, a change
+    within the tolerance that depends on what the memory held."""
+
+    def op(x):
+        y = empty_like(x)
+        ext.hostile(x, y, HONEST)
+        garbage = torch.empty_like(x)
+        return y + 1e-10 * torch.nan_to_num(garbage, nan=0.0, posinf=0.0, neginf=0.0).clamp_(-1e4, 1e4)
+
+    return op
+
+
+def bind_thread(ext):
+    """Hands its kernel to a thread pool of its own and returns at once: the work goes on after the
+    call returned, on a thread the harness did not start."""
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="hostile-pool")
+
+    def op(x):
+        y = empty_like(x)
+        device = x.device
+
+        def work():
+            torch.cuda.set_device(device)
+            ext.hostile(x, y, HONEST)
+
+        pool.submit(work)
+        return y
+
+    return op
+
+
+def bind_patch_timer(ext):
+    """Computes honestly and patches cudabench's own timers to report 0 s per call."""
+
+    def op(x):
+        timers = sys.modules.get("cudabench.measure.timers")
+        if timers is not None:
+            for cls in (timers.SyncTimer, timers.EventTimer, timers.GraphTimer, timers.CuptiTimer):
+                cls.samples = lambda self, call, count, before_each=None, keep=False: [0.0] * count
+        y = empty_like(x)
+        ext.hostile(x, y, HONEST)
+        return y
+
+    return op
+
+
 def _v(name, summary, bind_fn):
     return Variant(name, summary, bind_fn, has_backward=False)
 
@@ -113,6 +322,23 @@ FAMILY = Family(
            bind_hoard),
         _v("hostile-exit", "the op calls os._exit(3): the worker process dies", bind_exit),
         _v("hostile-segfault", "the op dereferences a null pointer through ctypes: SIGSEGV", bind_segfault),
+        _v("hostile-peek", "reaches for the verdict: the old poison flag, a cached fp64 reference found by gc, "
+           "the checker patched to say 'no error'; returns zeros where it finds nothing", bind_peek),
+        _v("hostile-flag", "all its work only on calls it takes for checked (old flag, first calls, new input "
+           "pointer or version, NaN in its output), 80 % on the others", bind_flag),
+        _v("hostile-memo", "caches its output by input content (16 sampled values) and returns it after a token "
+           "kernel", bind_memo),
+        _v("hostile-partial", "keeps half of its last output while a sample of that half's inputs is unchanged, "
+           "computing the other half", bind_partial),
+        _v("hostile-mutate", "right output, then zeros written into half of its input", bind_mutate),
+        _v("hostile-alias", "computes in place and returns its input", bind_alias),
+        _v("hostile-strided", "right values as every other element of a double-size buffer", bind_strided),
+        _v("hostile-subclass", "right values as a tensor subclass", bind_subclass),
+        _v("hostile-float64", "right values in float64 for a float32 case", bind_float64),
+        _v("hostile-uninit", "adds 1e-10 of uninitialised memory to an honest output", bind_uninit),
+        _v("hostile-thread", "returns at once and computes on a thread pool of its own", bind_thread),
+        _v("hostile-patch-timer", "computes honestly and patches cudabench's timers to report 0 s",
+           bind_patch_timer),
         _v("hostile-persist-l2", "computes honestly but leaves process-wide state behind: the persisting-L2 "
            "limit raised to the maximum and a persisting access policy window over x, never reset",
            bind(PERSIST_L2)),

@@ -1,0 +1,82 @@
+"""The judge's handle on its subject process: started on first use (or early, to overlap its start
+with the judge's), replaced whenever it is lost. A subject process that dies, hangs past its deadline,
+breaks the protocol or reports a broken CUDA context costs only the subject it held: the judge records
+that, and the next request starts a fresh one."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Callable, Optional
+
+from cudabench.engine.workers import ProcessWorker, Worker, WorkerLost
+from cudabench.measure.judge import SubjectLost
+
+HELLO_TIMEOUT = 300.0
+
+
+def subject_command(python: str = sys.executable) -> list[str]:
+    return [python, "-m", "cudabench.engine.subject_worker"]
+
+
+class SubjectLink:
+    def __init__(self, start: Callable[[], Worker], hello: dict[str, Any],
+                 on_status: Callable[[str], None] = lambda s: None) -> None:
+        self.start = start
+        self.hello = hello
+        self.on_status = on_status
+        self.worker: Optional[Worker] = None
+        self._greeted = False
+        self.started = 0
+
+    @classmethod
+    def process(cls, hello: dict[str, Any], on_status: Callable[[str], None]) -> "SubjectLink":
+        return cls(lambda: ProcessWorker(subject_command(), echo=lambda line: print(line, file=sys.stderr)),
+                   hello, on_status)
+
+    def launch(self) -> None:
+        """Start the process and send its hello without waiting for the answer."""
+        if self.worker is None:
+            self.worker = self.start()
+            self.started += 1
+            self._greeted = False
+            if hasattr(self.worker, "send"):
+                self.worker.send(self.hello)
+                self._greeted = None  # sent, not yet answered
+
+    def _ready(self, timeout: float) -> Worker:
+        self.launch()
+        worker = self.worker
+        if self._greeted is True:
+            return worker
+        try:
+            if self._greeted is None:
+                reply = worker.wait(min(timeout, HELLO_TIMEOUT), self.on_status)
+            else:
+                reply = worker.request(self.hello, min(timeout, HELLO_TIMEOUT), self.on_status)
+        except WorkerLost as lost:
+            self.drop()
+            raise SubjectLost(f"the subject process could not start: {lost.reason}") from None
+        if reply.get("type") != "ready":
+            self.drop()
+            raise SubjectLost(f"the subject process could not start: {reply.get('message', reply)}")
+        self._greeted = True
+        return worker
+
+    def ask(self, request: dict[str, Any], timeout: float) -> dict[str, Any]:
+        worker = self._ready(timeout)
+        try:
+            reply = worker.request(request, timeout, self.on_status)
+        except WorkerLost as lost:
+            self.drop()
+            raise SubjectLost(lost.reason) from None
+        if reply.get("healthy") is False:
+            self.drop()  # its CUDA context is broken: the next subject gets a fresh process
+        return reply
+
+    def drop(self) -> None:
+        if self.worker is not None:
+            self.worker.close()
+        self.worker = None
+        self._greeted = False
+
+    close = drop

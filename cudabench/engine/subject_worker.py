@@ -1,0 +1,102 @@
+"""The subject process: where a subject's code runs. The judge process (cudabench.engine.worker)
+starts it with `python -m cudabench.engine.subject_worker`, one per GPU, and asks it one request at
+a time on stdin (cudabench.measure.blind says which). It holds the subject's op and inputs and never
+anything that judges them. When its CUDA context is broken it says so and exits; the judge records
+that against the subject it held and starts a fresh one. Its stdout carries only messages (see
+protocol.py), as the judge's does."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from cudabench.errors import CudabenchError
+from cudabench.results.model import Case
+
+
+class SubjectHandler:
+    """Answers the judge's requests through a BlindRunner. `device="cpu"` serves tests."""
+
+    def __init__(self, device: str = "cuda", timer_factory: Optional[Callable[[str], Any]] = None,
+                 on_status: Callable[[str], None] = lambda s: None, modules: Optional[dict[str, Any]] = None) -> None:
+        self.device = device
+        self.timer_factory = timer_factory
+        self.on_status = on_status
+        self.modules = modules or {}  # tests: stand-in extensions by family name
+        self.runner: Any = None
+
+    def handle(self, request: dict[str, Any]) -> dict[str, Any]:
+        from cudabench.measure.subject import first_line
+
+        op = request.get("op")
+        try:
+            if op == "hello":
+                return self._hello(request)
+            if self.runner is None:
+                return {"type": "error", "message": "the subject process got a request before hello"}
+            return {"type": op, **self._answer(op, request)}
+        except CudabenchError as exc:  # the subject cannot run here (a constraint, a build): skipped
+            return {"type": "error", "message": exc.message, "skip": op == "open", "healthy": self._healthy()}
+        except Exception as exc:  # noqa: BLE001 - a binding's TORCH_CHECK, a CUDA error, a spec's bug
+            return {"type": "error", "message": first_line(exc) if isinstance(exc, (RuntimeError, ValueError,
+                                                                                    TypeError, KeyError))
+                    else f"{type(exc).__name__}: {first_line(exc)}", "healthy": self._healthy()}
+
+    def _answer(self, op: Any, request: dict[str, Any]) -> dict[str, Any]:
+        from cudabench.measure.settings import Settings
+
+        r = self.runner
+        if op == "build":
+            return r.build(request["family"], request.get("arch"))
+        if op == "open":
+            return r.open(request["family"], Case.from_dict(request["case"]), request["subject"], request["role"],
+                          Settings(**request["settings"]), [(list(s), d) for s, d in request["outputs"]])
+        if op in ("call", "peak", "hot", "order", "finish"):
+            return getattr(r, op)()
+        raise ValueError(f"unknown request {op!r}")
+
+    def _healthy(self) -> bool:
+        from cudabench.engine.worker import healthy
+
+        return healthy(self.device)
+
+    def _hello(self, request: dict[str, Any]) -> dict[str, Any]:
+        import torch
+
+        from cudabench.engine.worker import prepare_process
+        from cudabench.measure.blind import BlindRunner
+        from cudabench.measure.timers import make_timer
+        from cudabench.spec.registry import discover
+
+        registry = discover([Path(d) for d in request.get("kernels_dirs", ())])
+        prepare_process(self.device, request)
+        if self.device == "cuda":
+            # autograd's device threads start at the first CUDA backward: now, so none is a subject's
+            x = torch.ones(2, device="cuda", requires_grad=True)
+            (x * 2).sum().backward()
+            torch.cuda.synchronize()
+        self.runner = BlindRunner(registry, self.device, self.timer_factory or make_timer, on_status=self.on_status)
+        self.runner.modules.update(self.modules)
+        return {"type": "ready", "pid": os.getpid()}
+
+
+def main() -> None:
+    from cudabench.engine.worker import Channel, preload, serve
+
+    channel = Channel()
+    handler = SubjectHandler(on_status=lambda text: channel.send({"type": "status", "text": text}))
+    try:
+        preload()
+        serve(channel, handler, sys.stdin)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sys.stderr.flush()
+        channel.stream.flush()
+        os._exit(0)  # skip interpreter teardown: with a broken CUDA context it can hang or crash
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,342 @@
+"""The subject's side of a measurement: what runs in the process that runs a subject's code.
+
+`BlindRunner` holds a subject's op, its inputs and its timer, and nothing that judges it: no fp64
+reference, no expected outputs, no tolerance, no verdict, and no flag that says whether a call is
+checked or timed (cudabench.measure.judge holds those, in another process). It answers the judge's
+requests one at a time:
+
+    open      bind the op, make the inputs from the seed, share them (the judge writes every later
+              set of input values into this memory itself, so nothing here runs when they change)
+    call      one call after poisoning the outputs' memory, timed when a timer is prepared; its
+              outputs are shared with the judge, which decides in its own process whether to check
+              them. Every judged call is made the same way, so no state here tells them apart
+    peak      one warm call with PyTorch's peak-memory counter reset
+    hot       the timed loop on unchanged inputs (warm-up, timer, stop rule, clocks), then a short
+              CUPTI pass for the kernel-time and integrity figures
+    order     the stream-order probe: the current stream held busy, the first inputs written back on
+              it, one call and copies of its outputs made on it
+    finish    process state restored; what the subject left behind (patched functions, changed
+              settings, tracing hooks, threads) reported as observations
+
+What it reports is what this process saw; the judge decides what it means."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import threading
+import time
+from dataclasses import asdict, replace
+from typing import Any, Callable, Optional
+
+import torch
+
+from cudabench import nvtx
+from cudabench.measure.clocks import ClockMonitor, L2Flusher
+from cudabench.measure.loop import Warmup, measure
+from cudabench.measure.memory import allocated_bytes, peak_memory
+from cudabench.measure.poison import poison
+from cudabench.measure.settings import Settings
+from cudabench.measure.stop import FixedCount
+from cudabench.measure.subject import case_inputs
+from cudabench.measure.timers import make_timer, sleep_cycles
+from cudabench.measure.transport import describe, share
+from cudabench.measure.workload import make_workload
+from cudabench.results.model import Case
+from cudabench.results.stats import summarize
+from cudabench.spec.build import build
+from cudabench.spec.family import Family
+from cudabench.spec.registry import Registry
+
+
+SETTLE_SECONDS = 100e-6
+
+
+class ThreadWatch:
+    """Which Python threads a subject's own code starts. `threading.Thread.start` is wrapped once,
+    when the subject process starts (so the state guard protects the wrapper like any harness
+    function); while a subject is open, a thread started with a frame of its family's folder on the
+    stack is the subject's. Threads PyTorch starts on its own (a compile worker's timer) are not."""
+
+    def __init__(self) -> None:
+        self.folder = ""
+        self.started: list[threading.Thread] = []
+        original = threading.Thread.start
+        watch = self
+
+        def start(thread: threading.Thread, *args: Any, **kwargs: Any) -> Any:
+            if watch.folder and watch.from_subject():
+                watch.started.append(thread)
+            return original(thread, *args, **kwargs)
+
+        start.__wrapped__ = original  # type: ignore[attr-defined]
+        threading.Thread.start = start  # type: ignore[method-assign]
+
+    def from_subject(self) -> bool:
+        frame = sys._getframe(2)
+        while frame is not None:
+            if frame.f_code.co_filename.startswith(self.folder):
+                return True
+            frame = frame.f_back
+        return False
+
+    def open(self, folder: str) -> None:
+        self.folder, self.started = folder, []
+
+    def running(self) -> list[str]:
+        names = [t.name for t in self.started if t.is_alive()]
+        self.folder, self.started = "", []
+        return names
+
+
+_WATCH: list[ThreadWatch] = []
+
+
+def thread_watch() -> ThreadWatch:
+    if not _WATCH:
+        _WATCH.append(ThreadWatch())
+    return _WATCH[0]
+
+
+class Opened:
+    """One subject while it is open: its op, inputs (shared with the judge) and timer."""
+
+    def __init__(self, family: Family, case: Case, op: Callable[..., Any], inputs: dict, grad_out: Any,
+                 settings: Settings, outputs: list) -> None:
+        self.family, self.case, self.op, self.settings = family, case, op, settings
+        self.inputs, self.grad_out = inputs, grad_out
+        self.pristine = ({k: v.detach().clone() for k, v in inputs.items() if torch.is_tensor(v)},
+                         None if grad_out is None else grad_out.clone())
+        self.outputs = outputs          # [(shape, dtype)] the judge expects: sizes to poison
+        self.timer: Any = None          # prepared by `hot`; judged calls after it are timed with it
+        self.last: dict = {}            # the last judged call's outputs, kept until the next request
+        self.gen = torch.Generator(device=inputs_device(inputs)).manual_seed(settings.seed ^ 0x5EED)
+        self.first_call = True
+        self.hot_median = 0.0
+
+    def workload(self) -> Any:
+        """The call on the current input values (a backward's stored forward is made again, untimed,
+        since the values may have changed since the last one)."""
+        return make_workload(self.op, self.inputs, self.case.direction, self.family.grad_inputs, self.grad_out)
+
+
+def inputs_device(inputs: dict) -> Any:
+    return next((v.device for v in inputs.values() if torch.is_tensor(v)), torch.device("cpu"))
+
+
+class BlindRunner:
+    """A subject process's state between requests. `device="cpu"` runs the logic without a GPU."""
+
+    def __init__(self, registry: Registry, device: str = "cuda", timer_factory: Callable[[str], Any] = make_timer,
+                 on_status: Callable[[str], None] = lambda s: None) -> None:
+        from cudabench.measure.state import StateGuard
+
+        self.registry = registry
+        self.device = device
+        self.timer_factory = timer_factory
+        self.on_status = on_status
+        self.modules: dict[str, Any] = {}
+        self.subject: Optional[Opened] = None
+        self._flusher: Optional[L2Flusher] = None
+        self.threads = thread_watch()  # before the guard's snapshot, which then protects it
+        self.guard = StateGuard(cuda=device == "cuda")
+
+    # ---- helpers ---------------------------------------------------------------------------------
+
+    def sync(self) -> None:
+        if self.device == "cuda":
+            torch.cuda.synchronize()
+
+    def module(self, family: Family, arch: Optional[str]) -> Any:
+        if family.name not in self.modules:
+            with nvtx.range(f"build {family.name}", "build"):
+                self.modules[family.name] = build(family, arch).module
+        return self.modules[family.name]
+
+    def flusher(self) -> L2Flusher:
+        if self._flusher is None:
+            props = torch.cuda.get_device_properties(torch.cuda.current_device())
+            self._flusher = L2Flusher(int(getattr(props, "L2_cache_size", 0)) or 64 << 20)
+        return self._flusher
+
+    def _opened(self) -> Opened:
+        if self.subject is None:
+            raise ValueError("no subject is open")
+        return self.subject
+
+    def _share_all(self, values: dict) -> dict:
+        """What the judge sees of a call's outputs: a shared description of each plain tensor, or
+        what it is instead (a subclass, a Python number, ...)."""
+        shared = {}
+        for name, value in values.items():
+            meta = describe(value)
+            if meta["kind"] == "tensor" and value.layout == torch.strided:
+                meta = share(value.detach())
+            shared[name] = meta
+        return shared
+
+    # ---- requests ----------------------------------------------------------------------------------
+
+    def build(self, family_name: str, arch: Optional[str]) -> dict:
+        family = self.registry.family(family_name)
+        built = build(family, arch)
+        self.modules[family.name] = built.module
+        return {"seconds": built.seconds, "cache_hit": built.cache_hit, "arch": built.arch,
+                "directory": str(built.directory)}
+
+    def open(self, family_name: str, case: Case, name: str, role: str, settings: Settings,
+             outputs: list) -> dict:
+        """Bind the op, make the inputs from the seed and share them. Raises CudabenchError when the
+        subject cannot run here (the judge records it as skipped)."""
+        self.close()
+        self.guard.restore()  # pristine, whatever an earlier subject that never finished left
+        family = self.registry.family(family_name)
+        self.threads.open(str(family.folder.resolve()) + "/")
+        if role == "baseline":
+            op = family.baseline(name).make()
+        else:
+            op = family.variant(name).bind(self.module(family, settings.arch))
+        inputs, grad_out = case_inputs(family, case, settings.seed, self.device)
+        self.subject = Opened(family, case, op, inputs, grad_out, settings, outputs)
+        self._held_from = allocated_bytes() if self.device == "cuda" else 0
+        shared = {k: share(v) for k, v in inputs.items() if torch.is_tensor(v)}
+        return {"inputs": shared, "grad_out": None if grad_out is None else share(grad_out)}
+
+    def call(self) -> dict:
+        """One judged call: the previous outputs dropped, the outputs' memory poisoned (NaN before
+        the first, random values after), the call (timed with the prepared timer, if any), the
+        device synchronised, its outputs shared."""
+        s = self._opened()
+        s.last = {}
+        poison(s.outputs, self.device, nan=s.first_call, gen=s.gen)
+        s.first_call = False
+        workload = s.workload()
+        sample = None
+        if s.timer is not None:
+            sample = s.timer.samples(workload.call, 1, self._settle(s.settings), keep=True)[0]
+            got = s.timer.last
+            s.timer.last = None
+        else:
+            got = workload.call()
+        self.sync()
+        if not isinstance(got, dict):
+            got = {"out": got}
+        s.last = got
+        return {"sample": sample, "outputs": self._share_all(got)}
+
+    def peak(self) -> dict:
+        s = self._opened()
+        if self.device != "cuda":
+            return {"peak_memory": -1}
+        return {"peak_memory": peak_memory(s.workload().call, self.sync, self._held_from)}
+
+    def hot(self) -> dict:
+        """The timed loop on unchanged inputs, then the CUPTI pass; the timer stays prepared for the
+        judged calls that follow."""
+        s = self._opened()
+        s.last = {}
+        settings = s.settings
+        on_gpu = self.device == "cuda"
+        call = s.workload().call
+        timer = self.timer_factory(settings.timing)
+        flush = self._cold_hook(settings)
+        if flush is not None and hasattr(timer, "cap"):
+            timer.cap = 1  # a graph of several calls would run all but the first with a warm L2
+        timed_call = nvtx.around(call, "call")
+        start = time.perf_counter()
+        with ClockMonitor() if on_gpu else contextlib.nullcontext() as clocks:
+            with nvtx.range("timed", "timed"):
+                m = measure(timed_call, timer, settings.stop_rule, settings.warmup, self.sync, flush,
+                            "cold" if flush else "hot")
+        sampling = time.perf_counter() - start - m.warmup_seconds
+        m = replace(m, clocks=clocks.pairs() if clocks else ())
+        s.timer = timer
+        median = summarize(m.samples).median
+        s.hot_median = median * m.calls_per_sample
+        reply = {"measurement": _plain_measurement(m), "sampling_seconds": sampling, "cupti": None}
+        short = m.timing == "sync" and median < settings.kernel_time_below
+        if on_gpu and (short or settings.integrity or s.family.report_launches):
+            reply["cupti"] = self._cupti(call, timer, m, median, short, flush)
+        return reply
+
+    def _cupti(self, call: Callable[[], Any], timer: Any, m: Any, median: float, short: bool,
+               flush: Any) -> dict:
+        """Kernel time per call, kernels per call and GPU busy time per call, from CUPTI."""
+        start = time.perf_counter()
+        if m.timing == "cupti":
+            cupti, kernel = timer, summarize(m.samples)
+        else:
+            cupti = self.timer_factory("cupti")
+            count = 30 if short else max(5, min(20, int(0.2 / max(median, 1e-6))))
+            kernel = summarize(measure(call, cupti, FixedCount(count), Warmup(3, 0.0), self.sync, flush).samples)
+        return {"kernel_median": kernel.median, "counts": list(cupti.counts), "busy": list(cupti.busy),
+                "short": short, "seconds": time.perf_counter() - start}
+
+    def order(self) -> dict:
+        """Hold the current stream busy, write the first inputs back on it, call, and copy the outputs
+        on it: only work ordered on the current stream sees the right inputs and is done before the
+        copies."""
+        s = self._opened()
+        s.last = {}
+        hold = max(5e-3, 3 * s.hot_median)
+        self.sync()
+        if self.device == "cuda":
+            torch.cuda._sleep(sleep_cycles(min(hold, 1.0)))
+        with torch.no_grad():
+            for k, v in s.pristine[0].items():
+                s.inputs[k].copy_(v)
+            if s.grad_out is not None:
+                s.grad_out.copy_(s.pristine[1])
+        got = s.workload().call()
+        copies = {k: (v.detach().clone() if torch.is_tensor(v) else v) for k, v in got.items()}
+        self.sync()
+        s.last = copies
+        return {"outputs": self._share_all(copies)}
+
+    def finish(self) -> dict:
+        """Restore the process state; report what the subject left behind."""
+        s = self.subject
+        leftover = self.guard.restore()
+        hooks = [name for name, on in (("sys.settrace", sys.gettrace() is not None),
+                                       ("sys.setprofile", sys.getprofile() is not None)) if on]
+        sys.settrace(None)
+        sys.setprofile(None)
+        threads = self.threads.running() if s is not None else []
+        self.close()
+        return {"patched": list(leftover.patched) + hooks, "changed": list(leftover.changed), "threads": threads}
+
+    def close(self) -> None:
+        self.subject = None
+
+    # ---- before a timed call ---------------------------------------------------------------------
+
+    def _settle(self, settings: Settings) -> Optional[Callable[[], None]]:
+        """Before a judged call: the GPU kept busy for a moment (it has been idle while the judge wrote
+        the inputs, as it never is in the hot loop), then the cold flush if cold."""
+        flush = self._cold_hook(settings)
+        if self.device != "cuda":
+            return flush
+
+        def before_each() -> None:
+            torch.cuda._sleep(sleep_cycles(SETTLE_SECONDS))
+            if flush is not None:
+                flush()
+
+        return before_each
+
+
+    def _cold_hook(self, settings: Settings) -> Optional[Callable[[], None]]:
+        if not settings.cold or self.device != "cuda":
+            return None
+        flusher = self.flusher()
+        guard = self.guard
+
+        def before_each() -> None:
+            guard.clear_persisting_l2()  # whatever the subject set: no line may survive the flush
+            flusher()
+
+        return before_each
+
+
+def _plain_measurement(m: Any) -> dict:
+    return asdict(m)

@@ -1,0 +1,541 @@
+"""The judge: decides whether a subject is correct and whether its figure can be trusted, in a
+process the subject's code never ran in.
+
+The judge holds the fp64 references, the tolerances, every verdict and the choice of which calls to
+check. The subject runs in a subject process (cudabench.measure.blind), which holds the inputs and
+the op and nothing else. The judge maps the subject's input and output memory (CUDA IPC): it writes
+each new set of input values into the subject's inputs itself, and reads a call's outputs where
+they lie, cloning what it checks into its own memory first.
+
+One subject:
+
+1. open: the subject process binds the op and makes the inputs from the seed; the judge makes the
+   same inputs and checks they agree.
+2. the check: one call on them, against the fp64 reference (poisoned output memory, output kinds,
+   aliasing, the inputs left as they were).
+3. the hot loop: the figure, timed on unchanged inputs.
+4. judged calls: FRESH_CALLS more calls, each timed the same way as the hot loop, each on input
+   values the judge drew and wrote just before it. The judge alone knows which draws it will check
+   (CHECKED_DRAWS of them, at random places, against a new fp64 reference each) and where it repeats
+   the first inputs (the determinism check). The subject process treats every judged call alike.
+   Their median must not be slower than the hot figure beyond the noise: a subject whose hot figure
+   depends on its inputs staying the same, in full or in part, fails.
+5. the stream-order probe, then the process state.
+
+Every check that fails makes the subject INVALID with its reason (a wrong first check is FAIL)."""
+
+from __future__ import annotations
+
+import random
+import secrets
+import statistics
+import time
+from dataclasses import replace
+from typing import Any, Callable, Optional, Protocol
+
+import torch
+
+from cudabench import nvtx
+from cudabench.errors import CudabenchError
+from cudabench.measure import integrity
+from cudabench.measure.check import compare, output_specs, reference_results
+from cudabench.measure.settings import Settings
+from cudabench.measure.subject import Phases, case_inputs, figure, own_work, work_of
+from cudabench.measure.transport import TransportError, forget_inline, open_shared
+from cudabench.results.model import Case, Check, IntegrityCheck, Measurement, Result
+from cudabench.results.stats import summarize
+from cudabench.spec.family import UNIT_ROUNDOFF, Family
+from cudabench.spec.registry import Registry
+
+NEW_DRAWS = 8          # judged calls on new input values after the hot loop
+SAME_DRAWS = 8         # judged calls on the first input values, written again
+FRESH_CALLS = NEW_DRAWS + SAME_DRAWS
+CHECKED_DRAWS = 2      # new draws checked against a new fp64 reference each
+# Judged calls on new values slower than those on the same values by more than this share, plus
+# the medians' confidence intervals: the time depends on the inputs staying the same.
+FRESH_SLACK = 0.10
+FRESH_ABSOLUTE = {"sync": 5e-6}  # seconds; 1 µs under the GPU timers
+# The hot loop faster than judged calls on the same values by more than this: the hot loop is not what
+# the judged calls saw. Wider: a judged call follows a pause (an idle GPU, a cold host) that the hot
+# loop never has.
+HOT_SLACK = 0.15
+HOT_ABSOLUTE = {"sync": 30e-6}   # wall time: the host's first launch after a pause (seen: +27 µs)
+HOT_ABSOLUTE_GPU = 3e-6          # events, graph, cupti: GPU time (seen: within 7 %)
+
+
+class SubjectLost(Exception):
+    """The subject process died, hung or broke the protocol; `reason` says how."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class SubjectProcess(Protocol):
+    """How the judge reaches the subject process (cudabench.engine.judged wires a real process)."""
+
+    def ask(self, request: dict[str, Any], timeout: float) -> dict[str, Any]:
+        """The reply to one request; raises SubjectLost."""
+
+
+class Draw:
+    """One set of input values the judge made and wrote into the subject's inputs."""
+
+    def __init__(self, seed: int, inputs: dict, grad_out: Any) -> None:
+        self.seed, self.inputs, self.grad_out = seed, inputs, grad_out
+
+
+class Judge:
+    """A judge process's state between subjects: the registry (for the references), the fp64
+    references of the current case, the device's ceilings."""
+
+    def __init__(self, registry: Registry, subject: SubjectProcess, device: str = "cuda", ceilings: Any = None,
+                 on_status: Callable[[str], None] = lambda s: None) -> None:
+        self.registry = registry
+        self.subject = subject
+        self.device = device
+        self.ceilings = ceilings
+        self.on_status = on_status
+        self._references: dict[tuple[str, int], dict] = {}
+        self._rng = random.Random(secrets.randbits(64))   # which calls to check: never sent anywhere
+
+    def sync(self) -> None:
+        if self.device == "cuda":
+            torch.cuda.synchronize()
+
+    # ---- inputs and references -------------------------------------------------------------------
+
+    def draw(self, family: Family, case: Case, seed: int, base: Optional[Draw] = None) -> Draw:
+        """Inputs from `seed`; values that are not tensors (a scalar such as eps) are the first draw's,
+        which is what the subject holds."""
+        inputs, grad_out = case_inputs(family, case, seed, self.device)
+        if base is not None:
+            inputs = {k: (v if torch.is_tensor(v) else base.inputs[k]) for k, v in inputs.items()}
+        return Draw(seed, inputs, grad_out)
+
+    def reference(self, family: Family, case: Case, draw: Draw, keep: bool) -> dict:
+        """The fp64 reference on a draw; the first draw's is kept for the case's other subjects."""
+        key = (case.key(), draw.seed)
+        if key in self._references:
+            return self._references[key]
+        with nvtx.range("reference", "check"):
+            ref = reference_results(family, draw.inputs, case.direction, draw.grad_out)
+        if keep:
+            if any(k[0] != key[0] for k in self._references):
+                self._references.clear()
+            self._references[key] = ref
+        return ref
+
+    # ---- one subject -------------------------------------------------------------------------------
+
+    def run(self, family: Family, case: Case, name: str, role: str, settings: Settings,
+            timeout: float = 3600.0) -> Result:
+        flops, nbytes = work_of(family.work, case)
+        base = Result(case, name, role, flops=flops, bytes=nbytes)
+        phases = Phases(self.sync)
+        session = Session(self, family, case, base, settings, phases, time.monotonic() + timeout)
+        try:
+            result = session.run()
+            session.finish_quietly()
+        except SubjectLost as lost:
+            reason = lost.reason
+            if reason.startswith("timed out"):
+                reason = f"timed out after {timeout:g} s (the kernel may not terminate); the subject process was killed"
+            result = replace(session.partial, error=reason)
+        except SubjectError as exc:
+            result = replace(session.partial, error=exc.message)
+        except TransportError as exc:
+            result = replace(session.partial, error=f"the subject process sent {exc}")
+        finally:
+            session.release()
+        return replace(result, phases=tuple(phases.seconds.items()))
+
+
+class Session:
+    """One subject being judged: its draws, the subject's shared inputs, the verdicts so far."""
+
+    def __init__(self, judge: Judge, family: Family, case: Case, base: Result, settings: Settings,
+                 phases: Phases, deadline: float) -> None:
+        self.judge, self.family, self.case, self.base = judge, family, case, base
+        self.settings, self.phases, self.deadline = settings, phases, deadline
+        self.tolerance = family.tolerance_for(case.dtype)
+        self.mapped: dict[str, Any] = {}
+        self.mapped_grad: Any = None
+        self.first: Optional[Draw] = None
+        self.first_outputs: dict = {}
+        self.partial = base  # what is known so far, kept when a later step fails
+        self.opened = self.finished = False
+        self.keep_reference = True  # the first draw's reference kept for the case's other subjects
+
+    # ---- talking to the subject process ------------------------------------------------------------
+
+    def ask(self, request: dict[str, Any]) -> dict[str, Any]:
+        remaining = self.deadline - time.monotonic()
+        if remaining <= 0:
+            raise SubjectLost("timed out (the kernel may not terminate)")
+        reply = self.judge.subject.ask(request, remaining)
+        if reply.get("type") == "error":
+            raise SubjectError(str(reply.get("message", reply)), bool(reply.get("skip")))
+        return reply
+
+    def write(self, draw: Draw) -> None:
+        """The draw's values into the subject's inputs (its memory, written from here)."""
+        with torch.no_grad():
+            for k, t in self.mapped.items():
+                t.copy_(draw.inputs[k])
+            if self.mapped_grad is not None:
+                self.mapped_grad.copy_(draw.grad_out)
+        self.judge.sync()
+
+    def release(self) -> None:
+        self.mapped, self.mapped_grad, self.first_outputs, self._last_got = {}, None, {}, None
+        forget_inline()
+
+    # ---- the steps ---------------------------------------------------------------------------------
+
+    def run(self) -> Result:
+        j, family, case, base, settings = self.judge, self.family, self.case, self.base, self.settings
+        with self.phases("inputs"):
+            self.first = j.draw(family, case, settings.seed)
+        with self.phases("reference"):
+            reference = j.reference(family, case, self.first, keep=self.keep_reference)
+        specs = output_specs(reference, case.dtype)
+        try:
+            opened = self.ask({"op": "open", "family": family.name, "case": case.to_dict(),
+                               "subject": base.subject, "role": base.role, "settings": settings.__dict__,
+                               "outputs": specs})
+        except SubjectError as exc:
+            if exc.skip:
+                return replace(base, skipped=exc.message)
+            return replace(base, error=exc.message)
+        self.opened = True
+        self.mapped = {k: open_shared(m) for k, m in opened["inputs"].items()}
+        self.mapped_grad = open_shared(opened["grad_out"]) if opened.get("grad_out") else None
+        if not self._same_inputs(self.first):
+            return replace(base, error="the subject process made other inputs than the judge from the same seed "
+                                       "(a family whose input maker is not deterministic?)")
+        j.on_status(f"{case.key()}: checking {base.subject}")
+        try:
+            with nvtx.range(f"check {base.subject}", "check"), self.phases("check"):
+                check, problems = self.judged_call(self.first, reference, keep_outputs=True)
+        except SubjectError as exc:
+            return replace(base, error=exc.message)
+        result = self.partial = replace(base, check=check)
+        if problems:  # not timed: what it returns is not an output, or it mutates its inputs
+            self.finish()
+            return replace(result, check=check if check.errors else None, integrity=tuple(problems))
+        if not check.passed and not settings.force:
+            return replace(result, skipped=f"failed the check: error {check.worst:.3g} > tolerance {self.tolerance:g}")
+        if not settings.time:
+            self.finish()
+            return result
+        return self.timed(result, reference)
+
+    def timed(self, result: Result, reference: dict) -> Result:
+        j, settings, case = self.judge, self.settings, self.case
+        with self.phases("check"):
+            peak = self.ask({"op": "peak"})["peak_memory"]
+        result = replace(result, peak_memory=int(peak))
+        j.on_status(f"{case.key()}: timing {result.subject}")
+        self.write(self.first)
+        start = time.perf_counter()
+        hot = self.ask({"op": "hot"})
+        m = measurement_from(hot["measurement"])
+        self.phases.add("warm-up", m.warmup_seconds)
+        self.phases.add("sampling", hot["sampling_seconds"])
+        cupti = hot.get("cupti") or {}
+        self.phases.add("integrity", max(0.0, time.perf_counter() - start - m.warmup_seconds
+                                         - hot["sampling_seconds"]))
+        m = with_kernel_time(m, cupti)
+        result = self.partial = self._with_ceiling(replace(result, measurement=m, stats=summarize(m.samples)))
+        if not settings.integrity:
+            self.finish()
+            return result
+        j.on_status(f"{case.key()}: integrity of {result.subject}")
+        with self.phases("integrity"):
+            checks = self.integrity(result, reference, cupti)
+        return replace(result, integrity=checks)
+
+    last_sample: Optional[float] = None
+    _last_got: Optional[dict] = None
+
+    def judged_call(self, draw: Draw, reference: Optional[dict],
+                    keep_outputs: bool = False) -> tuple[Check, list[IntegrityCheck]]:
+        """Write the draw, make one call, and judge it: output kinds and aliasing always; values and
+        the inputs' integrity when `reference` is given (else the outputs are left unread)."""
+        self._last_got = None
+        self.write(draw)
+        reply = self.ask({"op": "call"})
+        self.last_sample = reply.get("sample")
+        opened, problems = self._open_outputs(reply["outputs"])
+        if reference is None or problems:
+            return Check((), self.tolerance), problems
+        got = {k: t.clone() for k, t in opened.items()}
+        self.judge.sync()
+        self._last_got = got
+        if keep_outputs:
+            self.first_outputs = got
+        mutated = self._mutated(draw)
+        if mutated:
+            problems.append(IntegrityCheck("inputs", "fail", f"it mutates its inputs: {mutated}"))
+        return compare(got, reference, self.tolerance), problems
+
+    # ---- integrity -----------------------------------------------------------------------------------
+
+    def integrity(self, result: Result, reference: dict, cupti: dict) -> tuple[IntegrityCheck, ...]:
+        j, family, case, settings = self.judge, self.family, self.case, self.settings
+        checks = list(self.fresh_calls(result))
+        checks.append(self.stream_order(reference, result.check))
+        busy, counts = cupti.get("busy", []), cupti.get("counts", [])
+        checks.append(integrity.timed_window(result.stats.median, busy, settings.timing))
+        checks.append(integrity.no_work(counts, result.flops, result.bytes))
+        l2 = int(getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "L2_cache_size", 0)) \
+            if j.device == "cuda" else 0
+        flops, nbytes = own_work(family, case, result)
+        checks.append(integrity.impossible(figure(result), flops, nbytes, j.ceilings, l2, settings.cold, case.dtype))
+        left = self.finish()
+        checks.append(integrity.process_state(left["patched"], left["changed"], settings.cold))
+        checks.append(integrity.threads_left(left["threads"], trusted=self.base.role == "baseline"))
+        checks.append(self.shapes())
+        return tuple(checks)
+
+    def shapes(self) -> IntegrityCheck:
+        """The variant checked at `settings.fuzz` random shapes within its constraints, chosen here
+        (ragged sizes, small): a kernel written for the shapes it is timed at fails elsewhere."""
+        from cudabench.spec.fuzz import random_shapes
+
+        if self.settings.fuzz <= 0:
+            return IntegrityCheck("shapes", "not run", "not checked: --fuzz 0")
+        if self.base.role != "variant":
+            return IntegrityCheck("shapes", "not run", "baselines are PyTorch's own")
+        try:
+            variant = self.family.variant(self.base.subject)
+        except KeyError:
+            return IntegrityCheck("shapes", "not run", "recorded under another name")
+        shapes = random_shapes(self.family, variant, self.settings.fuzz, self.judge._rng)
+        if not shapes:
+            return IntegrityCheck("shapes", "not run", "no small shape meets its constraints")
+        wrong = []
+        for shape in shapes:
+            case = replace(self.case, shape=tuple(shape.items()))
+            settings = replace(self.settings, time=False, seed=secrets.randbits(31))
+            other = Session(self.judge, self.family, case, replace(self.base, case=case), settings,
+                            Phases(self.judge.sync), self.deadline)
+            other.keep_reference = False
+            try:
+                r = other.run()
+                other.finish_quietly()
+            except SubjectError as exc:
+                r = replace(other.partial, error=exc.message)
+            finally:
+                other.release()
+            if r.status != "ok":
+                why = r.error or r.skipped or r.invalid_because or (
+                    f"error {r.check.worst:.2g} > tolerance {r.check.tolerance:g}" if r.check else r.status)
+                wrong.append(f"{case.shape_text}: {why}")
+        texts = ", ".join(Case(self.case.family, tuple(s.items())).shape_text for s in shapes)
+        if wrong:
+            return IntegrityCheck("shapes", "fail", f"wrong at a random shape within its constraints: "
+                                                    f"{'; '.join(wrong)} (written for the timed shape only?)")
+        return IntegrityCheck("shapes", "pass", f"also right at {texts}")
+
+    def fresh_calls(self, result: Result) -> list[IntegrityCheck]:
+        """Judged calls after the hot loop, timed like it: NEW_DRAWS on new input values and SAME_DRAWS
+        on the first values written again, in an order only the judge knows. It checks CHECKED_DRAWS of
+        the new ones against a new fp64 reference and one of the same ones against the first check's
+        outputs (determinism). Both kinds are made the same way, so their medians differ only if the
+        subject's time depends on its inputs staying the same."""
+        j, family, case = self.judge, self.family, self.case
+        plan = ["new"] * NEW_DRAWS + ["same"] * SAME_DRAWS
+        j._rng.shuffle(plan)
+        new_places = [i for i, k in enumerate(plan) if k == "new"]
+        for p in j._rng.sample(new_places, CHECKED_DRAWS):
+            plan[p] = "checked"
+        plan[j._rng.choice([i for i, k in enumerate(plan) if k == "same"])] = "repeat"
+        samples: dict[str, list[float]] = {"new": [], "same": []}
+        errors, problems, repeat = [], [], None
+        for kind in plan:
+            fresh = kind in ("new", "checked")
+            draw = j.draw(family, case, secrets.randbits(62), self.first) if fresh else self.first
+            reference = None
+            if kind == "checked":
+                with self.phases("reference"):
+                    reference = j.reference(family, case, draw, keep=False)
+            elif kind == "repeat":
+                reference = j.reference(family, case, self.first, keep=self.keep_reference)
+            self.last_sample = None
+            check, found = self.judged_call(draw, reference)
+            problems += found
+            if self.last_sample is not None:
+                samples["new" if fresh else "same"].append(self.last_sample)
+            if reference is not None and not found:
+                errors.append(check)
+            if kind == "repeat" and not found:
+                repeat = self._last_got
+        out = [self._fresh_verdict(errors, result), self._fresh_figure(samples, result),
+               self._hot_loop(samples["same"], result), self._determinism(repeat)]
+        out += _dedupe(problems)
+        return out
+
+    def _fresh_verdict(self, checks: list[Check], result: Result) -> IntegrityCheck:
+        if not checks:
+            return IntegrityCheck("fresh-output", "not run", "no judged call could be read")
+        worst = max(checks, key=lambda c: (c.worst != c.worst, c.worst))
+        if all(c.passed for c in checks):
+            return IntegrityCheck("fresh-output", "pass", f"{len(checks)} timed calls checked, "
+                                                          f"worst error {worst.worst:.1e}")
+        return integrity.from_check("fresh-output", worst, result.check.worst, integrity.FRESH_WHAT)
+
+    def _fresh_figure(self, samples: dict[str, list[float]], result: Result) -> IntegrityCheck:
+        if min(len(samples["new"]), len(samples["same"])) < 3:
+            return IntegrityCheck("fresh-inputs", "not run", "too few timed judged calls")
+        return integrity.fresh_inputs(summarize(samples["same"]), summarize(samples["new"]), FRESH_SLACK,
+                                      FRESH_ABSOLUTE.get(self.settings.timing, 1e-6), result.stats.noise)
+
+    def _hot_loop(self, same: list[float], result: Result) -> IntegrityCheck:
+        if len(same) < 3:
+            return IntegrityCheck("hot-loop", "not run", "too few timed judged calls")
+        absolute = HOT_ABSOLUTE.get(self.settings.timing, HOT_ABSOLUTE_GPU)
+        return integrity.hot_loop(result.stats, summarize(same), HOT_SLACK, absolute)
+
+    def _determinism(self, repeat: Optional[dict]) -> IntegrityCheck:
+        if repeat is None or not self.first_outputs:
+            return IntegrityCheck("determinism", "not run", "the repeated call could not be read")
+        allowed = self.subject_nondeterminism()
+        return integrity.determinism(self.first_outputs, repeat, allowed)
+
+    def subject_nondeterminism(self) -> float:
+        """What the variant or baseline declares; in a lower precision two units of its roundoff more
+        (one flipped rounding of a stored output)."""
+        try:
+            s = self.family.variant(self.base.subject) if self.base.role == "variant" \
+                else self.family.baseline(self.base.subject)
+        except KeyError:
+            return 0.0
+        declared = float(getattr(s, "nondeterminism", 0.0))
+        if declared > 0 and self.case.dtype != "float32":
+            declared += 2 * UNIT_ROUNDOFF[self.case.dtype]
+        return declared
+
+    def stream_order(self, reference: dict, check: Check) -> IntegrityCheck:
+        # the inputs hold a new draw: only a call ordered after the subject process writes the first
+        # values back on its stream sees them
+        self.write(self.judge.draw(self.family, self.case, secrets.randbits(62), self.first))
+        try:
+            reply = self.ask({"op": "order"})
+        except SubjectError as exc:
+            return integrity.failed_call("stream-order", exc)
+        opened, problems = self._open_outputs(reply["outputs"])
+        if problems:
+            return IntegrityCheck("stream-order", "not run", "its outputs could not be read")
+        got = {k: t.clone() for k, t in opened.items()}
+        self.judge.sync()
+        return integrity.from_check("stream-order", compare(got, reference, self.tolerance), check.worst,
+                                    integrity.ORDER_WHAT)
+
+    def finish(self) -> dict:
+        self.finished = True
+        return self.ask({"op": "finish"})
+
+    def finish_quietly(self) -> None:
+        """A subject that stopped early (failed its check, could not run) still gets its process state
+        restored before the next one."""
+        if not self.finished and self.opened:
+            self.finish()
+
+    # ---- what a call's outputs and inputs may not be -----------------------------------------------
+
+    def _open_outputs(self, outputs: dict) -> tuple[dict, list[IntegrityCheck]]:
+        """The outputs mapped here, and what is wrong with them: each must be a plain dense tensor of
+        the case's dtype on its device, sharing no memory with an input (a view or alias of an input,
+        a lazy subclass, the wrong dtype or strides)."""
+        opened, found = {}, []
+        for name, meta in outputs.items():
+            why = integrity.output_kind(name, meta, self.case.dtype, self.judge.device)
+            if why:
+                found.append(IntegrityCheck("output", "fail", why))
+                continue
+            t = opened[name] = open_shared(meta)
+            for k, inp in self.mapped.items():
+                if _overlaps(t, inp):
+                    found.append(IntegrityCheck("output", "fail", f"{name} shares memory with the input {k} "
+                                                                  "(a view or alias of an input)"))
+        return opened, found
+
+    def _same_inputs(self, draw: Draw) -> bool:
+        return not self._mutated(draw)
+
+    def _mutated(self, draw: Draw) -> str:
+        """Which inputs differ from the values the judge wrote, and how much ('' when none)."""
+        changed = []
+        for k, t in self.mapped.items():
+            want = draw.inputs[k]
+            same = torch.eq(t, want) | (torch.isnan(t) & torch.isnan(want))
+            bad = int((~same).sum())
+            if bad:
+                changed.append(f"{k} changed in {bad} of {t.numel()} elements")
+        if self.mapped_grad is not None:
+            same = torch.eq(self.mapped_grad, draw.grad_out)
+            bad = int((~same).sum())
+            if bad:
+                changed.append(f"the upstream gradient changed in {bad} of {self.mapped_grad.numel()} elements")
+        return "; ".join(changed)
+
+    def _with_ceiling(self, result: Result) -> Result:
+        j = self.judge
+        if j.ceilings is None or not self.family.bound or result.stats is None:
+            return result
+        extra = dict(result.measurement.extra)
+        flops, nbytes = own_work(self.family, result.case, result)
+        share = j.ceilings.of(self.family.bound, flops, nbytes, figure(result), result.case.dtype)
+        if share is None:
+            return result
+        extra["ceiling_fraction"] = share
+        return replace(result, measurement=replace(result.measurement, extra=tuple(extra.items())))
+
+
+class SubjectError(CudabenchError):
+    """The subject process answered a request with an error (a binding's TORCH_CHECK, a CUDA error)."""
+
+    def __init__(self, message: str, skip: bool = False) -> None:
+        super().__init__(message)
+        self.skip = skip
+
+
+def _overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
+    if a.device != b.device or a.numel() == 0 or b.numel() == 0:
+        return False
+    a0, b0 = a.data_ptr(), b.data_ptr()
+    a1 = a0 + (a.untyped_storage().nbytes() - a.storage_offset() * a.element_size())
+    b1 = b0 + (b.untyped_storage().nbytes() - b.storage_offset() * b.element_size())
+    return a0 < b1 and b0 < a1
+
+
+def _dedupe(checks: list[IntegrityCheck]) -> list[IntegrityCheck]:
+    seen, out = set(), []
+    for c in checks:
+        if (c.name, c.detail) not in seen:
+            seen.add((c.name, c.detail))
+            out.append(c)
+    return out
+
+
+def measurement_from(data: dict[str, Any]) -> Measurement:
+    data = dict(data)
+    for key in ("samples", "clocks", "extra"):
+        if key in data and data[key] is not None:
+            data[key] = tuple(tuple(v) if isinstance(v, list) else v for v in data[key])
+    return Measurement(**data)
+
+
+def with_kernel_time(m: Measurement, cupti: dict[str, Any]) -> Measurement:
+    """The CUPTI pass's figures beside the timer's: kernel time for launch-dominated calls, kernels
+    per call."""
+    extra = list(m.extra)
+    median = summarize(m.samples).median
+    kernel = cupti.get("kernel_median", 0.0)
+    if cupti.get("short") and kernel > 0:
+        extra += [("kernel_time_cupti", kernel), ("launch_and_sync_overhead", median - kernel)]
+    if cupti.get("counts"):
+        extra.append(("kernels_per_call", float(statistics.median(cupti["counts"]))))
+    return replace(m, extra=tuple(extra))
