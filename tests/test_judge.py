@@ -129,6 +129,20 @@ def test_a_subject_that_leaves_a_thread_working_is_invalid(registry):
         assert "hostile-pool" in failed(r)["threads"]
 
 
+def test_a_kernel_written_for_the_timed_shape_fails_at_random_shapes_within_its_constraints(registry):
+    r = judge_one(registry, "hostile-shape", fuzz=8)  # right at n = 2^20; 8 shapes: some are ragged
+    assert r.status == "INVALID" and "wrong at a random shape within its constraints" in failed(r)["shapes"]
+    honest = judge_one(registry, "hostile-honest", fuzz=8)
+    shapes = next(c for c in honest.integrity if c.name == "shapes")
+    assert shapes.verdict == "pass" and shapes.detail.count("n=") == 8
+
+
+def test_fuzz_0_says_the_shapes_were_not_checked(registry):
+    r = judge_one(registry, "hostile-shape", fuzz=0)
+    assert r.status == "ok"
+    assert any(c.name == "shapes" and c.detail == "not checked: --fuzz 0" for c in r.integrity)
+
+
 def test_patching_the_harness_timers_is_seen_and_undone(registry):
     from cudabench.measure import timers
 

@@ -162,7 +162,7 @@ def failed_call(name: str, exc: BaseException) -> IntegrityCheck:
     return IntegrityCheck(name, "fail", f"the call raised: {text[0] if text else type(exc).__name__}")
 
 
-NOISE_CAP = 0.1  # a call's own spread widens the allowance by at most twice this
+NOISE_CAP = 0.05  # a call's own spread widens the allowance by at most twice this
 
 
 def _slower(base: Any, other: Any, slack: float, absolute: float, noise: float) -> bool:

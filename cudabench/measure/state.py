@@ -65,7 +65,8 @@ def _cudabench_attributes() -> dict[str, tuple[Any, str, Any]]:
         for attr, value in list(vars(module).items()):
             if attr.startswith("__"):
                 continue
-            constant = isinstance(value, CONSTANTS) and attr.isupper()  # not a private cache filled lazily
+            # public constants only: a private module global such as a cache is filled lazily
+            constant = isinstance(value, CONSTANTS) and attr.isupper() and not attr.startswith("_")
             if inspect.isfunction(value) or inspect.isclass(value) or constant:
                 found[f"{name}.{attr}"] = (module, attr, value)
             if inspect.isclass(value) and getattr(value, "__module__", None) == name:

@@ -279,6 +279,20 @@ def bind_thread(ext):
     return op
 
 
+def bind_shape(ext):
+    """Written for the timed shape: its launch covers whole blocks of 1024 elements, so at a ragged
+    size the tail is never written (right at the default n = 2^24)."""
+
+    def op(x):
+        y = empty_like(x)
+        whole = x.numel() - x.numel() % 1024
+        if whole:
+            ext.hostile(x[:whole], y[:whole], HONEST)
+        return y
+
+    return op
+
+
 def bind_patch_timer(ext):
     """Computes honestly and patches cudabench's own timers to report 0 s per call."""
 
@@ -337,6 +351,8 @@ FAMILY = Family(
         _v("hostile-float64", "right values in float64 for a float32 case", bind_float64),
         _v("hostile-uninit", "adds 1e-10 of uninitialised memory to an honest output", bind_uninit),
         _v("hostile-thread", "returns at once and computes on a thread pool of its own", bind_thread),
+        _v("hostile-shape", "right only when n is a multiple of 1024 (the tail of a ragged size is never "
+           "written)", bind_shape),
         _v("hostile-patch-timer", "computes honestly and patches cudabench's timers to report 0 s",
            bind_patch_timer),
         _v("hostile-persist-l2", "computes honestly but leaves process-wide state behind: the persisting-L2 "
