@@ -170,3 +170,20 @@ def test_which_calls_are_checked_is_the_judges_secret(registry, monkeypatch):
     text = repr(seen)
     for word in ("seed\": 1", "reference", "tolerance", "checked"):
         assert word not in text
+
+
+def test_the_hot_loop_check_is_not_run_for_a_host_bound_call():
+    """A call whose figure is mostly the host's launching is slower after any pause (an honest cuDNN
+    conv1d took 109 µs in the hot loop, 227 µs in judged calls): not comparable, so not run."""
+    from cudabench.results.stats import summarize
+
+    session = judge_module.Session.__new__(judge_module.Session)
+    session.settings = Settings()
+    hot = Case("hostile", (("n", 1),))
+    from cudabench.results.model import Result
+
+    result = Result(hot, "s", "variant", stats=summarize([109e-6] * 20))
+    bound = session._hot_loop([227e-6] * 8, result, busy=[10e-6] * 5)
+    assert bound.verdict == "not run" and "host-bound" in bound.detail
+    gpu = session._hot_loop([227e-6] * 8, result, busy=[100e-6] * 5)
+    assert gpu.verdict == "fail"
