@@ -10,7 +10,6 @@ element), so a figure that depends on its inputs staying the same shows without 
 from pathlib import Path
 
 import pytest
-import torch
 
 from cudabench.engine.subject_link import SubjectLink
 from cudabench.engine.subject_worker import SubjectHandler

@@ -27,7 +27,7 @@ from cudabench import nvtx
 from cudabench.engine.protocol import encode
 from cudabench.errors import CudabenchError
 from cudabench.results.export import result_to_dict
-from cudabench.results.model import Case, Result
+from cudabench.results.model import Case
 
 
 case_from_dict = Case.from_dict
@@ -96,7 +96,6 @@ class Handler:
         from cudabench.device import environment
         from cudabench.measure.judge import Judge
         from cudabench.measure.subject import Bench
-        from cudabench.measure.timers import make_timer
         from cudabench.spec.registry import discover
 
         registry = discover([Path(d) for d in request.get("kernels_dirs", ())])
@@ -110,8 +109,7 @@ class Handler:
 
             self.on_status("this GPU's ceilings (measured once, then cached)")
             ceilings = device_ceilings.get()
-        self.bench = Bench(registry, self.device, self.timer_factory or make_timer, ceilings,
-                           on_status=lambda text: self.on_status(text))
+        self.bench = Bench(registry, self.device)
         self.judge = Judge(registry, self.link, self.device, ceilings, on_status=lambda text: self.on_status(text))
         return {"type": "ready", "pid": os.getpid(), "environment": _plain(env),
                 "ceilings": dataclasses.asdict(ceilings) if ceilings else None}
@@ -281,7 +279,8 @@ def preload() -> None:
     try:
         import torch
 
-        import cudabench.measure.subject  # noqa: F401
+        import cudabench.measure.blind  # noqa: F401
+        import cudabench.measure.judge  # noqa: F401
 
         if torch.cuda.is_available():
             torch.zeros(1, device="cuda")

@@ -46,7 +46,7 @@ def check_workload(workload: Workload, reference: Mapping[str, torch.Tensor], to
     that time one subject in their own process (compare-sync-modes, profile): `cudabench run` and
     `check` judge in another process (cudabench.measure.judge)."""
     device = next(iter(reference.values())).device
-    poison(output_specs(reference, dtype), device, nan=True)
+    poison(output_specs(reference, dtype), device, nan=True, copies=1 if device.type == "cuda" else 8)
     got = workload.call()
     torch.cuda.synchronize() if torch.cuda.is_available() else None
     return compare(got, reference, tolerance)

@@ -18,16 +18,20 @@ import torch
 FILL_RANGE = 1e4   # random fills lie in ±FILL_RANGE: wrong by far more than any tolerance
 
 
-def poison(specs: Sequence[tuple[Sequence[int], str]], device: Any, nan: bool, gen: Any = None) -> None:
-    """Allocate, fill and free one tensor per (shape, dtype name) of the coming call's outputs."""
+def poison(specs: Sequence[tuple[Sequence[int], str]], device: Any, nan: bool, gen: Any = None,
+           copies: int = 1) -> None:
+    """Allocate, fill and free `copies` tensors per (shape, dtype name) of the coming call's outputs.
+    On a GPU one is enough (PyTorch's caching allocator hands back the freed block of that size);
+    the host's malloc is less predictable, so the in-process check poisons several."""
     blocks = []
     for shape, dtype in specs:
-        block = torch.empty(tuple(shape), dtype=getattr(torch, dtype), device=device)
-        if not block.is_floating_point():
-            continue
-        if nan:
-            block.fill_(float("nan"))
-        else:
-            block.uniform_(-FILL_RANGE, FILL_RANGE, generator=gen)
-        blocks.append(block)
+        for _ in range(copies):
+            block = torch.empty(tuple(shape), dtype=getattr(torch, dtype), device=device)
+            if not block.is_floating_point():
+                continue
+            if nan:
+                block.fill_(float("nan"))
+            else:
+                block.uniform_(-FILL_RANGE, FILL_RANGE, generator=gen)
+            blocks.append(block)
     del blocks  # freed on the current stream: the next allocations of these sizes get them back
