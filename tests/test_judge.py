@@ -87,7 +87,11 @@ def test_the_honest_subject_and_the_baseline_stay_ok(registry, name, role):
         assert verdicts[check] == "pass", (check, r.integrity)
 
 
-def test_work_done_only_on_calls_it_takes_for_checked_is_caught_on_random_timed_calls(registry):
+def test_work_done_only_on_calls_it_takes_for_checked_is_caught_on_random_timed_calls(registry, monkeypatch):
+    # hostile-flag also sniffs for NaN in its fresh output; the host's malloc may hand it memory
+    # another test NaN-filled, so here every new draw is checked (on a GPU two are: see
+    # docs/benchmarks/h100-integrity.md)
+    monkeypatch.setattr(judge_module, "CHECKED_DRAWS", judge_module.NEW_DRAWS)
     r = judge_one(registry, "hostile-flag")
     assert r.status == "INVALID"
     assert "fresh-output" in failed(r) and "chosen at random among the timed calls" in failed(r)["fresh-output"]

@@ -225,9 +225,14 @@ class BlindRunner:
         return {"sample": sample, "outputs": self._share_all(got)}
 
     def peak(self) -> dict:
+        """One warm call's peak memory beyond what was allocated before the subject's first call. The
+        check's outputs are dropped first (and blocks the judge has released are given back), so
+        only this call's memory and what the subject keeps count."""
         s = self._opened()
+        s.last = {}
         if self.device != "cuda":
             return {"peak_memory": -1}
+        torch.cuda.ipc_collect()
         return {"peak_memory": peak_memory(s.workload().call, self.sync, self._held_from)}
 
     def hot(self) -> dict:
