@@ -21,7 +21,7 @@ VARIANTS = {
     "hostile": ["hostile-honest", "hostile-side-stream", "hostile-cached", "hostile-crash", "hostile-hang",
                 "hostile-assert", "hostile-hoard", "hostile-exit", "hostile-segfault", "hostile-peek", "hostile-flag",
                 "hostile-memo", "hostile-partial", "hostile-mutate", "hostile-alias", "hostile-strided",
-                "hostile-subclass", "hostile-float64", "hostile-uninit", "hostile-thread", "hostile-shape", "hostile-patch-timer",
+                "hostile-subclass", "hostile-float64", "hostile-uninit", "hostile-thread", "hostile-tuned", "hostile-shape", "hostile-patch-timer",
                 "hostile-persist-l2"],
     "boastful": ["boastful-honest"],
 }

@@ -10,6 +10,7 @@ element), so a figure that depends on its inputs staying the same shows without 
 from pathlib import Path
 
 import pytest
+import torch
 
 from cudabench.engine.subject_link import SubjectLink
 from cudabench.engine.subject_worker import SubjectHandler
@@ -63,12 +64,12 @@ def registry():
     return discover([HOSTILE])
 
 
-def judge_one(registry, name, role="variant", **settings):
+def judge_one(registry, name, role="variant", inputs="uniform", **settings):
     ext = StandIn()
     handler = SubjectHandler("cpu", timer_factory=lambda timing: WorkTimer(ext), modules={"hostile": ext})
     link = SubjectLink(lambda: InlineWorker(handler), {"op": "hello", "kernels_dirs": [str(HOSTILE)]})
     judge = Judge(registry, link, device="cpu")
-    case = Case("hostile", (("n", N),))
+    case = Case("hostile", (("n", N),), inputs=inputs)
     rule = {"kind": "repeat", "count": 20}
     return judge.run(registry.family("hostile"), case, name, role,
                      Settings(rule=rule, warmup_calls=2, warmup_seconds=0.0, **settings))
@@ -190,3 +191,31 @@ def test_the_hot_loop_check_is_not_run_for_a_host_bound_call():
     assert bound.verdict == "not run" and "host-bound" in bound.detail
     gpu = session._hot_loop([227e-6] * 8, result, busy=[100e-6] * 5)
     assert gpu.verdict == "fail"
+
+
+@pytest.mark.parametrize("kind", ["outliers", "pareto"])
+def test_a_kernel_tuned_to_its_default_inputs_fails_on_other_kinds(registry, kind):
+    assert judge_one(registry, "hostile-tuned").status == "ok"
+    assert judge_one(registry, "hostile-tuned", inputs=kind).status == "FAIL"
+
+
+@pytest.mark.parametrize("kind", ["outliers", "pareto", "constant", "zeros"])
+def test_every_family_takes_the_generic_input_kinds_and_honest_ops_pass_them(registry, kind):
+    r = judge_one(registry, "hostile-honest", inputs=kind)
+    assert r.status == "ok", (r.skipped, r.error, failed(r))
+    assert r.case.key().endswith(f"{kind}]/fwd")  # recorded: the kind is part of the case
+
+
+def test_the_generic_kinds_are_what_they_say():
+    from cudabench.spec.distributions import reshape
+
+    gen = torch.Generator().manual_seed(0)
+    x = {"x": torch.empty(100_000).uniform_(-1, 1, generator=gen), "eps": 0.5}
+    outliers = reshape(x, "outliers", gen)["x"]
+    assert (outliers.abs() > 20).float().mean().item() == pytest.approx(0.01, abs=0.003)
+    assert reshape(x, "pareto", gen)["x"].abs().max() > 50
+    constant = reshape(x, "constant", gen)["x"]
+    assert torch.all(constant == constant[0]) and reshape(x, "constant", gen)["eps"] == 0.5
+    zeros = reshape(x, "zeros", gen)["x"]
+    assert (zeros == 0).float().mean().item() == pytest.approx(0.175, abs=0.02)
+    assert torch.signbit(zeros[zeros == 0]).any() and not torch.signbit(zeros[zeros == 0]).all()

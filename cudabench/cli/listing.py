@@ -32,5 +32,7 @@ def list_kernels(kernels_dir: Optional[List[Path]] = KernelsDir) -> None:
         for b in family.baselines:
             bl.add_row(b.name, family.name, "yes" if b.default else "no", ", ".join(b.dtypes), b.summary)
     out.print(bl)
-    if kinds:
-        out.print("input kinds (--inputs): " + "; ".join(kinds))
+    from cudabench.spec.distributions import GENERIC_KINDS
+
+    out.print("input kinds (--inputs): every family: uniform (default), " + ", ".join(GENERIC_KINDS)
+              + ("; " + "; ".join(kinds) if kinds else ""))

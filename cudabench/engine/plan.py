@@ -93,9 +93,9 @@ def plan(registry: Registry, names: Sequence[str], shape: dict[str, int],
             else:
                 skipped.append((variant, reason))
         directions = _directions(family, options.directions)
-        if options.inputs not in family.input_kinds:
+        if options.inputs not in family.all_input_kinds:
             raise ShapeError(f"{family.name} has no '{options.inputs}' inputs.",
-                             f"Its input kinds: {', '.join(family.input_kinds)}.")
+                             f"Its input kinds: {', '.join(family.all_input_kinds)}.")
         dtypes = options.dtypes or ("float32",)
         check_dtypes(family, dtypes)
         cases = tuple(Case(family.name, tuple(full.items()), d, dtype=t, inputs=options.inputs)

@@ -117,11 +117,22 @@ class Family:
     def directions(self) -> tuple[str, ...]:
         return ("fwd", "bwd", "fwdbwd") if self.grad_inputs else ("fwd",)
 
+    @property
+    def all_input_kinds(self) -> tuple[str, ...]:
+        """Its own kinds, then the generic ones every family has (cudabench.spec.distributions)."""
+        from cudabench.spec.distributions import GENERIC_KINDS
+
+        return self.input_kinds + tuple(k for k in GENERIC_KINDS if k not in self.input_kinds)
+
     def inputs(self, shape: Shape, gen: Any, device: Any, kind: str = "uniform") -> dict[str, Any]:
         """Fresh random inputs of the given kind (the first kind is the default)."""
         if kind == self.input_kinds[0]:
             return self.make_inputs(shape, gen, device)
-        return self.make_inputs(shape, gen, device, kind=kind)
+        if kind in self.input_kinds:
+            return self.make_inputs(shape, gen, device, kind=kind)
+        from cudabench.spec.distributions import reshape
+
+        return reshape(self.make_inputs(shape, gen, device), kind, gen)
 
     def default_shape(self) -> dict[str, int]:
         return {p.name: p.default for p in self.params}

@@ -87,6 +87,13 @@ def test_every_attack_class_is_flagged_beside_an_honest_subject_and_the_baseline
         assert caught, (name, r.status, r.error, r.invalid_because)
 
 
+@pytest.mark.parametrize("kind", ["outliers", "pareto"])
+def test_a_kernel_tuned_to_its_default_inputs_fails_on_other_kinds(hostile, kind):
+    results = run(hostile, ["hostile-honest", "hostile-tuned"], inputs=kind)
+    assert results["hostile-tuned"].status == "FAIL"
+    assert results["hostile-honest"].status == "ok" and results["torch"].status == "ok"
+
+
 def test_an_impossible_figure_is_invalid(hostile):
     result = run(hostile, ["boastful-honest"])["boastful-honest"]
     assert result.status == "INVALID" and failed_checks(result) == {"impossible"}
