@@ -58,6 +58,8 @@ def matrix(paths):
         timer = results[0]["measurement"]["timing"] if results and results[0].get("measurement") else Path(path).stem
         if "cold" in Path(path).stem:
             timer += " --cold"
+        if "pareto" in Path(path).stem:
+            timer += " --inputs pareto"
         columns.append(timer)
         for r in results:
             rows.setdefault(r["subject"], {})[timer] = cell(r)
