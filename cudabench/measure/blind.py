@@ -26,7 +26,7 @@ import contextlib
 import sys
 import threading
 import time
-from dataclasses import asdict, replace
+from dataclasses import replace
 from typing import Any, Callable, Optional
 
 import torch
@@ -42,6 +42,7 @@ from cudabench.measure.subject import case_inputs
 from cudabench.measure.timers import make_timer, sleep_cycles
 from cudabench.measure.transport import describe, share
 from cudabench.measure.workload import make_workload
+from cudabench.results.export import measurement_to_dict
 from cudabench.results.model import Case
 from cudabench.results.stats import summarize
 from cudabench.spec.build import build
@@ -258,7 +259,7 @@ class BlindRunner:
         s.timer = timer
         median = summarize(m.samples).median
         s.hot_median = median * m.calls_per_sample
-        reply = {"measurement": _plain_measurement(m), "sampling_seconds": sampling, "cupti": None}
+        reply = {"measurement": measurement_to_dict(m), "sampling_seconds": sampling, "cupti": None}
         short = m.timing == "sync" and median < settings.kernel_time_below
         if on_gpu and (short or settings.integrity or s.family.report_launches):
             reply["cupti"] = self._cupti(call, timer, m, median, short, flush)
@@ -341,7 +342,3 @@ class BlindRunner:
             flusher()
 
         return before_each
-
-
-def _plain_measurement(m: Any) -> dict:
-    return asdict(m)

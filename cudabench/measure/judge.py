@@ -42,6 +42,7 @@ from cudabench.measure.check import compare, output_specs, reference_results
 from cudabench.measure.settings import Settings
 from cudabench.measure.subject import Phases, case_inputs, figure, own_work, work_of
 from cudabench.measure.transport import TransportError, forget_inline, open_shared
+from cudabench.results.export import measurement_from_dict
 from cudabench.results.model import Case, Check, IntegrityCheck, Measurement, Result
 from cudabench.results.stats import summarize
 from cudabench.spec.family import UNIT_ROUNDOFF, Family
@@ -243,7 +244,7 @@ class Session:
         self.write(self.first)
         start = time.perf_counter()
         hot = self.ask({"op": "hot"})
-        m = measurement_from(hot["measurement"])
+        m = measurement_from_dict(hot["measurement"])
         self.phases.add("warm-up", m.warmup_seconds)
         self.phases.add("sampling", hot["sampling_seconds"])
         cupti = hot.get("cupti") or {}
@@ -528,14 +529,6 @@ def _dedupe(checks: list[IntegrityCheck]) -> list[IntegrityCheck]:
             seen.add((c.name, c.detail))
             out.append(c)
     return out
-
-
-def measurement_from(data: dict[str, Any]) -> Measurement:
-    data = dict(data)
-    for key in ("samples", "clocks", "extra"):
-        if key in data and data[key] is not None:
-            data[key] = tuple(tuple(v) if isinstance(v, list) else v for v in data[key])
-    return Measurement(**data)
 
 
 def with_kernel_time(m: Measurement, cupti: dict[str, Any]) -> Measurement:

@@ -83,33 +83,35 @@ def result_to_dict(r: Result) -> dict[str, Any]:
         d["stats"] = {**dataclasses.asdict(r.stats), "iqr": r.stats.iqr, "noise": r.stats.noise,
                       "precision": r.stats.precision}
     if r.measurement is not None:
-        m = r.measurement
-        d["measurement"] = {
-            "timing": m.timing, "cache": m.cache, "unit": "seconds per call",
+        d["measurement"] = measurement_to_dict(r.measurement)
+    return d
+
+
+def measurement_to_dict(m: Measurement) -> dict[str, Any]:
+    return {"timing": m.timing, "cache": m.cache, "unit": "seconds per call",
             "warmup_calls": m.warmup_calls, "warmup_seconds": m.warmup_seconds,
             "stop_reason": m.stop_reason, "calls_per_sample": m.calls_per_sample,
-            "clocks": dict(m.clocks), "extra": dict(m.extra), "samples": list(m.samples),
-        }
-    return d
+            "clocks": dict(m.clocks), "extra": dict(m.extra), "samples": list(m.samples)}
+
+
+def measurement_from_dict(m: Mapping[str, Any]) -> Measurement:
+    return Measurement(
+        samples=tuple(map(float, m["samples"])), timing=m["timing"], warmup_calls=m["warmup_calls"],
+        warmup_seconds=m["warmup_seconds"], stop_reason=m["stop_reason"], cache=m["cache"],
+        calls_per_sample=m["calls_per_sample"], clocks=tuple((k, float(v)) for k, v in m["clocks"].items()),
+        extra=tuple((k, float(v)) for k, v in m["extra"].items()))
 
 
 def result_from_dict(d: Mapping[str, Any]) -> Result:
     """The inverse of result_to_dict (how a worker's result crosses the process boundary)."""
-    c = d["case"]
-    case = Case(c["family"], tuple((k, int(v)) for k, v in c["shape"].items()), c["direction"],
-                c.get("dtype", "float32"), c.get("inputs", "uniform"))
+    case = Case.from_dict(d["case"])
     check = measurement = stats = None
     if d.get("check"):
         check = Check(tuple((k, float(v)) for k, v in d["check"]["errors"].items()), float(d["check"]["tolerance"]))
     if d.get("stats"):
         stats = Stats(**{f.name: d["stats"][f.name] for f in dataclasses.fields(Stats) if f.name in d["stats"]})
     if d.get("measurement"):
-        m = d["measurement"]
-        measurement = Measurement(
-            samples=tuple(map(float, m["samples"])), timing=m["timing"], warmup_calls=m["warmup_calls"],
-            warmup_seconds=m["warmup_seconds"], stop_reason=m["stop_reason"], cache=m["cache"],
-            calls_per_sample=m["calls_per_sample"], clocks=tuple((k, float(v)) for k, v in m["clocks"].items()),
-            extra=tuple((k, float(v)) for k, v in m["extra"].items()))
+        measurement = measurement_from_dict(d["measurement"])
     return Result(case, d["subject"], d["role"], check=check, measurement=measurement, stats=stats,
                   skipped=d.get("skipped") or "", flops=float(d.get("flops", 0.0)), bytes=float(d.get("bytes", 0.0)),
                   error=d.get("error") or "", host=d.get("host", ""), gpu=d.get("gpu", ""),
