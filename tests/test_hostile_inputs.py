@@ -58,7 +58,7 @@ def test_compare_shows_the_shape_of_each_case(tmp_path):
     (["--warmup", "-5ms"], "--warmup: expected a number of calls"),
     (["--warmup", "2.5"], "--warmup: expected a whole number of calls"),
     (["--warmup", "0"], "--warmup must be positive"),
-    (["--shape", "n=-8"], "n must be positive (got -8)"),
+    (["--shape", "n=-8"], "n must not be negative (got -8)"),
     (["--shape", "n=2^64"], "is not a whole number below 2^63"),
     (["--shape", "n=99999999999999999999999"], "is not a whole number below 2^63"),
 ])

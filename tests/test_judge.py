@@ -64,12 +64,16 @@ def registry():
     return discover([HOSTILE])
 
 
-def judge_one(registry, name, role="variant", inputs="uniform", **settings):
+def make_judge(registry):
     ext = StandIn()
     handler = SubjectHandler("cpu", timer_factory=lambda timing: WorkTimer(ext), modules={"hostile": ext})
     link = SubjectLink(lambda: InlineWorker(handler), {"op": "hello", "kernels_dirs": [str(HOSTILE)]})
-    judge = Judge(registry, link, device="cpu")
-    case = Case("hostile", (("n", N),), inputs=inputs)
+    return Judge(registry, link, device="cpu")
+
+
+def judge_one(registry, name, role="variant", inputs="uniform", judge=None, n=N, **settings):
+    judge = judge or make_judge(registry)
+    case = Case("hostile", (("n", n),), inputs=inputs)
     rule = {"kind": "repeat", "count": 20}
     return judge.run(registry.family("hostile"), case, name, role,
                      Settings(rule=rule, warmup_calls=2, warmup_seconds=0.0, **settings))
@@ -92,7 +96,7 @@ def test_work_done_only_on_calls_it_takes_for_checked_is_caught_on_random_timed_
     # hostile-flag also sniffs for NaN in its fresh output; the host's malloc may hand it memory
     # another test NaN-filled, so here every new draw is checked (on a GPU two are: see
     # docs/benchmarks/h100-integrity.md)
-    monkeypatch.setattr(judge_module, "CHECKED_DRAWS", judge_module.NEW_DRAWS)
+    monkeypatch.setattr(judge_module, "CHECKED_DRAWS", judge_module.NEW_DRAWS - 1)  # and one other kind
     r = judge_one(registry, "hostile-flag")
     assert r.status == "INVALID"
     assert "fresh-output" in failed(r) and "chosen at random among the timed calls" in failed(r)["fresh-output"]
@@ -139,6 +143,19 @@ def test_a_kernel_written_for_the_timed_shape_fails_at_random_shapes_within_its_
     honest = judge_one(registry, "hostile-honest", fuzz=8)
     shapes = next(c for c in honest.integrity if c.name == "shapes")
     assert shapes.verdict == "pass" and shapes.detail.count("n=") == 8
+
+
+def test_a_variants_random_shapes_are_checked_once_per_run(registry, monkeypatch):
+    calls = []
+    original = SubjectHandler.handle
+    monkeypatch.setattr(SubjectHandler, "handle", lambda self, r: calls.append(r["op"]) or original(self, r))
+    judge = make_judge(registry)
+    first = judge_one(registry, "hostile-honest", judge=judge)
+    opened = calls.count("open")
+    second = judge_one(registry, "hostile-honest", judge=judge, n=N // 2)  # the sweep's next point
+    assert calls.count("open") - opened == 1  # no random shapes opened again
+    shapes = [next(c for c in r.integrity if c.name == "shapes") for r in (first, second)]
+    assert shapes[1].verdict == "pass" and shapes[1].detail == shapes[0].detail + " (checked at its first case in this run)"
 
 
 def test_fuzz_0_says_the_shapes_were_not_checked(registry):
@@ -193,13 +210,30 @@ def test_the_hot_loop_check_is_not_run_for_a_host_bound_call():
     assert gpu.verdict == "fail"
 
 
-@pytest.mark.parametrize("kind", ["outliers", "pareto"])
-def test_a_kernel_tuned_to_its_default_inputs_fails_on_other_kinds(registry, kind):
-    assert judge_one(registry, "hostile-tuned").status == "ok"
+@pytest.mark.parametrize("kind", ["outliers", "pareto", "large"])
+def test_a_kernel_tuned_to_its_default_inputs_fails_on_other_kinds(registry, kind, monkeypatch):
     assert judge_one(registry, "hostile-tuned", inputs=kind).status == "FAIL"
+    # in a default run, one judged call draws another kind at random; here the judge's pick is `kind`
+    monkeypatch.setattr(judge_module, "other_input_kinds", lambda family, case: [kind])
+    tuned = judge_one(registry, "hostile-tuned")
+    assert tuned.check.passed and tuned.status == "INVALID"
+    assert failed(tuned)["distribution"].startswith(f"wrong on {kind} inputs (drawn at random)")
+    honest = judge_one(registry, "hostile-honest")
+    assert honest.status == "ok"
+    assert next(c for c in honest.integrity if c.name == "distribution").detail.startswith(f"right on {kind} inputs")
 
 
-@pytest.mark.parametrize("kind", ["outliers", "pareto", "constant", "zeros"])
+def test_the_kind_a_judged_call_draws_is_random_and_never_the_cases_own(registry):
+    picks = set()
+    for _ in range(12):
+        r = judge_one(registry, "hostile-honest")
+        detail = next(c for c in r.integrity if c.name == "distribution").detail
+        picks.add(detail.split(" inputs")[0].removeprefix("right on "))
+    assert len(picks) >= 2 and "uniform" not in picks
+    assert picks <= set(registry.family("hostile").all_input_kinds)
+
+
+@pytest.mark.parametrize("kind", ["outliers", "pareto", "constant", "zeros", "large"])
 def test_every_family_takes_the_generic_input_kinds_and_honest_ops_pass_them(registry, kind):
     r = judge_one(registry, "hostile-honest", inputs=kind)
     assert r.status == "ok", (r.skipped, r.error, failed(r))
@@ -219,3 +253,52 @@ def test_the_generic_kinds_are_what_they_say():
     zeros = reshape(x, "zeros", gen)["x"]
     assert (zeros == 0).float().mean().item() == pytest.approx(0.175, abs=0.02)
     assert torch.signbit(zeros[zeros == 0]).any() and not torch.signbit(zeros[zeros == 0]).all()
+
+
+@pytest.mark.parametrize("family, shape, dtype", [
+    ("add2", (("n", 4096),), "float32"),
+    ("timex", (("B", 2), ("C", 4), ("T", 64)), "bfloat16"),
+    ("attention", (("B", 1), ("H", 2), ("N", 64), ("D", 64), ("causal", 1)), "float16"),
+])
+def test_the_large_kind_goes_toward_overflow_as_far_as_the_float32_reference_stays_right(family, shape, dtype):
+    from cudabench.measure.check import reference_results, relative_error
+    from cudabench.measure.subject import case_inputs
+    from cudabench.measure.workload import make_workload
+
+    reg = discover()
+    fam = reg.family(family)
+    small, _ = case_inputs(fam, Case(family, shape, dtype=dtype), 3, "cpu")
+    large, _ = case_inputs(fam, Case(family, shape, dtype=dtype, inputs="large"), 3, "cpu")
+    biggest = max(float(v.abs().max()) for v in large.values() if torch.is_tensor(v))
+    assert biggest > 16 * max(float(v.abs().max()) for v in small.values() if torch.is_tensor(v))
+    as32 = {k: (v.float() if torch.is_tensor(v) else v) for k, v in large.items()}
+    out32 = make_workload(fam.reference, as32, "fwd").results()["out"]
+    want = reference_results(fam, large, "fwd")["out"]
+    assert torch.isfinite(out32).all() and relative_error(out32, want) <= fam.tolerance_for(dtype)
+    assert torch.isfinite(out32.to(getattr(torch, dtype))).all()  # an honest kernel can store it
+    if family == "add2":  # nothing but the inputs' own range limits a sum of two
+        assert biggest > torch.finfo(torch.float32).max / 2**20
+
+
+@pytest.mark.parametrize("family, shape, dtype, direction, kind, honest", [
+    ("timex", (("B", 2), ("C", 4), ("T", 64)), "float32", "fwdbwd", "outliers", True),
+    # float16 sums of outliers overflow float16 whatever the kernel does
+    ("timex", (("B", 2), ("C", 8), ("T", 512)), "float16", "fwd", "outliers", False),
+    # attention's gradients on all-equal inputs are rounding noise around zero
+    ("attention", (("B", 1), ("H", 2), ("N", 64), ("D", 64), ("causal", 1)), "float32", "fwdbwd", "constant", False),
+    ("attention", (("B", 1), ("H", 2), ("N", 64), ("D", 64), ("causal", 1)), "float32", "fwdbwd", "large", True),
+])
+def test_a_kind_is_drawn_only_where_an_honest_float32_kernel_can_pass(family, shape, dtype, direction, kind, honest):
+    from cudabench.measure.kinds import honest_can_pass
+    from cudabench.measure.subject import case_inputs
+
+    fam = discover().family(family)
+    case = Case(family, shape, direction, dtype=dtype, inputs=kind)
+    inputs, grad_out = case_inputs(fam, case, 5, "cpu")
+    assert honest_can_pass(fam, case, inputs, grad_out) is honest
+
+
+def test_a_baselines_distribution_is_not_checked(registry):
+    r = judge_one(registry, "torch", role="baseline")
+    check = next(c for c in r.integrity if c.name == "distribution")
+    assert check.verdict == "not run" and check.detail == "baselines are PyTorch's own"

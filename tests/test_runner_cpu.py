@@ -117,7 +117,7 @@ def test_an_invalid_subject_shows_no_figure_and_enters_no_speedup():
 
 
 def test_each_result_says_where_its_time_went_and_the_breakdown_adds_up(registry):
-    from cudabench.measure.subject import PHASES
+    from cudabench.measure.subject import INTEGRITY_PARTS, PHASES
     from cudabench.results.export import result_from_dict, result_to_dict
 
     runner, results = cpu_run(registry, ["add2"], {"n": 64})
@@ -125,13 +125,33 @@ def test_each_result_says_where_its_time_went_and_the_breakdown_adds_up(registry
     assert timed
     for r in timed:
         phases = dict(r.phases)
-        assert {"inputs", "reference", "check", "warm-up", "sampling"} <= set(phases) <= set(PHASES)
+        assert {"inputs", "reference", "check", "warm-up", "sampling"} <= set(phases)
+        assert {"integrity/judged calls", "integrity/shapes"} <= set(phases)
+        assert set(phases) <= set(PHASES) | {f"integrity/{p}" for p in INTEGRITY_PARTS}
         assert all(seconds >= 0 for seconds in phases.values())
         assert result_from_dict(result_to_dict(r)).phases == r.phases
     spent = sum(s for r in results for _, s in r.phases)
     line = report.time_breakdown(results, wall=spent + 1.0, waited={"start-up": 0.5, "build": 0.0})
     assert line.startswith(f"time: {spent + 1.0:.1f} s wall") and "start-up 0.5 s" in line
     assert line.endswith("other 0.5 s") and "timed sampling" in line
+    from dataclasses import replace
+
+    parts = replace(timed[0], phases=(("sampling", 1.0), ("integrity", 0.25), ("integrity/judged calls", 0.5),
+                                      ("integrity/shapes", 0.25)))
+    line = report.time_breakdown([parts], wall=2.0, waited={})
+    assert "sampling 1.0 s, integrity 1.0 s (judged calls 0.5, shapes 0.2, rest 0.2), other 0.0 s" in line
+
+
+def test_a_phase_inside_another_is_taken_out_of_it(monkeypatch):
+    import cudabench.measure.subject as subject
+
+    clock = iter([0.0, 1.0, 3.0, 10.0])
+    monkeypatch.setattr(subject.time, "perf_counter", lambda: next(clock))
+    phases = subject.Phases(lambda: None)
+    with phases("integrity"):
+        with phases("integrity/shapes"):
+            pass
+    assert phases.seconds == {"integrity/shapes": 2.0, "integrity": 8.0}
 
 
 def test_tables_are_grouped_per_gpu_model_and_skips_join_their_case():

@@ -14,7 +14,7 @@ def test_parse_shape():
 
 
 @pytest.mark.parametrize("text, fragment", [
-    ("B32", "NAME=VALUE"), ("B=3x", "not a whole number"), ("B=-1", "positive"), ("B=1,B=2", "twice"),
+    ("B32", "NAME=VALUE"), ("B=3x", "not a whole number"), ("B=-1", "must not be negative"), ("B=1,B=2", "twice"),
 ])
 def test_bad_shapes_name_the_problem(text, fragment):
     with pytest.raises(ShapeError) as info:

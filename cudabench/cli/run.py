@@ -21,7 +21,8 @@ from cudabench.errors import ShapeError
 DTYPE_HELP = ("Precision of inputs and outputs: float32 (default), bfloat16, float16, or several "
               "(float32,bfloat16), each a case; subjects without it are listed as skipped.")
 INPUTS_HELP = ("Input distribution: uniform (default, every family), a family's own kind, e.g. rwkv for "
-               "timex, or one every family has: outliers, pareto, constant, zeros (`cudabench list`).")
+               "timex, or one every family has: outliers, pareto, constant, zeros, large (`cudabench list`). "
+               "Every run also checks one judged call on another kind, drawn at random.")
 
 
 def stop_rule(repeat: Optional[int], min_time: Optional[float], noise: float, max_time: float):

@@ -23,6 +23,7 @@ What it reports is what this process saw; the judge decides what it means."""
 from __future__ import annotations
 
 import contextlib
+import gc
 import sys
 import threading
 import time
@@ -199,6 +200,11 @@ class BlindRunner:
             op = family.variant(name).bind(self.module(family, settings.arch))
         inputs, grad_out = case_inputs(family, case, settings.seed, self.device)
         self.subject = Opened(family, case, op, inputs, grad_out, settings, outputs)
+        if self.device == "cuda":
+            # blocks of the last subject the judge mapped are freed only once collected: counted in
+            # the baseline, they would later be subtracted from this subject's peak
+            gc.collect()
+            torch.cuda.ipc_collect()
         self._held_from = allocated_bytes() if self.device == "cuda" else 0
         shared = {k: share(v) for k, v in inputs.items() if torch.is_tensor(v)}
         return {"inputs": shared, "grad_out": None if grad_out is None else share(grad_out)}

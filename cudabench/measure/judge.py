@@ -102,6 +102,8 @@ class Judge:
         self.on_status = on_status
         self._references: dict[tuple[str, int], dict] = {}
         self._rng = random.Random(secrets.randbits(64))   # which calls to check: never sent anywhere
+        self._shapes_checked: dict[tuple, IntegrityCheck] = {}  # a variant's random shapes, once per run
+        self._ill_conditioned: set[tuple[str, str]] = set()     # (case key, input kind) no kernel can pass
 
     def sync(self) -> None:
         if self.device == "cuda":
@@ -248,8 +250,8 @@ class Session:
         self.phases.add("warm-up", m.warmup_seconds)
         self.phases.add("sampling", hot["sampling_seconds"])
         cupti = hot.get("cupti") or {}
-        self.phases.add("integrity", max(0.0, time.perf_counter() - start - m.warmup_seconds
-                                         - hot["sampling_seconds"]))
+        self.phases.add("integrity/cupti", max(0.0, time.perf_counter() - start - m.warmup_seconds
+                                               - hot["sampling_seconds"]))
         m = with_kernel_time(m, cupti)
         result = self.partial = self._with_ceiling(replace(result, measurement=m, stats=summarize(m.samples)))
         if not settings.integrity:
@@ -289,29 +291,46 @@ class Session:
     def integrity(self, result: Result, reference: dict, cupti: dict) -> tuple[IntegrityCheck, ...]:
         j, family, case, settings = self.judge, self.family, self.case, self.settings
         busy, counts = cupti.get("busy", []), cupti.get("counts", [])
-        checks = list(self.fresh_calls(result, busy))
-        checks.append(self.stream_order(reference, result.check))
+        with self.phases("integrity/judged calls"):
+            checks = list(self.fresh_calls(result, busy))
+        with self.phases("integrity/stream-order"):
+            checks.append(self.stream_order(reference, result.check))
         checks.append(integrity.timed_window(result.stats.median, busy, settings.timing))
         checks.append(integrity.no_work(counts, result.flops, result.bytes))
         l2 = int(getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "L2_cache_size", 0)) \
             if j.device == "cuda" else 0
         flops, nbytes = own_work(family, case, result)
         checks.append(integrity.impossible(figure(result), flops, nbytes, j.ceilings, l2, settings.cold, case.dtype))
-        left = self.finish()
+        with self.phases("integrity/process state"):
+            left = self.finish()
         checks.append(integrity.process_state(left["patched"], left["changed"], settings.cold))
         checks.append(integrity.threads_left(left["threads"], trusted=self.base.role == "baseline"))
-        checks.append(self.shapes())
+        with self.phases("integrity/shapes"):
+            checks.append(self.shapes())
         return tuple(checks)
 
     def shapes(self) -> IntegrityCheck:
         """The variant checked at `settings.fuzz` random shapes within its constraints, chosen here
-        (ragged sizes, small): a kernel written for the shapes it is timed at fails elsewhere."""
-        from cudabench.spec.fuzz import random_shapes
-
+        (ragged sizes, small): a kernel written for the shapes it is timed at fails elsewhere. Once
+        per variant, precision and direction in a judge's life (a run): the shapes do not depend on
+        the case, and a sweep would otherwise pay them at every point."""
         if self.settings.fuzz <= 0:
             return IntegrityCheck("shapes", "not run", "not checked: --fuzz 0")
         if self.base.role != "variant":
             return IntegrityCheck("shapes", "not run", "baselines are PyTorch's own")
+        key = (self.family.name, self.base.subject, self.case.dtype, self.case.direction, self.case.inputs,
+               self.settings.fuzz)
+        earlier = self.judge._shapes_checked.get(key)
+        if earlier is not None:
+            return replace(earlier, detail=f"{earlier.detail} (checked at its first case in this run)")
+        verdict = self._random_shapes()
+        if verdict.verdict != "not run":
+            self.judge._shapes_checked[key] = verdict
+        return verdict
+
+    def _random_shapes(self) -> IntegrityCheck:
+        from cudabench.spec.fuzz import random_shapes
+
         try:
             variant = self.family.variant(self.base.subject)
         except KeyError:
@@ -346,40 +365,73 @@ class Session:
     def fresh_calls(self, result: Result, busy: list[float]) -> list[IntegrityCheck]:
         """Judged calls after the hot loop, timed like it: NEW_DRAWS on new input values and SAME_DRAWS
         on the first values written again, in an order only the judge knows. It checks CHECKED_DRAWS of
-        the new ones against a new fp64 reference and one of the same ones against the first check's
-        outputs (determinism). Both kinds are made the same way, so their medians differ only if the
-        subject's time depends on its inputs staying the same."""
+        the new ones against a new fp64 reference, one more new one drawn from another input kind
+        (picked at random, named in the verdict), and one of the same ones against the first check's
+        outputs (determinism). New and same are made the same way, so their medians differ only if
+        the subject's time depends on its inputs staying the same."""
         j, family, case = self.judge, self.family, self.case
         plan = ["new"] * NEW_DRAWS + ["same"] * SAME_DRAWS
         j._rng.shuffle(plan)
         new_places = [i for i, k in enumerate(plan) if k == "new"]
-        for p in j._rng.sample(new_places, CHECKED_DRAWS):
+        places = j._rng.sample(new_places, CHECKED_DRAWS + 1)
+        for p in places[:-1]:
             plan[p] = "checked"
+        kind, kind_draw, kind_reference, why_not = self._other_kind()
+        if kind is not None:
+            plan[places[-1]] = "kind"
         plan[j._rng.choice([i for i, k in enumerate(plan) if k == "same"])] = "repeat"
         samples: dict[str, list[float]] = {"new": [], "same": []}
-        errors, problems, repeat = [], [], None
-        for kind in plan:
-            fresh = kind in ("new", "checked")
-            draw = j.draw(family, case, secrets.randbits(62), self.first) if fresh else self.first
-            reference = None
-            if kind == "checked":
-                with self.phases("reference"):
+        errors, problems, repeat, kind_check = [], [], None, None
+        for step in plan:
+            fresh = step in ("new", "checked", "kind")
+            draw, reference = self.first, None
+            if step == "kind":
+                draw, reference = kind_draw, kind_reference
+            elif fresh:
+                draw = j.draw(family, case, secrets.randbits(62), self.first)
+            if step == "checked":
+                with self.phases("integrity/references"):
                     reference = j.reference(family, case, draw, keep=False)
-            elif kind == "repeat":
+            elif step == "repeat":
                 reference = j.reference(family, case, self.first, keep=self.keep_reference)
             self.last_sample = None
             check, found = self.judged_call(draw, reference)
             problems += found
-            if self.last_sample is not None:
+            if self.last_sample is not None and step != "kind":  # another kind may take another time
                 samples["new" if fresh else "same"].append(self.last_sample)
             if reference is not None and not found:
-                errors.append(check)
-            if kind == "repeat" and not found:
+                if step == "kind":
+                    kind_check = check
+                else:
+                    errors.append(check)
+            if step == "repeat" and not found:
                 repeat = self._last_got
         out = [self._fresh_verdict(errors, result), self._fresh_figure(samples, result),
-               self._hot_loop(samples["same"], result, busy), self._determinism(repeat)]
+               self._hot_loop(samples["same"], result, busy), self._determinism(repeat),
+               _kind_verdict(kind, kind_check, why_not)]
         out += _dedupe(problems)
         return out
+
+    def _other_kind(self) -> tuple[Optional[str], Optional[Draw], Optional[dict], str]:
+        """A kind other than the case's own, picked at random, with a draw of it and its fp64
+        reference, for one judged call: the first whose draw an honest kernel can get right (kinds
+        found ill-conditioned for the case are not tried again). None and why when there is none."""
+        from cudabench.measure.kinds import honest_can_pass
+
+        if self.base.role != "variant":
+            return None, None, None, "baselines are PyTorch's own"
+        j, family, case = self.judge, self.family, self.case
+        kinds = [k for k in other_input_kinds(family, case) if (case.key(), k) not in j._ill_conditioned]
+        j._rng.shuffle(kinds)
+        for kind in kinds:
+            kind_case = replace(case, inputs=kind)
+            with self.phases("integrity/references"):
+                draw = j.draw(family, kind_case, secrets.randbits(62), self.first)
+                reference = j.reference(family, kind_case, draw, keep=False)
+                if honest_can_pass(family, kind_case, draw.inputs, draw.grad_out, reference):
+                    return kind, draw, reference, ""
+            j._ill_conditioned.add((case.key(), kind))
+        return None, None, None, "no other input kind is one a float32 kernel can get right at this case"
 
     def _fresh_verdict(self, checks: list[Check], result: Result) -> IntegrityCheck:
         if not checks:
@@ -511,6 +563,25 @@ class SubjectError(CudabenchError):
     def __init__(self, message: str, skip: bool = False) -> None:
         super().__init__(message)
         self.skip = skip
+
+
+def other_input_kinds(family: Family, case: Case) -> list[str]:
+    """The kinds a judged call may draw from instead of the case's own."""
+    return [k for k in family.all_input_kinds if k != case.inputs]
+
+
+def _kind_verdict(kind: Optional[str], check: Optional[Check], why_not: str) -> IntegrityCheck:
+    """The judged call on another input kind: right on it too, or tuned to one distribution."""
+    if kind is None:
+        return IntegrityCheck("distribution", "not run", why_not)
+    if check is None:
+        return IntegrityCheck("distribution", "not run", f"the call on {kind} inputs could not be read")
+    if check.passed:
+        return IntegrityCheck("distribution", "pass", f"right on {kind} inputs too (drawn at random), "
+                                                      f"error {check.worst:.1e}")
+    return IntegrityCheck("distribution", "fail", f"wrong on {kind} inputs (drawn at random): error "
+                                                  f"{check.worst:.3g} > tolerance {check.tolerance:g} "
+                                                  "(tuned to one input distribution?)")
 
 
 def _overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:

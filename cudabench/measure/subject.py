@@ -15,6 +15,7 @@ from cudabench.measure.check import check_workload, reference_results
 from cudabench.measure.workload import make_workload
 from cudabench.results.model import Case, Check, Result
 from cudabench.spec.build import build
+from cudabench.spec.distributions import LARGE
 from cudabench.spec.family import Family
 from cudabench.spec.registry import Registry
 
@@ -34,17 +35,23 @@ def case_data(family: Family, case: Case, seed: int, device: str = "cuda") -> tu
 def case_inputs(family: Family, case: Case, seed: int, device: str = "cuda") -> tuple[dict, Any]:
     """The same seed gives the same values: every subject of a case gets its own fresh copy. The
     family makes float32 inputs; a case in a lower precision rounds them to it (the fp64 reference
-    then sees the rounded values), and its upstream gradient comes in that precision too."""
+    then sees the rounded values), and its upstream gradient comes in that precision too. The `large`
+    kind is the first kind's draw scaled toward overflow (cudabench.measure.kinds)."""
     import torch
 
     gen = torch.Generator(device=device).manual_seed(seed)
-    made = family.inputs(case.params, gen, device, case.inputs)
-    inputs = in_dtype(made, case.dtype)
+    large = case.inputs == LARGE
+    made = family.inputs(case.params, gen, device, family.input_kinds[0] if large else case.inputs)
     grad_out = None
     if case.direction != "fwd":
         grad_out = torch.empty(output_shape(family, made), device=device).uniform_(-1, 1, generator=gen)
         grad_out = grad_out.to(getattr(torch, case.dtype))
-    return inputs, grad_out
+    if large:
+        from cudabench.measure.kinds import large_exponent, scaled
+
+        exponent = large_exponent(family, case, made, grad_out, lambda x: in_dtype(x, case.dtype))
+        made = scaled(made, exponent, family.large_inputs)
+    return in_dtype(made, case.dtype), grad_out
 
 
 def in_dtype(inputs: dict, dtype: str) -> dict:
@@ -78,25 +85,35 @@ def true_fp32() -> Iterator[None]:
 
 
 PHASES = ("inputs", "reference", "check", "warm-up", "sampling", "integrity")
+# where integrity's time goes, recorded as "integrity/<part>" (the rest is plain "integrity")
+INTEGRITY_PARTS = ("cupti", "judged calls", "references", "stream-order", "process state", "shapes")
 
 
 class Phases:
     """Wall time per named phase of one subject. The GPU is synchronised at each boundary, so work
-    queued in one phase (an fp64 reference) is not counted in the next (the check that waits for it)."""
+    queued in one phase (an fp64 reference) is not counted in the next (the check that waits for it).
+    A phase opened inside another is its own: its time is taken out of the outer one, so the phases
+    add up to the subject's time. Integrity's parts are named "integrity/<part>"."""
 
     def __init__(self, sync: Callable[[], None]) -> None:
         self.sync = sync
         self.seconds: dict[str, float] = {}
+        self._inner: list[float] = []   # per open phase, the time of the phases opened inside it
 
     @contextlib.contextmanager
     def __call__(self, name: str) -> Iterator[None]:
         self.sync()
         start = time.perf_counter()
+        self._inner.append(0.0)
         try:
             yield
         finally:
             self.sync()
-            self.add(name, time.perf_counter() - start)
+            spent = time.perf_counter() - start
+            inner = self._inner.pop()
+            self.add(name, spent - inner)
+            if self._inner:
+                self._inner[-1] += spent
 
     def add(self, name: str, seconds: float) -> None:
         self.seconds[name] = self.seconds.get(name, 0.0) + max(0.0, seconds)

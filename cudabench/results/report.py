@@ -220,20 +220,37 @@ BREAKDOWN = ("start-up", "build", "inputs", "reference", "check", "warm-up", "sa
 
 def time_breakdown(results: Sequence[Result], wall: float, waited: dict[str, float], gpus: int = 1) -> str:
     """Where the run's wall time went: the waits for workers to start and build, then each phase
-    summed over the subjects (measure.subject.PHASES), and the rest (planning, messages, saving
-    results, tables; with several GPUs also a GPU's idle time) as other. With several GPUs the
-    total is wall time × GPUs."""
-    spent = dict(waited)
+    summed over the subjects (measure.subject.PHASES; integrity with its parts beside it), and the
+    rest (planning, messages, saving results, tables; with several GPUs also a GPU's idle time) as
+    other. With several GPUs the total is wall time × GPUs."""
+    spent, parts_of = dict(waited), {}
     for r in results:
         for name, seconds in r.phases:
-            spent[name] = spent.get(name, 0.0) + seconds
-    parts = [f"{name} {spent[name]:.1f} s" for name in BREAKDOWN if spent.get(name, 0.0) >= 0.05]
+            top, _, part = name.partition("/")
+            spent[top] = spent.get(top, 0.0) + seconds
+            if part:
+                parts_of.setdefault(top, {})
+                parts_of[top][part] = parts_of[top].get(part, 0.0) + seconds
+    parts = [f"{name} {spent[name]:.1f} s" + _split(parts_of.get(name, {}), spent[name])
+             for name in BREAKDOWN if spent.get(name, 0.0) >= 0.05]
     total = wall * max(gpus, 1)
     other = total - sum(spent.values())
     share = spent.get("sampling", 0.0) / total if total > 0 else 0.0
     head = (f"time: {wall:.1f} s wall, {share:.0%} of it timed sampling" if gpus <= 1 else
             f"time: {wall:.1f} s wall on {gpus} GPUs ({total:.1f} GPU-seconds), {share:.0%} of them timed sampling")
     return head + " — " + ", ".join(parts) + f", other {max(0.0, other):.1f} s"
+
+
+def _split(parts: dict[str, float], total: float) -> str:
+    """A phase's named parts, largest first, and what is left of it: ' (cupti 1.0, shapes 0.5, rest 0.1)'."""
+    if not parts:
+        return ""
+    named = sorted(parts.items(), key=lambda kv: -kv[1])
+    text = [f"{name} {seconds:.1f}" for name, seconds in named if seconds >= 0.05]
+    rest = total - sum(parts.values())
+    if rest >= 0.05:
+        text.append(f"rest {rest:.1f}")
+    return f" ({', '.join(text)})" if text else ""
 
 
 def stop_summary(results: Sequence[Result]) -> str:

@@ -1,23 +1,30 @@
 """Input kinds every family has beside its own: its first kind's draw reshaped, so a kernel tuned to
 one distribution (values in [-1, 1], no zeros, no repeats) meets others. The values stay where an
-honest float32-accumulating kernel is exact to its tolerance; kinds that need a family's own scale
-(values near the dtype's overflow) are the family's to declare.
+honest float32-accumulating kernel is exact to its tolerance (for `large`, the reference decides
+how far that is).
 
     outliers   normal values, 1 in 100 of them 100 times larger
     pareto     heavy-tailed: a random sign times Pareto(α = 2.5), so the largest are hundreds
     constant   every element of a tensor the same random value (sums of equal terms, ties)
-    zeros      half the elements +0 or -0 or subnormal (in the case's precision), the rest normal"""
+    zeros      half the elements +0 or -0 or subnormal (in the case's precision), the rest normal
+    large      the first kind's values scaled toward the overflow of the case's precision, as far as
+               the reference computed in float32 stays right (made by cudabench.measure.kinds,
+               which needs the reference; `reshape` leaves it alone)"""
 
 from __future__ import annotations
 
 from typing import Any
 
-GENERIC_KINDS = ("outliers", "pareto", "constant", "zeros")
+LARGE = "large"
+GENERIC_KINDS = ("outliers", "pareto", "constant", "zeros", LARGE)
 
 
 def reshape(inputs: dict[str, Any], kind: str, gen: Any) -> dict[str, Any]:
     """The floating-point tensors of a first-kind draw turned into `kind`, from the same generator."""
     import torch
+
+    if kind == LARGE:
+        raise ValueError("the large kind is scaled by cudabench.measure.subject.case_inputs, which has the reference")
 
     out = {}
     for name, value in inputs.items():

@@ -98,6 +98,7 @@ class Family:
     bound: str = ""                           # the ceiling that bounds it: "memory", "sgemm", "fma" or ""
     report_launches: bool = False             # count kernels per call (CUPTI) for every subject
     input_kinds: tuple[str, ...] = ("uniform",)  # make_inputs(shape, gen, device, kind=...) for the others
+    large_inputs: tuple[str, ...] = ()        # the inputs the `large` kind scales (default: every float one)
     extra_cuda_cflags: tuple[str, ...] = ()
     dtypes: tuple[str, ...] = FLOAT32         # precisions its inputs come in (make_inputs' float32, cast)
     folder: Path = field(default=Path("."), compare=False)

@@ -45,7 +45,7 @@ def parse_shape(text: str) -> dict[str, int]:
             raise ShapeError(f"'{value.strip()}' is not a whole number below 2^63 (in '{part}').",
                              "Values are integers such as 768, 1_048_576 or 2^20.") from None
         if number < 0:
-            raise ShapeError(f"{name} must be positive (got {number}).")
+            raise ShapeError(f"{name} must not be negative (got {number}).")
         if name in shape:
             raise ShapeError(f"{name} is given twice in --shape '{text}'.")
         shape[name] = number

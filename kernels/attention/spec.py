@@ -233,4 +233,7 @@ FAMILY = Family(
     # gradient subtracts rowsum(dO∘O) from dO·Vᵀ, which cancels: 5e-5 leaves room for both and still
     # fails any wrong index or missing mask by orders of magnitude.
     tolerance=5e-5,
+    # `large` scales v only: logits near overflow make every flash kernel's stored log-sum-exp cancel
+    # (exp of a difference of two 1e36 numbers) in the backward, a limit of the algorithm, not a bug
+    large_inputs=("v",),
 )

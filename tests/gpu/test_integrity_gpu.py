@@ -87,7 +87,7 @@ def test_every_attack_class_is_flagged_beside_an_honest_subject_and_the_baseline
         assert caught, (name, r.status, r.error, r.invalid_because)
 
 
-@pytest.mark.parametrize("kind", ["outliers", "pareto"])
+@pytest.mark.parametrize("kind", ["outliers", "pareto", "large"])
 def test_a_kernel_tuned_to_its_default_inputs_fails_on_other_kinds(hostile, kind):
     results = run(hostile, ["hostile-honest", "hostile-tuned"], inputs=kind)
     assert results["hostile-tuned"].status == "FAIL"

@@ -1,0 +1,87 @@
+"""What the judge needs to know about input kinds beyond drawing them: whether a draw is one an honest
+kernel can get right (`honest_can_pass`), and how far the `large` kind scales (`large_exponent`).
+
+An honest kernel here accumulates in float32 and stores in the case's precision. It can get a draw
+right when the reference, run in float32 on the same (rounded) inputs, is finite, stays 2^HEADROOM
+below the precision's largest value, and is within half the tolerance of the fp64
+reference. Otherwise the draw tests the reference's conditioning, not the kernel: attention's
+gradients on all-equal inputs are rounding noise around zero, and sums of float16 outliers overflow
+float16 whatever the kernel does.
+
+`large` scales the first kind's values by the largest power of two at which that still holds (only
+the inputs a family names in `large_inputs`, else every floating-point one). A kernel that squares
+its inputs, keeps an intermediate in a narrower type or skips softmax's max subtraction then
+overflows. A power of two changes no value's digits, only its exponent."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Optional
+
+import torch
+
+from cudabench.measure.check import reference_results, relative_error
+from cudabench.measure.workload import make_workload
+
+HEADROOM = {"float32": 16, "bfloat16": 16, "float16": 4}  # bits below the largest value: room for
+#                                                           another summation order's intermediates
+_exponents: dict[tuple, int] = {}  # (family, case key) -> exponent: once per case and process
+
+
+def honest_can_pass(family: Any, case: Any, inputs: dict[str, Any], grad_out: Any,
+                    reference: Optional[dict] = None, margin_bits: int = 0) -> bool:
+    """Whether an honest float32-accumulating kernel can pass a check on these inputs (already in the
+    case's precision); `reference` is their fp64 reference, if already computed. `margin_bits` more
+    headroom below the largest value."""
+    limit = torch.finfo(getattr(torch, case.dtype)).max / 2.0**(HEADROOM[case.dtype] + margin_bits)
+    as_float32 = {k: (v.float() if torch.is_tensor(v) and v.is_floating_point() else v) for k, v in inputs.items()}
+    with torch.enable_grad():
+        got = make_workload(family.reference, as_float32, case.direction, family.grad_inputs,
+                            None if grad_out is None else grad_out.float()).results()
+    want = reference if reference is not None else reference_results(family, inputs, case.direction, grad_out)
+    tolerance = family.tolerance_for(case.dtype) / 2
+    for name, value in got.items():
+        v = value.detach()
+        if not bool(torch.isfinite(v).all()) or (v.numel() and float(v.abs().max()) > limit):
+            return False
+        if relative_error(v, want[name]) > tolerance:
+            return False
+    return True
+
+
+def scaled(inputs: dict[str, Any], exponent: int, names: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The floating-point tensors (those in `names`, if given) times 2^exponent; the rest as they are."""
+    return {k: (v * 2.0**exponent if torch.is_tensor(v) and v.is_floating_point() and (not names or k in names)
+                else v) for k, v in inputs.items()}
+
+
+def large_exponent(family: Any, case: Any, inputs: dict[str, Any], grad_out: Any,
+                   rounded: Callable[[dict], dict]) -> int:
+    """The exponent for the case (searched once per case in this process). `inputs` are a first-kind
+    draw in float32; `rounded(inputs)` rounds them to the case's precision."""
+    key = (family.name, case.key())
+    if key not in _exponents:
+        _exponents[key] = _search(family, case, inputs, grad_out, rounded)
+    return _exponents[key]
+
+
+def _search(family: Any, case: Any, inputs: dict[str, Any], grad_out: Any, rounded: Callable[[dict], dict]) -> int:
+    names = tuple(family.large_inputs)
+    limit = torch.finfo(getattr(torch, case.dtype)).max / 2.0**HEADROOM[case.dtype]
+    biggest = max((float(v.abs().max()) for k, v in inputs.items() if torch.is_tensor(v) and v.is_floating_point()
+                   and v.numel() and (not names or k in names)), default=1.0)
+
+    def fine(exponent: int) -> bool:
+        # a bit to spare: another draw at this scale can hold a larger value than this one
+        return honest_can_pass(family, case, rounded(scaled(inputs, exponent, names)), grad_out, margin_bits=1)
+
+    # the largest exponent found fine, taken as monotone above the family's own scale (where a sum's
+    # cancellation can still cost digits); only an exponent that was checked is returned
+    low, high, found = 0, max(0, math.floor(math.log2(limit / max(biggest, 1e-30)))), 0
+    while low < high:
+        middle = (low + high + 1) // 2
+        if fine(middle):
+            low = found = middle
+        else:
+            high = middle - 1
+    return found
