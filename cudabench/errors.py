@@ -49,6 +49,12 @@ class CheckFailedError(CudabenchError):
     exit_code = EXIT_FAILED
 
 
+class RunFailedError(CudabenchError):
+    """A run that ended without what it was asked for (a results file)."""
+
+    exit_code = EXIT_FAILED
+
+
 NO_GPU_HINT = (
     "Still works without a GPU: `cudabench list`, `cudabench doctor`, "
     "`cudabench build --check --all --arch sm_90` (compile-only with nvcc)."

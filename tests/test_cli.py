@@ -91,3 +91,28 @@ def test_python_dash_m_works():
 
     res = subprocess.run([sys.executable, "-m", "cudabench", "--help"], capture_output=True, text=True)
     assert res.returncode == 0 and "compare-sync-modes" in res.stdout
+
+
+def test_piped_output_follows_COLUMNS_and_list_reads_at_80_columns():
+    import subprocess
+    import sys
+
+    env = {**__import__("os").environ, "COLUMNS": "80"}
+    res = subprocess.run([sys.executable, "-m", "cudabench", "list"], capture_output=True, text=True, env=env,
+                         timeout=120)
+    assert res.returncode == 0
+    lines = res.stdout.splitlines()
+    assert max(len(line.rstrip()) for line in lines) <= 80
+    assert len(lines) < 150  # a summary column squeezed to a few characters made 280
+    assert any(line.startswith("  timex-v4  ") or line.startswith("  timex-v4 ") for line in lines)
+    from cudabench.cli.common import piped_width
+
+    assert piped_width({"COLUMNS": "100"}) == 100 and piped_width({}) == 130 and piped_width({"COLUMNS": "x"}) == 130
+
+
+def test_text_from_users_and_tools_never_drives_the_terminal(tmp_path):
+    folder = tmp_path / "k" / "esc"
+    folder.mkdir(parents=True)
+    (folder / "spec.py").write_text("raise RuntimeError('\\x1b[2J\\x1b]0;owned\\x07 cleared')\n")
+    res = invoke("list", "--kernels-dir", str(tmp_path / "k"))
+    assert res.exit_code == 2 and "\x1b" not in res.output and "\\x1b[2J" in res.output

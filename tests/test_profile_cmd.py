@@ -53,9 +53,9 @@ def test_torch_child_is_the_worker_with_a_trace_path():
     assert cmd[0] == "py" and json.loads(cmd[-1])["trace"].endswith(".trace.json")
 
 
-def executable(path: Path) -> str:
+def executable(path: Path, says: str = "NVIDIA Nsight Systems version 2023.4.4.54-32845696v0") -> str:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("#!/bin/sh\necho 'NVIDIA Nsight Systems version 2023.4.4.54-32845696v0'\n")
+    path.write_text(f"#!/bin/sh\necho '{says}'\n")
     path.chmod(path.stat().st_mode | stat.S_IEXEC)
     return str(path)
 
@@ -163,7 +163,7 @@ def test_profile_ncu_with_a_broken_cudabench_ncu_stops_before_the_gpu(tmp_path, 
 
 
 def test_profile_says_which_binary_it_runs_and_why(tmp_path, monkeypatch):
-    ncu = executable(tmp_path / "ncu")
+    ncu = executable(tmp_path / "ncu", "NVIDIA (R) Nsight Compute Command Line Profiler")
     monkeypatch.setenv("CUDABENCH_NCU", ncu)
     out, err = Console(record=True, width=300), Console(record=True, width=300)
     assert find_profiler("ncu", None, out, err) == ncu
@@ -183,3 +183,10 @@ def test_profile_timeline_refuses_an_unknown_image_type_before_profiling(tmp_pat
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     res = CliRunner().invoke(app, ["profile", "-k", "add2", "--timeline", str(tmp_path / "t.bmpx")])
     assert res.exit_code == 2 and "t.bmpx" in res.output, res.output
+
+
+def test_a_binary_that_is_not_the_tool_is_named_as_such(tmp_path, monkeypatch):
+    monkeypatch.setenv("CUDABENCH_NCU", executable(tmp_path / "ncu"))  # answers as nsys
+    with pytest.raises(ToolNotFoundError, match="is not ncu: asked for its version, it exited with code 0 and printed "
+                                                "'NVIDIA Nsight Systems"):
+        find_profiler("ncu", None, Console(), Console())

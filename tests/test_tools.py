@@ -177,3 +177,23 @@ def test_doctor_says_an_nsys_without_importer_writes_no_report(fake_toolbox):
     importer.parent.mkdir()
     importer.write_text("")
     assert "QdstrmImporter" not in doctor_output()
+
+
+def test_nvcc_that_is_not_nvcc_is_named_by_doctor_and_build(monkeypatch):
+    from cudabench.cli.doctor import tool_finding
+    from cudabench.errors import ToolNotFoundError
+    from cudabench.profile import tools
+    from cudabench.spec.build import find_nvcc
+
+    monkeypatch.setenv("CUDABENCH_NVCC", "/bin/false")
+    finding = tool_finding("nvcc", "build", tools.find_nvcc)
+    assert not finding.ok and "/bin/false is not nvcc: asked for its version, it exited with code 1" in finding.detail
+    with pytest.raises(ToolNotFoundError, match="/bin/false is not nvcc"):
+        find_nvcc()
+
+
+def test_a_failed_compile_never_shows_without_a_reason(tmp_path):
+    from cudabench.spec.build import _run
+
+    check = _run(["/bin/false", "x.cu"], tmp_path / "x.cu")
+    assert not check.ok and check.output == "/bin/false exited with code 1 and printed nothing"

@@ -85,8 +85,10 @@ def options(
 
 
 def main() -> None:
+    from cudabench.cli.supervise import supervised
+
     sys.argv[1:] = optional_value(sys.argv[1:], "--store", commands=("run", "history"))
-    app()
+    supervised(app)
 
 
 def optional_value(args: list[str], option: str, commands: tuple[str, ...]) -> list[str]:

@@ -17,12 +17,34 @@ from rich.text import Text
 
 from cudabench.errors import ConfigError, CudabenchError
 
-# Piped output (logs, CI) gets a fixed width so tables do not wrap at 80 columns. Markup is off on
-# both consoles, tables included: names, shapes (add2[n=1024]), paths, compiler and tool output print
-# verbatim. Our own styling goes through `say` (or a style= argument), never through markup.
-_WIDTH = None if sys.stdout.isatty() else 130
-out = Console(highlight=False, markup=False, width=_WIDTH)
-err = Console(stderr=True, highlight=False, markup=False, width=_WIDTH)
+# Piped output (logs, CI) is 130 columns wide unless COLUMNS says otherwise, so tables do not wrap
+# at 80 columns. Markup is off on both consoles, tables included: names, shapes (add2[n=1024]),
+# paths, compiler and tool output print verbatim. Our own styling goes through `say` (or a style=
+# argument), never through markup.
+def piped_width(environ: "os._Environ[str] | dict[str, str]" = os.environ) -> int:
+    columns = environ.get("COLUMNS", "")
+    return int(columns) if columns.isdigit() and 20 <= int(columns) <= 10_000 else 130
+
+
+# Control characters in text from files, tools and users (an escape sequence in a kernel's summary, a
+# compiler's colour codes) are shown, not sent to the terminal: ESC becomes "\x1b".
+_CONTROLS = {c: f"\\x{c:02x}" for c in [*range(0x20), 0x7F, *range(0x80, 0xA0)] if chr(c) not in "\n\t"}
+
+
+def visible(text: str) -> str:
+    return text.translate(_CONTROLS)
+
+
+class PlainConsole(Console):
+    """A console whose strings are printed as written: no markup, no terminal control from them."""
+
+    def render_str(self, text: str, **kwargs):  # type: ignore[override]
+        return super().render_str(visible(text), **kwargs)
+
+
+_WIDTH = None if sys.stdout.isatty() else piped_width()
+out = PlainConsole(highlight=False, markup=False, width=_WIDTH)
+err = PlainConsole(stderr=True, highlight=False, markup=False, width=_WIDTH)
 
 
 class Flags:
@@ -43,8 +65,11 @@ def detail(text: str, console: Console = out) -> None:
 
 def say(*parts: "str | tuple[str, str]", console: Console = out, style: str = "") -> None:
     """Print one line from plain strings and (text, style) pairs, e.g.
-    say(("note: ", "yellow"), message, console=err). Nothing in the text is read as markup."""
-    console.print(Text.assemble(*parts, style=style))
+    say(("note: ", "yellow"), message, console=err). Nothing in the text is read as markup or
+    reaches the terminal as a control character."""
+    # soft_wrap: no line break is inserted, so a command in a hint stays whole when copied
+    console.print(Text.assemble(*(visible(p) if isinstance(p, str) else (visible(p[0]), p[1]) for p in parts),
+                                style=style), soft_wrap=True)
 
 KernelsDir = typer.Option(None, "--kernels-dir", help="Extra folder of kernel families (repeatable).")
 

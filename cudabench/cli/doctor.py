@@ -77,6 +77,11 @@ def tool_finding(name: str, needed_for: str, find: Callable[[], Found], fix: str
         where = find()
     except ToolNotFoundError as exc:
         return Finding(name, False, f"{exc.message} Needed for {needed_for}." + (f" Fix: {fix}" if fix else ""))
+    from cudabench.profile.tools import SIGNATURES, not_the_tool
+
+    wrong = not_the_tool(where.path, name) if name in SIGNATURES else ""
+    if wrong:
+        return Finding(name, False, f"{wrong} (found via {where.how}). Needed for {needed_for}.", label="not it")
     return Finding(name, True, f"{where.describe()}  {tool_version(where.path)}", where=where)
 
 

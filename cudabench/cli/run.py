@@ -15,7 +15,7 @@ from typing import Any, Iterator, List, Optional
 import typer
 
 from cudabench.cli.common import FLAGS, KernelsDir, check_writable, detail, err, is_stdout, out, registry, say, split
-from cudabench.errors import ShapeError
+from cudabench.errors import RunFailedError, ShapeError
 
 
 DTYPE_HELP = ("Precision of inputs and outputs: float32 (default), bfloat16, float16, or several "
@@ -110,6 +110,10 @@ class Outputs:
 
             check_writable(self.store)  # its folder can be made and written (the file may not exist yet)
             check_readable(self.store)
+
+    def missing(self) -> list[Path]:
+        """The results files asked for that do not exist (standard output aside)."""
+        return [p for p in (self.json, self.csv, self.markdown) if p is not None and not is_stdout(p) and not p.exists()]
 
     @contextlib.contextmanager
     def tables_elsewhere(self) -> Iterator[None]:
@@ -374,6 +378,10 @@ def execute(runner: Any, tasks: list, outputs: Outputs, command: str, policy: An
         outputs.save(document(runner.results, env[0], command, runner.seed, hashes, complete=not interrupted),
                      final=True)
     outputs.tell()
+    missing = outputs.missing()
+    if missing and not interrupted:
+        raise RunFailedError(f"The run ended without writing {', '.join(map(str, missing))}, which it was asked for.",
+                       "Nothing was measured to write (see the messages above).")
     if interrupted:
         say(("interrupted: ", "yellow"), f"kept {len(runner.results)} result(s) measured so far.", console=err)
         raise typer.Exit(130)

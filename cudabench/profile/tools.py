@@ -129,6 +129,34 @@ def same_folder(a: Optional[str], b: Optional[str]) -> bool:
     return bool(a and b) and os.path.realpath(a) == os.path.realpath(b)
 
 
+# What each tool prints for --version, whatever its release: a binary that runs but prints none of it
+# is not that tool (a wrapper gone wrong, /bin/false set as $CUDABENCH_NVCC).
+SIGNATURES = {"nvcc": "cuda compil", "nsys": "nsight systems", "ncu": "nsight compute"}
+
+
+def not_the_tool(path: str, name: str) -> str:
+    """'' when `path` answers --version as `name` does, else what it did instead (one sentence)."""
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"{path} could not be run with --version ({exc})"
+    said = (out.stdout + out.stderr).strip()
+    if out.returncode == 0 and SIGNATURES[name] in said.lower():
+        return ""
+    first = said.splitlines()[0][:120] if said else "nothing"
+    return (f"{path} is not {name}: asked for its version, it exited with code {out.returncode} and printed "
+            f"{first!r}" if said else f"{path} is not {name}: asked for its version, it exited with code "
+            f"{out.returncode} and printed nothing")
+
+
+def verified(found: Found, name: str, hint: str) -> Found:
+    """`found` if it answers --version as `name`; else ToolNotFoundError saying what it is instead."""
+    wrong = not_the_tool(found.path, name)
+    if wrong:
+        raise ToolNotFoundError(f"{wrong} (found via {found.how}).", hint)
+    return found
+
+
 def tool_version(path: str, line: int = -1) -> str:
     """One line of what a tool prints for --version: the last (nvcc, ncu) or the first (compilers)."""
     try:

@@ -18,6 +18,7 @@ from cudabench.results import report
 from cudabench.errors import CudabenchError
 from cudabench.nvtx import CALL_SUFFIX
 from cudabench.profile.nsys import with_ext
+from cudabench.profile.tools import verified
 from cudabench.profile.launch import OUTPUTS, ProfileRequest, child_command, child_env, keep_summary, read_summary
 
 RunChild = Callable[..., tuple[int, str, Optional[dict]]]
@@ -52,6 +53,8 @@ def find_profiler(tool: str, nsys_path: Optional[str], out: Console, err: Consol
     if tool not in ("nsys", "ncu"):
         return None
     found = nsys_tool.find_nsys(nsys_path) if tool == "nsys" else ncu_tool.find_ncu()
+    found = verified(found, tool, f"Point {'--nsys or $CUDABENCH_NSYS' if tool == 'nsys' else '$CUDABENCH_NCU'} "
+                     f"(or PATH) at the real {tool}.")
     out.print(f"{tool}: {found.describe()}", style="dim")
     if tool == "nsys" and not nsys_tool.importer_present(found.path):
         err.print(Text.assemble(("note: ", "yellow"), f"no QdstrmImporter beside {found.path}: this nsys "

@@ -204,7 +204,9 @@ def compiler_errors(log: str, limit: int = 8) -> str:
 # ---- compile-only check (no GPU, no torch link) --------------------------------------------------
 
 def find_nvcc() -> str:
-    return tools.find_nvcc().path
+    """The nvcc to compile with; one that answers --version as something else is an error, not a
+    string of FAILED checks."""
+    return tools.verified(tools.find_nvcc(), "nvcc", "Point $CUDABENCH_NVCC (or PATH) at the CUDA toolkit's nvcc.").path
 
 
 def cuda_home_candidates(nvcc: Optional[str] = None) -> list[str]:
@@ -251,8 +253,10 @@ def binding_command(cxx: str, source: Path, scratch: Path, nvcc: Optional[str] =
 def _run(command: list[str], source: Path) -> CompileCheck:
     start = time.perf_counter()
     proc = subprocess.run(command, capture_output=True, text=True)
-    return CompileCheck(source, tuple(command), time.perf_counter() - start, proc.returncode == 0,
-                        proc.stdout + proc.stderr)
+    said = proc.stdout + proc.stderr
+    if proc.returncode != 0 and not said.strip():  # a failure is never shown without a reason
+        said = f"{command[0]} exited with code {proc.returncode} and printed nothing"
+    return CompileCheck(source, tuple(command), time.perf_counter() - start, proc.returncode == 0, said)
 
 
 def check_compile(family: Family, arch: str, bindings: bool = True) -> list[CompileCheck]:

@@ -5,13 +5,15 @@ Importing a spec imports torch but never touches CUDA.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import importlib.util
+import os
 import sys
 import traceback
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 from cudabench.errors import ConfigError, UnknownKernelError
 from cudabench.spec.family import Family, Variant
@@ -60,6 +62,40 @@ class Registry:
         return UnknownKernelError(f"Unknown kernel '{name}'.", hint)
 
 
+# Called with (spec file, loaded) before and after each spec.py is imported (cli.supervise names the
+# file a process died in)
+LOAD_HOOKS: list[Callable[[Path, bool], None]] = []
+
+
+class SpecExited(BaseException):
+    """os._exit called while a spec.py was being imported (raised instead of ending the process)."""
+
+    def __init__(self, code: object) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+@contextlib.contextmanager
+def exits_raise() -> Iterator[None]:
+    """While a spec.py is imported, os._exit raises SpecExited (sys.exit already raises SystemExit), so
+    the error names the file and line. A reference to os._exit taken meanwhile ends the process as
+    usual once the import is over."""
+    real = os._exit
+    loading = [True]
+
+    def guarded(code: int) -> None:
+        if loading[0]:
+            raise SpecExited(code)
+        real(code)
+
+    os._exit = guarded
+    try:
+        yield
+    finally:
+        loading[0] = False
+        os._exit = real
+
+
 def load_family(folder: Path) -> Family:
     spec_file = folder / "spec.py"
     module_name = f"cudabench_kernels_{folder.name.replace('-', '_')}_{abs(hash(str(folder)))}"
@@ -68,14 +104,24 @@ def load_family(folder: Path) -> Family:
         raise ConfigError(f"Cannot load {spec_file}.")
     module = importlib.util.module_from_spec(module_spec)
     sys.modules[module_name] = module
+    for hook in LOAD_HOOKS:
+        hook(spec_file, False)
     try:
-        module_spec.loader.exec_module(module)
+        with exits_raise():
+            module_spec.loader.exec_module(module)
+    except (SystemExit, SpecExited) as exc:  # sys.exit or os._exit while loading: never a silent end
+        code = exc.code
+        raise ConfigError(f"{where_raised(exc, spec_file)} ended the process while loading (exit code {code!r}): "
+                          "a kernel family's spec.py must define FAMILY and return.",
+                          "Remove the exit from spec.py (or from what it imports).") from None
     except Exception as exc:  # a user's spec.py with a bug: say which file and line
         error = ConfigError(f"{where_raised(exc, spec_file)} failed to load: {type(exc).__name__}: {exc}",
                             "Fix the kernel family's spec.py (`cudabench --traceback ...` shows the whole "
                             "traceback).")
         error.original = exc
         raise error from exc
+    for hook in LOAD_HOOKS:
+        hook(spec_file, True)
     family = getattr(module, "FAMILY", None)
     if not isinstance(family, Family):
         raise ConfigError(f"{spec_file} does not define FAMILY = cudabench.spec.family.Family(...).")
