@@ -2,6 +2,8 @@
 watchdog, crashes, garbage, and a run that records each failure against its own subject and goes
 on with a fresh worker."""
 
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -68,6 +70,36 @@ def test_watchdog_kills_a_hanging_worker_and_its_group(worker):
 def test_a_dying_or_garbling_worker_says_how(worker, name, reason):
     with pytest.raises(WorkerLost, match=reason):
         worker.request(subject(name), 30)
+
+
+def test_a_dying_workers_last_words_survive_a_late_stderr_reader(monkeypatch):
+    # A busy machine, made certain: its stdout's end is seen before its stderr is read.
+    read_log = ProcessWorker._read_log
+    monkeypatch.setattr(ProcessWorker, "_read_log", lambda self, stream: (time.sleep(1.0), read_log(self, stream)))
+    w = ProcessWorker(FAKE)
+    try:
+        with pytest.raises(WorkerLost, match="exited with code 3: about to exit"):
+            w.request(subject("exit"), 30)
+    finally:
+        w.close()
+
+
+def test_waiting_for_a_dead_workers_last_words_is_bounded(monkeypatch):
+    # A process that left its group holds the dead worker's stderr open: no end of it ever comes.
+    monkeypatch.setattr("cudabench.engine.workers.DRAIN_TIMEOUT", 0.5)
+    escape = ("import os, subprocess; p = subprocess.Popen(['sleep', '60'], stdout=subprocess.DEVNULL, "
+              "start_new_session=True); print(p.pid, flush=True); os._exit(3)")
+    w = ProcessWorker([sys.executable, "-c", escape])
+    start = time.monotonic()
+    try:
+        with pytest.raises(WorkerLost, match="exited with code 3"):
+            w.wait(30)
+        w.close()
+        assert time.monotonic() - start < 10
+    finally:
+        for line in list(w.tail):
+            if line.strip().isdigit():
+                os.kill(int(line), signal.SIGKILL)
 
 
 def test_exit_descriptions():

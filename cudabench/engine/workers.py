@@ -22,6 +22,7 @@ from cudabench.engine.protocol import ProtocolError, decode
 
 Status = Callable[[str], None]
 _EOF = object()
+DRAIN_TIMEOUT = 5.0  # seconds to wait for a finished worker's pipes to be read to their end
 
 
 class WorkerLost(Exception):
@@ -67,8 +68,11 @@ class ProcessWorker:
         self.proc = subprocess.Popen(list(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True, bufsize=1, env=env,
                                      start_new_session=True)  # its own process group: killed as one
-        for stream, reader in ((self.proc.stdout, self._read_messages), (self.proc.stderr, self._read_log)):
-            threading.Thread(target=reader, args=(stream,), daemon=True).start()
+        self._readers = [threading.Thread(target=reader, args=(stream,), daemon=True)
+                         for stream, reader in ((self.proc.stdout, self._read_messages),
+                                                (self.proc.stderr, self._read_log))]
+        for thread in self._readers:
+            thread.start()
 
     def _read_messages(self, stream) -> None:
         try:
@@ -126,6 +130,7 @@ class ProcessWorker:
                 continue
             if item is _EOF:
                 code = self._exit_code()
+                self.drain()  # its last stderr lines may still be in the pipe, unread
                 raise WorkerLost(f"the worker {describe_exit(code)}{self.last_words()}")
             if isinstance(item, ProtocolError):
                 self.kill()
@@ -141,6 +146,15 @@ class ProcessWorker:
         except subprocess.TimeoutExpired:  # closed its stdout but lives on
             self.kill()
             return self.proc.returncode
+
+    def drain(self) -> None:
+        """Let the reader threads take in what the process wrote before it ended. The end of its
+        stdout says nothing of its stderr: on a busy machine the stderr reader may not yet have read
+        the lines written last ("about to exit", a Python error), which would then be missing from
+        its last words. Bounded: a process that left the group may hold a pipe open."""
+        end = time.monotonic() + DRAIN_TIMEOUT
+        for thread in self._readers:
+            thread.join(max(0.0, end - time.monotonic()))
 
     def last_words(self, lines: int = 3) -> str:
         """Its last few log lines, e.g. a Python error or a driver message."""
@@ -166,7 +180,11 @@ class ProcessWorker:
             except subprocess.TimeoutExpired:
                 pass
         self.kill()
+        self.drain()  # run_one_shot reads the tail next
+        readers = dict(zip((self.proc.stdout, self.proc.stderr), self._readers))
         for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            if stream in readers and readers[stream].is_alive():
+                continue  # held open elsewhere: closing it would block until its reader's read returns
             try:
                 stream.close()
             except (OSError, ValueError):
