@@ -1,11 +1,14 @@
 """Suite files: parsing, sweep expansion, and an error naming file, key and expectation for every
 kind of mistake. Every shipped config loads."""
 
+import os
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
-from cudabench.results.config import expand_shape, load_suite, swept_parameters
+from cudabench.results.config import MAX_SUITE_SHAPES, expand_shape, load_suite, swept_parameters
 from cudabench.errors import ConfigError
 
 CONFIGS = sorted((Path(__file__).resolve().parent.parent / "configs").glob("*.toml"))
@@ -200,3 +203,89 @@ def test_gpus_and_cluster_keys(tmp_path, value, expected):
 def test_gpus_key_mistakes(tmp_path, value):
     error = failure(tmp_path, f'gpus = {value}\n[[case]]\nkernels = ["add2"]\n')
     assert 'gpus: expected "all" or a list of GPU indices' in error.message
+
+
+# ---- hostile suite files (issue 31) -------------------------------------------------------------------
+
+def test_a_suite_nested_thousands_deep_is_one_message(tmp_path):
+    error = failure(tmp_path, "name = " + "[" * 5000 + "]" * 5000 + '\n[[case]]\nkernels = ["t"]\n')
+    assert "not valid TOML" in error.message and "nest 5000 deep" in error.message
+
+
+def test_an_integer_of_ten_thousand_digits_is_one_message(tmp_path):
+    error = failure(tmp_path, '[[case]]\nkernels = ["t"]\nshape = { T = ' + "9" * 10_000 + " }\n")
+    assert "a number of 10000 digits at line 3, column 15" in error.message
+
+
+def test_a_deep_value_from_dotted_keys_is_shown_short(tmp_path):
+    """tomllib builds dotted keys without recursing; the message quoting the value must not recurse either."""
+    error = failure(tmp_path, "name." + ".".join(["a"] * 3000) + ' = 1\n[[case]]\nkernels = ["t"]\n')
+    assert "name: expected a string" in error.message and len(error.message) < 600
+
+
+def test_a_long_wrong_value_is_quoted_short(tmp_path):
+    error = failure(tmp_path, "[[case]]\nkernels = [" + ", ".join(["1"] * 10_000) + "]\n")
+    assert "case[1].kernels: expected a list of names" in error.message and len(error.message) < 600
+
+
+@pytest.mark.parametrize("make, fragment", [
+    (lambda tmp: Path("/dev/zero"), "character device"),
+    (lambda tmp: (os.mkfifo(tmp / "suite.toml"), tmp / "suite.toml")[1], "named pipe (FIFO)"),
+    (lambda tmp: tmp, "a folder"),
+])
+def test_a_suite_path_that_is_not_a_file_is_refused_at_once(tmp_path, make, fragment):
+    path = make(tmp_path)
+    done = []
+    thread = threading.Thread(target=lambda: done.append(_error_of(lambda: load_suite(path))), daemon=True)
+    thread.start()
+    thread.join(5)
+    assert done, "load_suite blocked"
+    assert str(path) in done[0].message and fragment in done[0].message
+
+
+def _error_of(call):
+    try:
+        call()
+    except ConfigError as exc:
+        return exc
+    raise AssertionError("no ConfigError")
+
+
+def test_an_oversized_suite_file_is_refused_with_the_limit(tmp_path, monkeypatch):
+    monkeypatch.setenv("CUDABENCH_MAX_INPUT_BYTES", "100")
+    error = failure(tmp_path, "# " + "x" * 200 + '\n[[case]]\nkernels = ["t"]\n')
+    assert "too large" in error.message and "100 bytes" in error.message
+
+
+def sweep_suite(tmp_path, cases, shapes, name="sweep.toml"):
+    return write(tmp_path, "".join(f'[[case]]\nkernels = ["add2"]\nshape = {{ n = {{ from = {i + 1}, '
+                                   f'to = {i + shapes}, step = 1 }} }}\n' for i in range(cases)), name)
+
+
+def test_a_suite_past_the_limit_is_refused_before_it_is_expanded(tmp_path):
+    """300 cases × 10,000 shapes: 117 s and 2.5 GB to plan before; now refused in milliseconds."""
+    path = sweep_suite(tmp_path, 300, 10_000)
+    start = time.perf_counter()
+    with pytest.raises(ConfigError) as info:
+        load_suite(path)
+    assert time.perf_counter() - start < 2
+    assert "expands to 3,000,000 shapes over its 300 case(s), more than 100,000" in info.value.message
+
+
+def test_a_list_of_tables_counts_toward_the_limit(tmp_path):
+    tables = ", ".join(f"{{ n = {{ from = {k}, to = {k + 9_999}, step = 1 }} }}" for k in range(1, 12))
+    error = failure(tmp_path, f'[[case]]\nkernels = ["add2"]\nshape = [{tables}]\n')
+    assert "expands to 110,000 shapes over its 1 case(s)" in error.message
+
+
+def test_a_suite_at_the_limit_expands_fast_and_in_order(tmp_path):
+    start = time.perf_counter()
+    suite = load_suite(sweep_suite(tmp_path, 10, 10_000))
+    assert time.perf_counter() - start < 5  # about 0.05 s on a laptop; linear in the shapes
+    assert sum(len(c.shapes) for c in suite.cases) == MAX_SUITE_SHAPES
+    assert [s["n"] for s in suite.cases[3].shapes[:3]] == [4, 5, 6] and suite.cases[3].shapes[-1] == {"n": 10_003}
+
+
+def test_repeats_across_tables_of_a_case_are_dropped_in_order():
+    shapes = expand_shape([{"M": [1, 2], "N": 8}, {"M": [2, 3], "N": 8}], "x")
+    assert shapes == [{"M": 1, "N": 8}, {"M": 2, "N": 8}, {"M": 3, "N": 8}]

@@ -5,6 +5,7 @@ import json
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -239,3 +240,157 @@ def test_store_rewrite_only_for_the_command_itself():
     assert optional_value(["compare", "a.json", "run", "--store"], "--store", ("run",)) == [
         "compare", "a.json", "run", "--store"]
     assert optional_value(["--quiet", "run", "--store"], "--store", ("run",))[-1] == "--store="
+
+
+# ---- hostile stores (issue 31) ------------------------------------------------------------------------
+
+def spoil(path, run_id, document):
+    """Put `document` (any SQLite value) where run `run_id` keeps its results document."""
+    db = sqlite3.connect(path)
+    db.execute("UPDATE runs SET document = ? WHERE id = ?", (document, run_id))
+    db.commit()
+    db.close()
+
+
+@pytest.mark.parametrize("document, fragment", [
+    ("{not json", "is not valid JSON: Expecting property name"),
+    ('{"schema": "cudabench.results", "schema_version": 2, "results": 5}', "results: Input should be a valid list"),
+    ("[1, 2]", "is not a cudabench results file"),
+    ("[" * 5000 + "]" * 5000, "nest 5000 deep"),
+    ('{"n": ' + "7" * 10_000 + "}", "a number of 10000 digits"),
+    (12, "is not a cudabench results file"),  # TEXT affinity: SQLite keeps it as '12'
+    (b"\xff\xfe", "not UTF-8"),
+])
+def test_a_malformed_stored_run_is_one_paragraph_naming_the_store_and_the_run(tmp_path, document, fragment):
+    path = tmp_path / "bad.db"
+    fill(path, [1.0e-3, 1.1e-3, 1.2e-3])
+    spoil(path, 2, document)
+    with Store(path) as store:
+        with pytest.raises(ConfigError) as info:
+            list(store.points())
+    assert f"{path} (run 2)" in info.value.message and fragment in info.value.message
+    assert "DELETE FROM runs WHERE id = 2" in info.value.hint
+    for args in (["history", "--store", path], ["compare", "@latest~1", "@latest", "--store", path],
+                 ["report", "--html", tmp_path / "r.html", "--store", path]):
+        res = CliRunner().invoke(app, [str(a) for a in args])
+        assert res.exit_code == 2 and "Traceback" not in res.output and res.exception.__class__ is SystemExit
+        assert "(run 2)" in res.output, res.output
+
+
+def test_a_run_removed_meanwhile_is_one_message(tmp_path):
+    from cudabench.results.store import StoredRun
+
+    path = tmp_path / "r.db"
+    fill(path, [1.0e-3])
+    with Store(path) as store, pytest.raises(ConfigError, match=r"\(run 9\) is not there"):
+        store.document(StoredRun(9, "", "", "", False))
+
+
+def test_the_good_runs_of_a_store_still_read(tmp_path):
+    path = tmp_path / "bad.db"
+    fill(path, [1.0e-3, 1.3e-3, 1.3e-3])
+    spoil(path, 1, "{not json")
+    res = CliRunner().invoke(app, ["compare", "@latest~1", "@latest", "--store", str(path)])
+    assert res.exit_code == 0, res.output
+
+
+@pytest.mark.parametrize("make, fragment", [
+    (lambda tmp: tmp, "is a folder; a store is one SQLite file"),
+    (lambda tmp: Path("/dev/null"), "is a character device, not a file"),
+    (lambda tmp: ((tmp / "notes.db").write_text("# my notes\n" * 10), tmp / "notes.db")[1],
+     "is not a cudabench results store: it is not a SQLite database"),
+    (lambda tmp: ((tmp / "tiny.db").write_bytes(b"SQLite"), tmp / "tiny.db")[1], "not a SQLite database"),
+])
+def test_a_store_path_that_is_no_store_says_what_it_is(tmp_path, make, fragment):
+    path = make(tmp_path)
+    for attempt in (lambda: Store(path), lambda: check_readable(path)):
+        with pytest.raises(ConfigError) as info:
+            attempt()
+        assert str(path) in info.value.message and fragment in info.value.message
+        assert "Another run may hold it" not in info.value.message + info.value.hint
+    res = CliRunner().invoke(app, ["history", "--store", str(path)])
+    assert res.exit_code == 2 and fragment in " ".join(res.output.split()), res.output
+
+
+def test_another_programs_database_is_left_alone(tmp_path):
+    path = tmp_path / "theirs.db"
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE accounts (id INTEGER)")
+    db.commit()
+    db.close()
+    for attempt in (lambda: Store(path), lambda: check_readable(path)):
+        with pytest.raises(ConfigError, match=r"another program's SQLite database \(tables accounts\)"):
+            attempt()
+    tables = sqlite3.connect(path).execute("SELECT name FROM sqlite_master").fetchall()
+    assert tables == [("accounts",)]  # no runs and results tables added to it
+
+
+def test_a_store_whose_folder_is_a_file_is_one_message(tmp_path):
+    (tmp_path / "file").write_text("")
+    with pytest.raises(ConfigError, match="file is a file, not a folder"):
+        Store(tmp_path / "file" / "r.db")
+
+
+HOLDER = """
+import sqlite3, sys, time
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("BEGIN IMMEDIATE")
+print("holding", flush=True)
+time.sleep(float(sys.argv[2]))
+"""
+
+
+def test_waiting_for_a_locked_store_is_said_within_two_seconds_and_names_the_holder(tmp_path, monkeypatch):
+    import cudabench.results.store as store_module
+
+    path = tmp_path / "busy.db"
+    Store(path).close()
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(path), "30"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "holding"
+        monkeypatch.setattr(store_module, "WAIT_SECONDS", 3.0)
+        told = []
+        start = time.monotonic()
+        with Store(path, on_wait=lambda message: told.append((time.monotonic() - start, message))) as store:
+            with pytest.raises(ConfigError) as info:
+                store.append(run_doc(1e-3), Provenance("ab" * 20, False), "1")
+        waited = time.monotonic() - start
+    finally:
+        holder.kill()
+        holder.wait()
+    ((when, message),) = told
+    assert when < 2 and "waiting for the results store" in message and str(path) in message
+    assert 2.5 < waited < 10 and "is locked" in info.value.message and "Another run may" not in info.value.hint
+    if Path("/proc/locks").exists():  # Linux names the process that holds the lock
+        assert f"process {holder.pid} (" in message and f"process {holder.pid}" in info.value.message
+
+
+def test_the_default_wait_notice_is_one_line_on_stderr(tmp_path, monkeypatch, capsys):
+    import cudabench.results.store as store_module
+
+    monkeypatch.setattr(store_module, "WAIT_SECONDS", 0.3)
+    path = tmp_path / "busy.db"
+    Store(path).close()
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        with Store(path) as store, pytest.raises(ConfigError, match="is locked"):
+            store.append(run_doc(1e-3), Provenance("ab" * 20, False), "1")
+    finally:
+        holder.execute("ROLLBACK")
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("cudabench: waiting for the results store")
+    with Store(path) as store:  # the lock gone, the store takes the run without a word
+        store.append(run_doc(1e-3), Provenance("ab" * 20, False), "2")
+    assert capsys.readouterr().err == ""
+
+
+def test_a_damaged_store_says_so(tmp_path):
+    path = tmp_path / "damaged.db"
+    fill(path, [1.0e-3] * 3)
+    with open(path, "r+b") as f:  # keep the header, spoil the pages after it
+        f.seek(100)
+        f.write(b"\x17" * 8000)
+    res = CliRunner().invoke(app, ["history", "--store", str(path)])
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    assert "is damaged (database disk image is malformed)" in " ".join(res.output.split()), res.output

@@ -29,6 +29,8 @@ a range: { from = 64, to = 1024, times = 2 } (64, 128, ..., 1024: geometric) or
 last value not above `to`. Zero is for flags (causal = 0); each family checks its own minimums.
 A shape expands to the cartesian product of its values. For sizes that move together, `shape` may be a list of tables, expanded in turn:
 shape = [{ M = 512, N = 512 }, { M = 1024, N = 1024 }]. No `shape` means the families' defaults.
+One shape table expands to at most 10,000 shapes, and the whole suite (every case's shapes) to at
+most 100,000: both are counted before anything is expanded, so a slip is refused at once.
 `kernels`, `directions` and `baselines` also accept a single string.
 
 Errors name the file, the key (tables and list items counted from 1: case[1].shape.T) and what
@@ -42,22 +44,19 @@ import itertools
 import json
 import math
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Callable, NoReturn, Optional, Sequence
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
-
 from cudabench.errors import ConfigError
+from cudabench.files import parse_toml, read_input
 from cudabench.results.model import DIRECTIONS
 from cudabench.spec.family import DTYPES
 from cudabench.spec.shapes import parse_value
 
 TIMINGS = ("sync", "events", "graph", "cupti")
 MAX_SHAPES = 10_000  # per case: a slip such as step = 1 up to 2^28 should fail, not run for days
+MAX_SUITE_SHAPES = 100_000  # over the whole suite (cases × shapes): planning stays a matter of seconds
 TOP_KEYS = ("name", "description", "kernels_dirs", "gpus", "cluster", "timing", "case")
 CASE_KEYS = ("kernels", "shape", "directions", "baselines", "dtypes")
 RANGE_KEYS = ("from", "to", "times", "step")
@@ -113,8 +112,18 @@ class Suite:
 
 # ---- errors ------------------------------------------------------------------------------------
 
+SHOWN = 200  # characters of a wrong value quoted in a message
+
+
 def _show(value: Any) -> str:
-    return "nothing" if value is _MISSING else json.dumps(value, default=str)
+    """A wrong value as the file could write it, cut short: a message stays one paragraph."""
+    if value is _MISSING:
+        return "nothing"
+    try:
+        text = json.dumps(value, default=str)
+    except (RecursionError, ValueError):  # nested thousands deep; an integer past the digit limit
+        text = f"a {type(value).__name__} too deep or too long to show"
+    return text if len(text) <= SHOWN else text[:SHOWN - 3] + "..."
 
 
 def _fail(where: str, expected: str, got: Any = _MISSING, hint: str = "") -> NoReturn:
@@ -207,7 +216,10 @@ def _names(value: Any, where: str, allowed: Optional[Sequence[str]] = None) -> t
 
 # ---- shapes ------------------------------------------------------------------------------------
 
-def _range(table: dict[str, Any], where: str) -> list[int]:
+Axes = dict[str, Sequence[int]]  # one shape table: each parameter's values, in the order written
+
+
+def _range(table: dict[str, Any], where: str) -> Sequence[int]:
     _check_keys(table, RANGE_KEYS, where)
     start = _positive_int(table.get("from", _MISSING), f"{where}.from")
     stop = _positive_int(table.get("to", _MISSING), f"{where}.to")
@@ -220,7 +232,7 @@ def _range(table: dict[str, Any], where: str) -> list[int]:
         step = _positive_int(table["step"], f"{where}.step")
         if (stop - start) // step >= MAX_SHAPES:
             raise ConfigError(f"{where}: expands to more than {MAX_SHAPES} values.", "Use a larger step.")
-        return list(range(start, stop + 1, step))
+        return range(start, stop + 1, step)  # lazy: counted before anything is expanded
     factor = _positive_int(table["times"], f"{where}.times")
     if factor < 2:
         _fail(f"{where}.times", "an integer of at least 2", table["times"])
@@ -230,7 +242,7 @@ def _range(table: dict[str, Any], where: str) -> list[int]:
     return values
 
 
-def _values(value: Any, where: str) -> list[int]:
+def _values(value: Any, where: str) -> Sequence[int]:
     """One shape parameter's values, in the order written."""
     if isinstance(value, dict):
         return _range(value, where)
@@ -241,33 +253,55 @@ def _values(value: Any, where: str) -> list[int]:
     return [_positive_int(value, where, VALUE_TEXT, least=0)]
 
 
-def _expand_table(table: Any, where: str) -> list[dict[str, int]]:
+def _axes(table: Any, where: str) -> Axes:
+    """One shape table, checked, with its count of shapes checked against MAX_SHAPES; nothing expanded."""
     if not isinstance(table, dict):
         _fail(where, "a table such as { B = 32, T = [64, 128] }", table)
     axes = {name: _values(value, f"{where}.{name}") for name, value in table.items()}
-    count = math.prod(len(v) for v in axes.values())
+    count = _count([axes])
     if count > MAX_SHAPES:
         raise ConfigError(f"{where}: expands to {count} shapes (at most {MAX_SHAPES}).",
                           "Sweep fewer values, or split the sweep into cases along one parameter each.")
-    return [dict(zip(axes, combo)) for combo in itertools.product(*axes.values())]
+    return axes
+
+
+def _shape_axes(table: Any, where: str) -> list[Axes]:
+    """A `shape` value -> one Axes per table (a list of tables gives each in turn)."""
+    if isinstance(table, list):
+        if not table:
+            _fail(where, "a shape table or a non-empty list of them", table)
+        return [_axes(t, f"{where}[{i}]") for i, t in enumerate(table, 1)]
+    return [_axes(table, where)]
+
+
+def _count(tables: Sequence[Axes]) -> int:
+    """How many shapes `tables` expand to (repeats included): a product of lengths, nothing built."""
+    return sum(math.prod(len(values) for values in axes.values()) for axes in tables)
+
+
+def _expand(tables: Sequence[Axes]) -> list[dict[str, int]]:
+    """Each table's cartesian product in turn, repeats dropped; linear in the shapes made."""
+    shapes: dict[tuple[tuple[str, int], ...], dict[str, int]] = {}
+    for axes in tables:
+        names = tuple(axes)
+        for combo in itertools.product(*axes.values()):
+            key = tuple(zip(names, combo))
+            if key not in shapes:
+                shapes[key] = dict(key)
+    return list(shapes.values())
 
 
 def expand_shape(table: Any, where: str) -> list[dict[str, int]]:
     """A `shape` value -> its shapes: the cartesian product of each parameter's values (for a list
     of tables, each table's product in turn), repeats dropped. `where` prefixes error messages,
     e.g. "configs/timex.toml: case[1].shape"."""
-    if isinstance(table, list):
-        if not table:
-            _fail(where, "a shape table or a non-empty list of them", table)
-        shapes = [s for i, t in enumerate(table, 1) for s in _expand_table(t, f"{where}[{i}]")]
-    else:
-        shapes = _expand_table(table, where)
-    return list({tuple(s.items()): s for s in shapes}.values())
+    return _expand(_shape_axes(table, where))
 
 
 # ---- tables ------------------------------------------------------------------------------------
 
-def _case(table: Any, where: str) -> CaseSpec:
+def _case(table: Any, where: str) -> tuple[CaseSpec, list[Axes]]:
+    """The case with its shapes still to expand (shapes=()), and its shape tables."""
     if not isinstance(table, dict):
         _fail(where, "a [[case]] table", table)
     _check_keys(table, CASE_KEYS, where)
@@ -285,8 +319,22 @@ def _case(table: Any, where: str) -> CaseSpec:
         dtypes = _names(table["dtypes"], f"{where}.dtypes", DTYPES)
         if not dtypes:
             _fail(f"{where}.dtypes", f"at least one of {', '.join(DTYPES)} (or leave the key out)", [])
-    shapes = expand_shape(table.get("shape", {}), f"{where}.shape")
-    return CaseSpec(kernels, tuple(shapes), directions, baselines, dtypes)
+    axes = _shape_axes(table.get("shape", {}), f"{where}.shape")
+    return CaseSpec(kernels, (), directions, baselines, dtypes), axes
+
+
+def _cases(tables: list[Any], path: Path) -> tuple[CaseSpec, ...]:
+    """Every [[case]] checked and counted first, then expanded: a suite past MAX_SUITE_SHAPES is
+    refused in the time it takes to read it, not after building millions of shapes."""
+    parsed = [_case(c, f"{path}: case[{i}]") for i, c in enumerate(tables, 1)]
+    counts = [_count(axes) for _, axes in parsed]
+    total = sum(counts)
+    if total > MAX_SUITE_SHAPES:
+        largest = max(range(len(counts)), key=counts.__getitem__)
+        raise ConfigError(f"{path}: the suite expands to {total:,} shapes over its {len(counts)} case(s), more than "
+                          f"{MAX_SUITE_SHAPES:,} (case[{largest + 1}] alone has {counts[largest]:,}).",
+                          "Sweep fewer values (a larger step or factor), or split the suite into several files.")
+    return tuple(replace(spec, shapes=tuple(_expand(axes))) for spec, axes in parsed)
 
 
 # Each [timing] key's check, shared by suite files and the command line (check_timing).
@@ -336,16 +384,8 @@ def _text(data: dict[str, Any], key: str, path: Path, default: str) -> str:
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
-    try:
-        with path.open("rb") as f:
-            return tomllib.load(f)
-    except FileNotFoundError:
-        raise ConfigError(f"Config file {path} does not exist.",
-                          "Shipped suites are in configs/ (e.g. configs/timex.toml).") from None
-    except OSError as exc:
-        raise ConfigError(f"Cannot read config file {path}: {exc.strerror}.") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path} is not valid TOML: {exc}.", "Fix the syntax there (https://toml.io).") from None
+    data = read_input(path, "suite file", missing_hint="Shipped suites are in configs/ (e.g. configs/timex.toml).")
+    return parse_toml(data, path, "suite file")
 
 
 def load_suite(path: Path | str) -> Suite:
@@ -362,7 +402,7 @@ def load_suite(path: Path | str) -> Suite:
     return Suite(
         name=_text(data, "name", path, path.stem),
         description=_text(data, "description", path, ""),
-        cases=tuple(_case(c, f"{path}: case[{i}]") for i, c in enumerate(cases, 1)),
+        cases=_cases(cases, path),
         timing=_timing(data.get("timing", {}), f"{path}: timing"),
         kernels_dirs=_kernels_dirs(data.get("kernels_dirs", []), path),
         path=path,

@@ -27,6 +27,7 @@ complete true). Times are seconds per call. JSON has no NaN or infinity: they ar
 
 Writers follow symlinks and replace the target atomically (a symlink stays a symlink), refuse folders,
 devices and FIFOs, and take "-" (or /dev/stdout) for standard output, written directly.
+Readers go through cudabench.files: a regular file of bounded size, parse failures as one message.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from typing import Any, Iterable, Mapping, Optional
 
 from cudabench import __version__
 from cudabench.errors import ConfigError
+from cudabench.files import STDOUT_PATHS, kind_of, parse_json, read_input
 from cudabench.results.model import Case, Check, Environment, IntegrityCheck, Measurement, Result, Stats
 from cudabench.spec.family import Family
 
@@ -161,12 +163,6 @@ def json_safe(value: Any) -> Any:
 
 # ---- writing -------------------------------------------------------------------------------------
 
-STDOUT_PATHS = ("-", "/dev/stdout")
-_NOT_REGULAR = ((stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a character device"),
-                (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
-                (stat.S_ISSOCK, "a socket"))
-
-
 def writes_to_stdout(path: Optional[Path | str]) -> bool:
     """True for the paths that mean standard output: '-' and /dev/stdout."""
     return path is not None and str(path) in STDOUT_PATHS
@@ -184,8 +180,7 @@ def output_target(path: Path | str) -> Path:
         raise ConfigError(f"Cannot write {path}: {exc.strerror}.") from None
     if stat.S_ISREG(mode):
         return target
-    kind = next((name for is_kind, name in _NOT_REGULAR if is_kind(mode)), "something else")
-    raise ConfigError(f"Cannot write {path}: it is {kind}, not a regular file.",
+    raise ConfigError(f"Cannot write {path}: it is {kind_of(mode)}, not a regular file.",
                       "Give the path of a file to create or replace, or - for standard output.")
 
 
@@ -247,14 +242,18 @@ def _file_mode(target: Path) -> int:
 
 # ---- reading --------------------------------------------------------------------------------------
 
-def _not_results(path: Path, why: str) -> ConfigError:
+RESULTS_FILE = "results file"  # what cudabench.files calls it in messages
+
+
+def _not_results(path: Path | str, why: str) -> ConfigError:
     return ConfigError(f"{path} is not a cudabench results file: {why}.",
                        "Give a file written by `cudabench run --json PATH`.")
 
 
-def check_document(doc: Any, path: Path) -> dict[str, Any]:
+def check_document(doc: Any, path: Path | str) -> dict[str, Any]:
     """`doc` validated against the results schema (cudabench.results.schema) and normalised: every
-    field present and typed, NaN strings as floats. ConfigError naming `path` and the wrong field."""
+    field present and typed, NaN strings as floats. ConfigError naming `path` (a file, or any label
+    such as a stored run's) and the wrong field."""
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         raise _not_results(path, f'no "schema": "{SCHEMA}"')
     version = doc.get("schema_version")
@@ -273,22 +272,16 @@ def check_document(doc: Any, path: Path) -> dict[str, Any]:
                           f"This is not a results file as cudabench {__version__} writes them "
                           f"(schema {SCHEMA}, version {SCHEMA_VERSION}); run the benchmark again "
                           "with --json PATH.") from None
+    except RecursionError:  # pydantic walks what it keeps; the JSON parser has already bounded the depth
+        raise _not_results(path, "it nests too deeply") from None
 
 
-def load_results(path: Path | str) -> dict[str, Any]:
-    """Read and validate a results document (see check_document)."""
+def load_results(path: Path | str, allow_stdin: bool = False) -> dict[str, Any]:
+    """Read (through cudabench.files: a regular file of bounded size, or `-` for standard input when
+    `allow_stdin`) and validate a results document (see check_document)."""
     path = Path(path)
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"Results file {path} does not exist.") from None
-    except OSError as exc:
-        raise ConfigError(f"Cannot read results file {path}: {exc.strerror}.") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise _not_results(path, f"not valid JSON ({exc})") from None
-    except RecursionError:
-        raise _not_results(path, "nested too deeply") from None
-    return check_document(doc, path)
+    label = "standard input" if str(path) == "-" else path
+    return check_document(parse_json(read_input(path, RESULTS_FILE, allow_stdin), label, RESULTS_FILE), label)
 
 
 # ---- CSV and Markdown ----------------------------------------------------------------------------

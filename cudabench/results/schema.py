@@ -25,6 +25,7 @@ def _non_finite_float(value: Any) -> Any:
 
 
 Number = Annotated[float, BeforeValidator(_non_finite_float)]
+Int = Annotated[int, Field(ge=-2**63, lt=2**63)]  # what the results store and NumPy hold: no 400-digit counts
 
 
 class _Record(BaseModel):
@@ -33,12 +34,12 @@ class _Record(BaseModel):
 
 class Environment(_Record):
     gpu: str
-    gpu_index: int = -1
+    gpu_index: Int = -1
     gpu_uuid: str = ""
     capability: str
-    sm_count: int
-    l2_bytes: int
-    memory_bytes: int
+    sm_count: Int
+    l2_bytes: Int
+    memory_bytes: Int
     driver: str
     cuda_runtime: str
     torch: str
@@ -51,7 +52,7 @@ class Environment(_Record):
 
 class Case(_Record):
     family: str
-    shape: dict[str, int]
+    shape: dict[str, Int]
     direction: str
     dtype: str
     inputs: str
@@ -71,7 +72,7 @@ class Check(_Record):
 
 
 class Stats(_Record):
-    n: int
+    n: Int
     median: Number
     q1: Number
     q3: Number
@@ -90,10 +91,10 @@ class Measurement(_Record):
     timing: str
     cache: str
     unit: str
-    warmup_calls: int
+    warmup_calls: Int
     warmup_seconds: Number
     stop_reason: str
-    calls_per_sample: int
+    calls_per_sample: Int
     clocks: dict[str, Number]
     extra: dict[str, Number]
     samples: list[Number]
@@ -114,18 +115,18 @@ class Result(_Record):
     error: Optional[str] = None
     host: str = ""
     gpu: str = ""
-    gpu_index: int = -1     # added with --gpus: NVML's index of the GPU it ran on, and its UUID
+    gpu_index: Int = -1     # added with --gpus: NVML's index of the GPU it ran on, and its UUID
     gpu_uuid: str = ""
     integrity: list[IntegrityItem] = []
     phases: dict[str, Number] = {}  # added later in version 2: seconds per phase of the subject
-    peak_memory: int = -1           # added later in version 2: bytes one call allocated beyond its inputs
+    peak_memory: Int = -1           # added later in version 2: bytes one call allocated beyond its inputs
 
 
 class Document(_Record):
     schema_name: str = Field(alias="schema")
-    schema_version: int
+    schema_version: Int
     command: str
-    seed: Optional[int]
+    seed: Optional[Int]
     complete: bool = True
     environment: Environment
     source_hashes: dict[str, str]
@@ -162,7 +163,9 @@ def _json_kind(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (int, float)):
-        return f"the number {value!r}"
+        long = isinstance(value, int) and abs(value) >= 10**30
+        shown = f"of {len(str(abs(value)))} digits" if long else repr(value)
+        return f"the number {shown}"
     if isinstance(value, str):
         shown = value if len(value) <= 40 else value[:37] + "..."
         return f'the string "{shown}"'

@@ -6,10 +6,13 @@ A run is kept whole, as the same results document `run --json` writes (so a stor
 exactly like a file), plus one row per result for queries. The schema version is SQLite's
 `user_version`; MIGRATIONS bring an older store forward in one transaction, and a store written by a
 newer cudabench is refused. Writers take the write lock up front (BEGIN IMMEDIATE) and wait for it
-(busy timeout), in WAL mode, so runs on many GPUs or in parallel shells of one host append without
-corrupting each other. A store is for one host: SQLite's WAL needs shared memory, which network file
-systems (NFS, Lustre) do not give across hosts; a cluster run is appended by the one process that
-schedules it.
+(busy timeout; after a second they say so, naming the holder), in WAL mode, so runs on many GPUs or
+in parallel shells of one host append without corrupting each other. A store is for one host:
+SQLite's WAL needs shared memory, which network file systems (NFS, Lustre) do not give across hosts;
+a cluster run is appended by the one process that schedules it.
+
+A stored run reads back through the same checks as a results file (export.check_document); a path
+that is a folder, a device or not a SQLite database is refused saying which.
 """
 
 from __future__ import annotations
@@ -18,17 +21,25 @@ import contextlib
 import json
 import os
 import sqlite3
+import stat
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Optional
+from typing import Any, Callable, Iterator, Mapping, Optional
 
 from cudabench.errors import ConfigError
-from cudabench.results.export import json_safe
+from cudabench.files import kind_of, parse_json
+from cudabench.results.export import check_document, json_safe
 
 ENV_VAR = "CUDABENCH_STORE"
 DEFAULT_NAME = Path(".cudabench") / "results.db"
-WAIT_SECONDS = 60.0  # how long a writer waits for another one's transaction
+WAIT_SECONDS = 60.0   # how long a writer waits for another one's transaction
+NOTICE_SECONDS = 1.0  # after this long waiting for a lock, say so (on_wait)
+SQLITE_HEADER = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite database
+WAL_WRITE_LOCK = 120         # the byte of the -shm file a WAL writer locks (SQLite's WALINDEX_LOCK_OFFSET)
+RESERVED_BYTE = 0x40000001   # the byte of the database a rollback-journal writer locks
+ANOTHER = "another process"  # the lock's holder when /proc/locks does not tell
 
 # Version n+1 from version n. Never edit a released step: add one.
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
@@ -105,28 +116,47 @@ class Point:
 
 
 def check_readable(path: Path) -> None:
-    """Refuse, before a run starts, a store this cudabench cannot append to (not SQLite, or newer)."""
-    if not path.exists():
+    """Refuse, before a run starts, a store this cudabench cannot append to (a folder, a device, not
+    SQLite, another program's database, or newer)."""
+    if not _check_path(path):
         return
     try:  # read-only, through a URI escaped as one ('#', '?' and '%' in a name stay in the name)
         with contextlib.closing(sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True)) as db:
             version = int(db.execute("PRAGMA user_version").fetchone()[0])
+            foreign = _other_tables(db) if version == 0 else []
     except sqlite3.Error as exc:
         raise _cannot_use(path, exc) from None
     if version > SCHEMA_VERSION:
         raise _newer(path, version)
+    if foreign:
+        raise _not_ours(path, foreign)
+
+
+def tell_stderr(message: str) -> None:
+    """The default on_wait: one line on standard error."""
+    print(f"cudabench: {message}", file=sys.stderr, flush=True)
 
 
 class Store:
-    def __init__(self, path: Path | str):
+    def __init__(self, path: Path | str, on_wait: Callable[[str], None] = tell_stderr):
+        """Open (or create) the store at `path`. When another process holds a lock a statement needs,
+        `on_wait(message)` is called after NOTICE_SECONDS of waiting for it (message: one line naming
+        the holder where /proc/locks tells), and the wait goes on up to WAIT_SECONDS in all."""
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.on_wait = on_wait
+        _check_path(self.path)
+        _make_folder(self.path)
         try:
             self.db = sqlite3.connect(self.path, timeout=WAIT_SECONDS, isolation_level=None)
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self._migrate()
         except sqlite3.Error as exc:
             raise _cannot_use(self.path, exc) from None
+        try:
+            with self._sqlite():
+                self._patiently("PRAGMA journal_mode=WAL")
+                self._migrate()
+        except BaseException:
+            self.db.close()
+            raise
 
     def close(self) -> None:
         self.db.close()
@@ -147,6 +177,8 @@ class Store:
         if self.version == SCHEMA_VERSION:
             return
         with self._writing():
+            if self.version == 0 and _other_tables(self.db):  # another program's database
+                raise _not_ours(self.path, _other_tables(self.db))
             for version in range(self.version, SCHEMA_VERSION):  # read again inside the lock
                 for statement in MIGRATIONS[version]:
                     self.db.execute(statement)
@@ -154,7 +186,7 @@ class Store:
 
     @contextlib.contextmanager
     def _writing(self) -> Iterator[None]:
-        self.db.execute("BEGIN IMMEDIATE")  # the write lock now, or wait for it
+        self._patiently("BEGIN IMMEDIATE")  # the write lock now, or wait for it
         try:
             yield
         except BaseException:
@@ -162,6 +194,42 @@ class Store:
                 self.db.execute("ROLLBACK")
             raise
         self.db.execute("COMMIT")
+
+    def _patiently(self, sql: str) -> sqlite3.Cursor:
+        """Run `sql`, waiting up to WAIT_SECONDS for a lock another connection holds; after
+        NOTICE_SECONDS of that, tell on_wait who holds it. ConfigError when the wait runs out."""
+        first = min(NOTICE_SECONDS, WAIT_SECONDS)
+        try:
+            try:
+                self._busy_timeout(first)
+                return self.db.execute(sql)
+            except sqlite3.OperationalError as exc:
+                if not _busy(exc):
+                    raise
+            self.on_wait(f"waiting for the results store {self.path}: {lock_holder(self.path)} holds its lock "
+                         f"(up to {WAIT_SECONDS:g} s; Ctrl-C stops).")
+            try:
+                self._busy_timeout(WAIT_SECONDS - first)
+                return self.db.execute(sql)
+            except sqlite3.OperationalError as exc:
+                if not _busy(exc):
+                    raise
+            raise ConfigError(f"The results store {self.path} is locked: {lock_holder(self.path)} has held its lock "
+                              f"for more than {WAIT_SECONDS:g} s.",
+                              f"Let that run finish, or give another store with --store (or set {ENV_VAR}).")
+        finally:
+            self._busy_timeout(WAIT_SECONDS)  # other statements wait as the connection was opened to
+
+    def _busy_timeout(self, seconds: float) -> None:
+        self.db.execute(f"PRAGMA busy_timeout = {max(0, int(seconds * 1000))}")
+
+    @contextlib.contextmanager
+    def _sqlite(self) -> Iterator[None]:
+        """SQLite's errors (a damaged file, a full disk) as one ConfigError naming the store."""
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise _cannot_use(self.path, exc) from None
 
     # ---- writing ---------------------------------------------------------------------------------
 
@@ -186,12 +254,26 @@ class Store:
 
     def runs(self) -> list[StoredRun]:
         """Every run, oldest first."""
-        rows = self.db.execute("SELECT id, created, command, git_commit, git_dirty FROM runs ORDER BY id")
-        return [StoredRun(i, created, command, commit, bool(dirty)) for i, created, command, commit, dirty in rows]
+        with self._sqlite():
+            rows = self.db.execute("SELECT id, created, command, git_commit, git_dirty FROM runs ORDER BY id")
+            rows = rows.fetchall()
+        return [StoredRun(int(i), _text(created), _text(command), _text(commit), bool(dirty))
+                for i, created, command, commit, dirty in rows]
 
     def document(self, run: StoredRun) -> dict[str, Any]:
-        (text,) = self.db.execute("SELECT document FROM runs WHERE id = ?", (run.id,)).fetchone()
-        return json.loads(text)
+        """The run's results document, checked and normalised as a results file is (see
+        export.check_document); ConfigError naming the store and the run when it is not one."""
+        with self._sqlite():
+            row = self.db.execute("SELECT document FROM runs WHERE id = ?", (run.id,)).fetchone()
+        where = f"{self.path} (run {run.id})"
+        try:
+            if row is None:
+                raise ConfigError(f"{where} is not there (removed meanwhile?).")
+            return check_document(parse_json(row[0], where, "stored run"), where)
+        except ConfigError as exc:
+            raise ConfigError(exc.message, f"Remove that run (sqlite3 {self.path} \"DELETE FROM results WHERE "
+                              f"run_id = {run.id}; DELETE FROM runs WHERE id = {run.id}\"), or give another store "
+                              f"with --store.") from None
 
     def points(self) -> Iterator[Point]:
         """Every stored result, oldest run first."""
@@ -228,13 +310,123 @@ class Store:
         return (clean or matching)[-1]  # the commit as committed, unless only changed trees ran there
 
 
+ELSEWHERE = f"Give another path with --store, or set {ENV_VAR}."
+
+
+def _check_path(path: Path) -> bool:
+    """Whether a store is there; ConfigError when the path can never be one: a folder, a device,
+    a FIFO, or a file that is not a SQLite database. Reads 16 bytes at most."""
+    try:
+        mode = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return False  # a new store (a file on the way is found when its folder is made)
+    except OSError as exc:
+        raise ConfigError(f"Cannot use the results store {path}: {exc.strerror or exc}.", ELSEWHERE) from None
+    if stat.S_ISDIR(mode):
+        raise ConfigError(f"The results store {path} is a folder; a store is one SQLite file.",
+                          f"Give a file path, e.g. --store {path / 'results.db'}, or set {ENV_VAR}.")
+    if not stat.S_ISREG(mode):
+        raise ConfigError(f"The results store {path} is {kind_of(mode)}, not a file; a store is one SQLite file.",
+                          ELSEWHERE)
+    try:
+        with open(path, "rb") as f:
+            head = f.read(len(SQLITE_HEADER))
+    except OSError as exc:
+        raise ConfigError(f"Cannot read the results store {path}: {exc.strerror or exc}.", ELSEWHERE) from None
+    if head and head != SQLITE_HEADER:  # an empty file is an empty database
+        raise ConfigError(f"{path} is not a cudabench results store: it is not a SQLite database "
+                          f"(it begins {head!r}).", ELSEWHERE)
+    return True
+
+
+def _make_folder(path: Path) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        blocker = next((p for p in path.parents if p.exists()), None)
+        why = f"{blocker} is a file, not a folder" if blocker and not blocker.is_dir() else exc.strerror or str(exc)
+        raise ConfigError(f"Cannot make the folder of the results store {path}: {why}.", ELSEWHERE) from None
+
+
+def _other_tables(db: sqlite3.Connection) -> list[str]:
+    return [name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+
+
+def _not_ours(path: Path, tables: list[str]) -> ConfigError:
+    shown = ", ".join(tables[:5]) + (", ..." if len(tables) > 5 else "")
+    return ConfigError(f"{path} is not a cudabench results store: it is another program's SQLite database "
+                       f"(tables {shown}).", ELSEWHERE)
+
+
+def _busy(exc: sqlite3.Error) -> bool:
+    return (getattr(exc, "sqlite_errorname", "") in ("SQLITE_BUSY", "SQLITE_LOCKED")
+            or "locked" in str(exc) or "busy" in str(exc))
+
+
 def _cannot_use(path: Path, exc: sqlite3.Error) -> ConfigError:
-    if getattr(exc, "sqlite_errorname", "") == "SQLITE_NOTADB" or "not a database" in str(exc):
-        return ConfigError(f"{path} is not a cudabench results store ({exc}).",
-                           f"Give another path with --store, or set {ENV_VAR}.")
-    return ConfigError(f"Cannot use the results store {path}: {exc}.",
-                       "Another run may hold it (it waits up to a minute), or the folder is not writable; "
-                       f"give another path with --store, or set {ENV_VAR}.")
+    """SQLite's error in words that say what is wrong with the store."""
+    name, text = getattr(exc, "sqlite_errorname", ""), str(exc)
+    if name == "SQLITE_NOTADB" or "not a database" in text:
+        return ConfigError(f"{path} is not a cudabench results store: it is not a SQLite database ({text}).",
+                           ELSEWHERE)
+    if _busy(exc):
+        return ConfigError(f"The results store {path} is locked: {lock_holder(path)} holds it ({text}).",
+                           f"Let that run finish, or give another store with --store (or set {ENV_VAR}).")
+    if name == "SQLITE_CORRUPT" or "malformed" in text:
+        return ConfigError(f"The results store {path} is damaged ({text}).",
+                           f"Move it aside and start a new one (`sqlite3 {path} .recover` may save its runs).")
+    if name == "SQLITE_READONLY" or "readonly" in text:
+        return ConfigError(f"The results store {path} cannot be written ({text}).",
+                           f"Its file or folder is read-only for you; give another path with --store, or set "
+                           f"{ENV_VAR}.")
+    if name == "SQLITE_CANTOPEN" or "unable to open" in text:
+        return ConfigError(f"Cannot open the results store {path} ({text}): its folder is missing or not writable.",
+                           ELSEWHERE)
+    return ConfigError(f"Cannot use the results store {path}: {text}.", ELSEWHERE)
+
+
+def lock_holder(path: Path) -> str:
+    """Who holds the store's write lock, as /proc/locks (Linux) tells: "process 1234 (cudabench run
+    ...)"; ANOTHER where it does not (another OS, another host's lock, a file system it cannot see)."""
+    wanted = {}
+    for file, byte in ((Path(f"{path}-shm"), WAL_WRITE_LOCK), (path, RESERVED_BYTE)):
+        try:
+            info = os.stat(file)
+        except OSError:
+            continue
+        wanted[(os.major(info.st_dev), os.minor(info.st_dev), info.st_ino)] = byte
+    try:
+        lines = Path("/proc/locks").read_text().splitlines()
+    except OSError:
+        return ANOTHER
+    for line in lines:
+        fields = line.split()
+        if len(fields) < 8 or "->" in fields or fields[3] != "WRITE":
+            continue  # "->": a process waiting for the lock, not holding it
+        try:
+            major, minor, inode = fields[5].split(":")
+            byte = wanted.get((int(major, 16), int(minor, 16), int(inode)))
+            if byte is not None and int(fields[6]) <= byte and (fields[7] == "EOF" or byte <= int(fields[7])):
+                return _process(int(fields[4]))
+        except ValueError:
+            continue
+    return ANOTHER
+
+
+def _process(pid: int) -> str:
+    if pid == os.getpid():
+        return f"this process ({pid}, through another connection)"
+    try:
+        words = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").replace("\0", " ").split()
+    except OSError:
+        return f"process {pid}"
+    command = " ".join(words)
+    return f"process {pid} ({command[:80] + ('...' if len(command) > 80 else '')})" if command else f"process {pid}"
+
+
+def _text(value: Any) -> str:
+    """A column meant as text, whatever another program stored there."""
+    return value if isinstance(value, str) else "" if value is None else str(value)
 
 
 def _newer(path: Path, version: int) -> ConfigError:
