@@ -89,6 +89,19 @@ def test_no_scheduler_or_no_gpu_workers_is_a_clear_error(registry, monkeypatch):
             ClusterRunner(c.scheduler_address, RunOptions()).start()
 
 
+def test_an_address_dask_cannot_read_is_one_paragraph_at_once_with_no_noise():
+    import subprocess
+    import sys
+    import time
+
+    start = time.monotonic()
+    res = subprocess.run([sys.executable, "-m", "cudabench", "run", "-k", "add2", "--cluster", "not a url"],
+                         capture_output=True, text=True, timeout=60)
+    assert time.monotonic() - start < 10  # was a minute: the failed Client closing itself when collected
+    assert res.returncode == 2 and "Cannot reach the Dask scheduler at not a url" in res.stderr
+    assert "Exception ignored" not in res.stderr and "Traceback" not in res.stderr
+
+
 # ---- through the command line ----------------------------------------------------------------------
 
 def cli(*args):

@@ -199,3 +199,25 @@ def test_a_suite_hint_keeps_its_brackets(tmp_path, no_gpu):
     suite.write_text('name = "x"\n')
     res = invoke("run", "--config", suite)
     assert res.exit_code == 2 and "at least one [[case]] table" in res.output and "[[case]]\nkernels" in res.output
+
+
+@pytest.mark.parametrize("args", [
+    ["compare", "{A}", "{A}", "--json", "{A}"],
+    ["compare", "{A}", "{A}", "--markdown", "{L}"],          # a symlink to the input
+    ["report", "--html", "{A}", "--results", "{A}"],
+    ["plot", "{A}", "-o", "{P}"],                            # an image path that is a link to the input
+    ["run", "--config", "{S}", "--json", "{S}"],
+    ["run", "--config", "{S}", "--csv", "{A}", "--json", "{A}"],   # two outputs, one file
+    ["compare", "{A}", "{A}", "--json", "/proc/x.json"],
+])
+def test_no_command_writes_over_its_own_input_or_where_it_cannot(tmp_path, args):
+    a, s = tmp_path / "A.json", tmp_path / "s.toml"
+    a.write_text('{"schema": "cudabench.results"}')
+    s.write_text('[[case]]\nkernels = ["add2"]\n')
+    (tmp_path / "L.json").symlink_to(a)
+    (tmp_path / "P.png").symlink_to(a)
+    before = {p: p.read_bytes() for p in (a, s)}
+    res = invoke(*[x.format(A=a, L=tmp_path / "L.json", P=tmp_path / "P.png", S=s) for x in args])
+    assert res.exit_code == 2 and ("would overwrite" in res.output or "same file" in res.output
+                                   or "Cannot write /proc" in res.output), res.output
+    assert {p: p.read_bytes() for p in (a, s)} == before and "Traceback" not in res.output

@@ -101,3 +101,14 @@ def test_ceilings_without_a_figure_give_no_share():
     c = Ceilings("gpu", "drv", copy_bytes_per_s=3e12, sgemm_flops=5e13, fma_flops=0.0, measured="today")
     assert c.of("fma", 1e9, 0, 1e-3) is None
     assert c.of("memory", 0, 3e9, 1e-3) == pytest.approx(1.0)
+
+
+def test_a_suite_that_plans_too_many_subject_runs_is_refused_with_the_numbers(registry, monkeypatch, tmp_path):
+    from cudabench.engine import suite as suite_module
+    from cudabench.errors import ConfigError
+
+    monkeypatch.setattr(suite_module, "MAX_SUBJECTS", 40)
+    with pytest.raises(ConfigError, match=r"plans more than 40 subject runs .* at case 2 of 2"):
+        plan_suite(registry, load_suite(CONFIGS / "timex-sweep.toml"), RunOptions())
+    monkeypatch.setattr(suite_module, "MAX_SUBJECTS", 100)
+    assert len(plan_suite(registry, load_suite(CONFIGS / "timex-sweep.toml"), RunOptions())) == 9

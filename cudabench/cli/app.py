@@ -98,8 +98,9 @@ def optional_value(args: list[str], option: str, commands: tuple[str, ...]) -> l
     command = next((a for a in args if not a.startswith("-")), None)
     if command not in commands:
         return args
-    return [f"{a}=" if a == option and (i + 1 == len(args) or args[i + 1].startswith("-")) else a
-            for i, a in enumerate(args)]
+    # `-` alone is a value (standard output), which store_path then refuses with a reason
+    return [f"{a}=" if a == option and (i + 1 == len(args) or (args[i + 1].startswith("-") and args[i + 1] != "-"))
+            else a for i, a in enumerate(args)]
 
 
 if __name__ == "__main__":

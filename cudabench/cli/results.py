@@ -41,7 +41,8 @@ def compare(
     from cudabench.results.compare import compare_documents, describe, parse_threshold
 
     limit, memory_limit = parse_threshold(threshold), parse_threshold(memory_threshold)
-    console = _check_outputs(json_path, markdown_path)
+    console = _check_outputs(json_path, markdown_path, inputs=[w for w in (old, new) if not w.startswith("@")]
+                             + [store or _default_store()])
     (old_doc, old_run), (new_doc, new_run) = _load(old, store), _load(new, store)
     if old_run is not None and old_run == new_run:
         raise ConfigError(f"{old} and {new} name the same stored run (run {old_run}).",
@@ -135,12 +136,13 @@ def report_cmd(
                                         "section."),
 ) -> None:
     """One HTML page: the run's tables, its sweep plot, and its subjects' history across the stored runs."""
-    from cudabench.results.export import check_output_path, load_results, write_text_atomic
+    from cudabench.files import check_outputs
+    from cudabench.results.export import load_results, write_text_atomic
     from cudabench.results.html import page
     from cudabench.results.store import default_path
 
-    check_output_path(html_path)
     path = Path(store) if store else default_path()
+    check_outputs([html_path], [results, path])
     if results is None and not path.exists():
         raise ConfigError(f"Nothing to report: no --results file and no results store at {path}.",
                           "Give --results FILE.json, or record runs with `cudabench run ... --store`.")
@@ -190,18 +192,25 @@ def _report_figures(doc: dict, history: dict) -> tuple[list, str]:
     return figures, ""
 
 
-def _check_outputs(json_path: Optional[Path], markdown_path: Optional[Path]) -> Console:
-    """Refuse outputs that can never be written, before reading anything; the console for the table:
-    standard error when a verdict file goes to standard output, so that stays machine-readable."""
-    from cudabench.results.export import check_output_path, writes_to_stdout
+def _check_outputs(json_path: Optional[Path], markdown_path: Optional[Path], inputs: list) -> Console:
+    """Refuse outputs that can never be written or would overwrite an input, before reading anything;
+    the console for the table: standard error when a verdict file goes to standard output, so that
+    stays machine-readable."""
+    from cudabench.files import check_outputs
+    from cudabench.results.export import writes_to_stdout
 
     to_stdout = [p for p in (json_path, markdown_path) if writes_to_stdout(p)]
     if len(to_stdout) > 1:
         raise ConfigError("Only one of --json and --markdown can go to standard output.",
                           "Write the other one to a file.")
-    for path in (json_path, markdown_path):
-        check_output_path(path)
+    check_outputs([json_path, markdown_path], inputs)
     return err if to_stdout else out
+
+
+def _default_store() -> Path:
+    from cudabench.results.store import default_path
+
+    return default_path()
 
 
 def _write_verdicts(comparison: Any, json_path: Optional[Path], markdown_path: Optional[Path],
@@ -226,10 +235,12 @@ def plot(
     param: Optional[str] = typer.Option(None, "--param", "-p", help="The swept shape parameter (default: found)."),
 ) -> None:
     """Time per call against the swept parameter for each kernel, and speedup over the baseline."""
+    from cudabench.files import check_outputs
     from cudabench.results.export import load_results, writes_to_stdout
     from cudabench.results.plot import check_image_path, plot_sweep
 
     check_image_path(output)  # before reading: a wrong path should not wait for a large file
+    check_outputs([output], [results])
     path = plot_sweep(load_results(results), output, param)
     if writes_to_stdout(output):
         err.print("wrote the plot to standard output", style="dim")

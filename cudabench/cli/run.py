@@ -99,12 +99,17 @@ class Outputs:
     stored_as: Optional[int] = None
     store_problem: str = ""        # why the append failed, and where the run was kept instead
 
-    def check(self) -> None:
+    def check(self, inputs: tuple = ()) -> None:
+        """Before any work: each output can be written and none is one of `inputs` (the suite file) or
+        another output (the store included)."""
+        from cudabench.files import check_outputs
+
         paths = [p for p in (self.json, self.csv, self.markdown) if p is not None]
         if sum(is_stdout(p) for p in paths) > 1:
             raise ShapeError("Only one of --json, --csv and --markdown can go to standard output (-).")
         for path in paths:
             check_writable(path)
+        check_outputs([*paths, self.store], inputs)
         if self.store is not None:
             from cudabench.results.store import check_readable
 
@@ -264,7 +269,7 @@ def run(
         raise ShapeError("--shape goes with --kernel; a suite names its shapes in the file.",
                          "Edit the suite's shape tables, or run the kernel with --kernel and --shape.")
     outputs = Outputs(json_path, csv_path, markdown_path, store_path(store))
-    outputs.check()
+    outputs.check(inputs=(config,) if config else ())
     if arch:
         from cudabench.spec.build import normalize_arch
 

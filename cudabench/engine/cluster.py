@@ -29,7 +29,7 @@ from cudabench.results.export import result_from_dict, result_to_dict
 from cudabench.results.model import Result
 
 GPU = {"GPU": 1}
-CONNECT_TIMEOUT = "30s"
+CONNECT_TIMEOUT = "8s"  # the whole refusal, start-up included, within 10 s
 NO_WORKER_GRACE = 120.0   # seconds with work left and no GPU worker in the cluster before giving up
 
 
@@ -176,6 +176,10 @@ class ClusterRunner:
         distributed = require_distributed()
         self.on_status(f"connecting to the Dask scheduler at {self.address}")
         try:
+            # an address Dask cannot parse is refused here: a Client that failed in its constructor
+            # spends a minute closing itself on garbage collection, then prints "Exception ignored"
+            if distributed.comm.parse_address(self.address)[0] in ("tcp", "tls", "ws", "wss"):
+                distributed.comm.get_address_host_port(self.address)
             self.client = distributed.Client(self.address, timeout=CONNECT_TIMEOUT, set_as_default=False)
         except (OSError, TimeoutError, ValueError) as exc:
             raise ClusterError(f"Cannot reach the Dask scheduler at {self.address}: {exc}",

@@ -6,9 +6,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Optional
 
+from cudabench.errors import ConfigError
 from cudabench.results.config import Suite, TimingPolicy
 from cudabench.spec.registry import Registry
 from cudabench.engine.plan import DEFAULT_TIMEOUT, RunOptions, Task, plan
+
+MAX_SUBJECTS = 100_000  # subject runs a suite may plan: a day of GPU time at a second each
 
 DEFAULTS = {"timing": "sync", "cold": False, "repeat": None, "min_time": None, "noise": 0.005, "max_time": 2.0,
             "warmup": "100ms", "timeout": DEFAULT_TIMEOUT}
@@ -29,6 +32,7 @@ def plan_suite(registry: Registry, suite: Suite, options: RunOptions) -> list[Ta
     defaults (not what the command line names explicitly); a variant that cannot run at one shape
     of a sweep is recorded as skipped rather than stopping the suite."""
     tasks: list[Task] = []
+    planned = 0
     for case in suite.cases:
         case_options = replace(
             options,
@@ -38,4 +42,10 @@ def plan_suite(registry: Registry, suite: Suite, options: RunOptions) -> list[Ta
         )
         for shape in case.shapes:
             tasks += plan(registry, case.kernels, dict(shape), case_options, strict=False)
+            planned += sum(len(t.cases) * (len(t.variants) + len(t.baselines)) for t in tasks[-1:])
+            if planned > MAX_SUBJECTS:
+                raise ConfigError(f"{suite.path}: the suite plans more than {MAX_SUBJECTS:,} subject runs (kernel or "
+                                  f"baseline × shape × precision × direction); it got there at case "
+                                  f"{suite.cases.index(case) + 1} of {len(suite.cases)}.",
+                                  "Split it into several suites, or sweep fewer shapes, precisions or kernels.")
     return tasks
