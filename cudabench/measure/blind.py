@@ -100,6 +100,10 @@ def thread_watch() -> ThreadWatch:
     return _WATCH[0]
 
 
+# Blocks of each output's size poisoned before a judged call: the output's own, and scratch of that
+# size the op takes beside it (uninitialised memory it reads then differs from call to call)
+SCRATCH_COPIES = 4
+
 class Opened:
     """One subject while it is open: its op, inputs (shared with the judge) and timer."""
 
@@ -215,7 +219,7 @@ class BlindRunner:
         device synchronised, its outputs shared."""
         s = self._opened()
         s.last = {}
-        poison(s.outputs, self.device, nan=s.first_call, gen=s.gen)
+        poison(s.outputs, self.device, nan=s.first_call, gen=s.gen, copies=SCRATCH_COPIES)
         s.first_call = False
         workload = s.workload()
         sample = None

@@ -21,8 +21,9 @@ FILL_RANGE = 1e4   # random fills lie in ±FILL_RANGE: wrong by far more than an
 def poison(specs: Sequence[tuple[Sequence[int], str]], device: Any, nan: bool, gen: Any = None,
            copies: int = 1) -> None:
     """Allocate, fill and free `copies` tensors per (shape, dtype name) of the coming call's outputs.
-    On a GPU one is enough (PyTorch's caching allocator hands back the freed block of that size);
-    the host's malloc is less predictable, so the in-process check poisons several."""
+    PyTorch's caching allocator hands the freed blocks of that size back to the next requests for it:
+    the output's, and any scratch of the same size (the judged calls poison several); the host's
+    malloc is less predictable, so the in-process check poisons several there too."""
     blocks = []
     for shape, dtype in specs:
         for _ in range(copies):

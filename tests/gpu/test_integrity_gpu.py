@@ -148,7 +148,8 @@ def test_memory_a_subject_hoards_between_calls_is_counted(hostile):
     memory counts it; the honest variant's is its output (n floats)."""
     results = run(hostile, ["hostile-honest", "hostile-hoard"])
     honest, hoard = results["hostile-honest"], results["hostile-hoard"]
-    assert honest.status == "ok" and hoard.status == "ok"
+    for r in (honest, hoard):
+        assert r.status == "ok", (r.subject, r.error, r.invalid_because)
     output = SHAPE["n"] * 4
     assert output <= honest.peak_memory < output + (1 << 20)
     assert hoard.peak_memory >= output + (64 << 20)
