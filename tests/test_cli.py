@@ -3,6 +3,8 @@ message and a non-zero exit, never a traceback."""
 
 import pytest
 import torch
+
+from cudabench.cli.app import COMMANDS
 from typer.testing import CliRunner
 
 from cudabench.cli.app import app
@@ -21,10 +23,10 @@ def no_gpu(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
 
 
-@pytest.mark.parametrize("command", ["list", "doctor", "build", "run", "compare-sync-modes", "profile"])
+@pytest.mark.parametrize("command", [name for name, _ in COMMANDS])
 def test_every_command_has_help(command):
     res = invoke(command, "--help")
-    assert res.exit_code == 0 and "Usage" in res.output
+    assert res.exit_code == 0 and "Usage" in res.output and "Examples:" in res.output
 
 
 def test_list_shows_variants_constraints_and_baselines():

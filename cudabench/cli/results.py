@@ -246,3 +246,26 @@ def plot(
         err.print("wrote the plot to standard output", style="dim")
     else:
         out.print(f"wrote {path}")
+
+
+def show(
+    results: Path = typer.Argument(..., help="A results JSON (as `run --json` writes it); - for standard input."),
+    wide: bool = typer.Option(False, "--wide", help="Every figure, as `run --wide` prints it."),
+) -> None:
+    """Print a results file's tables and notes the way `run` printed them: read a CI log's or a
+    colleague's run without a GPU."""
+    from cudabench.results import report
+    from cudabench.results.export import load_results, result_from_dict
+    from cudabench.results.model import Environment
+
+    doc = load_results(results, allow_stdin=True)
+    runs = [result_from_dict(r) for r in doc["results"]]
+    env = doc.get("environment") or {}
+    fields = {k: v for k, v in env.items() if k in Environment.__dataclass_fields__ and k != "settings"}
+    detail(report.environment_line(Environment(**fields)) + f" · {doc.get('command', '')}")
+    for table in report.tables(runs, wide):
+        out.print(table)
+    for line in report.notes(runs):
+        say(line, console=out)
+    if not doc.get("complete", True):
+        say(("note: ", "yellow"), "this run did not finish: what it did not reach is missing.", console=err)

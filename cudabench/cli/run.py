@@ -247,6 +247,9 @@ def run(
     cluster: Optional[str] = typer.Option(None, "--cluster", help="Run on a Dask distributed cluster: its "
                                           "scheduler's address, e.g. tcp://head:8786 (workers started with "
                                           "--resources GPU=1; needs cudabench[cluster])."),
+    wide: bool = typer.Option(False, "--wide", help="Every figure in the tables (error, IQR, min, n, kernel "
+                              "time, TFLOP/s, GB/s, peak memory, a speedup per baseline); the results files "
+                              "keep them all anyway."),
     kernels_dir: Optional[List[Path]] = KernelsDir,
 ) -> None:
     """Check kernels against the fp64 reference, then time them (and the baseline) correctly, each in
@@ -302,7 +305,7 @@ def run(
         if not cluster:
             require_gpu()  # after planning: a user's mistake is reported first, with or without a GPU
         with outputs.tables_elsewhere():
-            execute(runner, tasks, outputs, "cudabench " + shlex.join(sys.argv[1:]), policy, started)
+            execute(runner, tasks, outputs, "cudabench " + shlex.join(sys.argv[1:]), policy, started, wide)
 
 
 def fuzz_tasks(reg: Any, tasks: list, count: int, options: Any, seed: Optional[int]) -> list:
@@ -343,7 +346,7 @@ def gpu_likely() -> bool:
 
 
 def execute(runner: Any, tasks: list, outputs: Outputs, command: str, policy: Any,
-            started: Optional[float] = None) -> None:
+            started: Optional[float] = None, wide: bool = False) -> None:
     """Run the planned tasks in workers; print tables and notes; exit non-zero when a subject failed.
     `started`: when the command began (perf_counter), for the time breakdown."""
     from cudabench.results import report
@@ -373,7 +376,7 @@ def execute(runner: Any, tasks: list, outputs: Outputs, command: str, policy: An
             interrupted = True
         finally:
             runner.close()  # workers end here, before the tables, also on Ctrl-C
-    for table in report.tables(runner.results):
+    for table in report.tables(runner.results, wide):
         out.print(table)
     print_notes(runner, runner.options, policy)
     if runner.results:

@@ -6,6 +6,7 @@ import math
 from itertools import groupby
 from typing import Any, Iterable, Optional, Sequence
 
+from rich import box
 from rich.table import Table
 from rich.text import Text
 
@@ -87,9 +88,52 @@ def kernel_time(r: Result) -> Optional[float]:
     return extra(r, "kernel_time_cupti")
 
 
-def results_table(results: Sequence[Result], title: str) -> Table:
-    """One table for one family at one shape: a row per subject and direction, a speedup column
-    per baseline, and kernel time, kernels per call and % of the device ceiling where known."""
+STATUS_STYLE = {"ok": "green", "FAIL": "bold red", "INVALID": "bold red", "ERROR": "bold red", "SKIP": "yellow"}
+
+
+def results_table(results: Sequence[Result], title: str, wide: bool = False) -> Table:
+    """One table for one family at one shape and precision. By default what a reader decides with,
+    whole at 80 columns: direction, kernel, the headline figure (the median under the run's timer)
+    with its 95 % interval, the speedup against the first baseline, % of the device's ceiling and
+    the status. `wide`: every figure (error, IQR, min, n, kernel time, kernels per call, TFLOP/s,
+    GB/s, peak memory, a speedup per baseline). The results files keep everything either way."""
+    return wide_table(results, title) if wide else compact_table(results, title)
+
+
+def compact_table(results: Sequence[Result], title: str) -> Table:
+    timings = {r.measurement.timing for r in results if r.measurement}
+    median_label = MEDIAN_LABEL.get(next(iter(timings)), "median") if len(timings) == 1 else "median"
+    baseline = next((r.subject for r in results if r.role == "baseline" and r.trusted), None)
+    ceiling = any(extra(r, "ceiling_fraction") is not None for r in results)
+    table = Table(title=title, title_justify="left", header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("dir", no_wrap=True)
+    table.add_column("kernel", no_wrap=True)
+    table.add_column(f"{median_label} ±95%", justify="right", no_wrap=True)
+    if baseline:
+        table.add_column(f"vs {baseline}", justify="right", no_wrap=True)
+    if ceiling:
+        table.add_column("% ceil", justify="right", no_wrap=True)
+    table.add_column("status", no_wrap=True)
+    for direction, group in groupby(results, key=lambda r: r.case.direction):
+        rows = list(group)
+        base = next((x for x in rows if x.subject == baseline and x.trusted), None)
+        for r in rows:
+            figure = r.stats is not None and r.status not in ("INVALID", "ERROR")
+            cells: list = [direction, Text(r.subject, style="cyan" if r.role == "baseline" else ""),
+                           f"{fmt_time(r.stats.median)} {fmt_share(r.stats.precision)}" if figure else "-"]
+            if baseline:
+                cells.append(f"{speedup(base.stats.median, r.stats.median):.2f}×" if figure and base and r.trusted
+                             else "-")
+            if ceiling:
+                cells.append(optional_cell(r, "ceiling_fraction") if figure else "-")
+            cells.append(Text(r.status, style=STATUS_STYLE.get(r.status, "")))
+            table.add_row(*cells)
+    return table
+
+
+def wide_table(results: Sequence[Result], title: str) -> Table:
+    """Every figure: a speedup column per baseline, and kernel time, kernels per call and % of the
+    device ceiling where known."""
     table = Table(title=title, title_justify="left", header_style="bold")
     timings = {r.measurement.timing for r in results if r.measurement}
     median_label = MEDIAN_LABEL.get(next(iter(timings)), "median") if len(timings) == 1 else "median"
@@ -145,7 +189,7 @@ def gpu_model(r: Result, ran_on: dict[str, str]) -> str:
     return r.gpu or ran_on.get(r.case.key(), "")
 
 
-def tables(results: Iterable[Result]) -> list[Table]:
+def tables(results: Iterable[Result], wide: bool = False) -> list[Table]:
     """Group results by GPU model (when there are several), family, shape and precision, keeping run
     order, and make a table for each: speedups are then always between subjects on one GPU model,
     in one precision."""
@@ -159,7 +203,7 @@ def tables(results: Iterable[Result]) -> list[Table]:
         rows = [r for r, k in zip(ordered, grouped) if k == (model, family, shape, dtype)]
         rows.sort(key=lambda r: (r.case.direction != "fwd", r.case.direction))
         title = f"{family}  {shape}  {dtype}" + (f"  on {model}" if model else "")
-        out.append(results_table(rows, title))
+        out.append(results_table(rows, title, wide))
     return out
 
 
