@@ -6,6 +6,7 @@ import json
 import string
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from cudabench.engine.plan import RunOptions
@@ -31,29 +32,77 @@ def typed_or_valid(parse, text):
         return None
 
 
+def rejected_in_one_paragraph(parse, text):
+    """None when `parse` accepts `text`, else the error, which must be one typed paragraph."""
+    try:
+        parse(text)
+    except CudabenchError as exc:
+        assert exc.message.strip() and "Traceback" not in exc.message
+        return exc
+    return None
+
+
+names = st.text(string.ascii_letters, min_size=1, max_size=3)
+valid_shapes = st.dictionaries(names, st.integers(0, LARGEST), min_size=1, max_size=4)
+
+
+@FUZZ
+@given(valid_shapes)
+def test_every_valid_shape_round_trips(shape):
+    from cudabench.spec.shapes import format_shape
+
+    assert parse_shape(format_shape(shape)) == shape
+    assert parse_shape(",".join(f"{k}=2^{v.bit_length() - 1}" for k, v in shape.items() if v & (v - 1) == 0 and v)) \
+        == {k: v for k, v in shape.items() if v & (v - 1) == 0 and v}
+
+
 @FUZZ
 @given(st.one_of(shapelike, st.text(max_size=40)))
 def test_shape_strings(text):
-    shape = typed_or_valid(parse_shape, text)
-    if shape is not None:
+    error = rejected_in_one_paragraph(parse_shape, text)
+    if error is None:  # accepted: whole numbers in range, and the same shape when written back
+        from cudabench.spec.shapes import format_shape
+
+        shape = parse_shape(text)
         assert all(isinstance(v, int) and 0 <= v <= LARGEST for v in shape.values())  # causal=0 is a shape
+        assert parse_shape(format_shape(shape)) == shape
+
+
+@FUZZ
+@given(st.one_of(st.integers(1, 10**6), st.builds(lambda n, unit: f"{n}{unit}", st.integers(1, 10**4),
+                                                   st.sampled_from(["", "ms", "s"]))))
+def test_every_valid_warmup_is_read_as_written(value):
+    calls, seconds = parse_warmup(value)
+    text = str(value)
+    if text.endswith("ms"):
+        assert seconds == pytest.approx(int(text[:-2]) / 1000)
+    elif text.endswith("s"):
+        assert seconds == pytest.approx(int(text[:-1]))
+    else:
+        assert (calls, seconds) == (int(text), 0.0)
 
 
 @FUZZ
 @given(st.one_of(st.text(string.digits + ".msh -+e", max_size=12), st.text(max_size=12),
                  st.integers(-10**30, 10**30), st.booleans(), st.floats()))
 def test_warmup(value):
-    found = typed_or_valid(parse_warmup, value)
-    if found is not None:
-        calls, seconds = found
+    if rejected_in_one_paragraph(parse_warmup, value) is None:
+        calls, seconds = parse_warmup(value)
         assert calls >= 1 and 0 <= seconds <= 86_400
+
+
+@FUZZ
+@given(st.integers(0, 9_999))
+def test_every_valid_threshold_is_read_as_written(basis_points):
+    assert parse_threshold(f"{basis_points / 100}%") == pytest.approx(basis_points / 10_000)
+    assert parse_threshold(str(basis_points / 10_000)) == pytest.approx(basis_points / 10_000)  # 1.0 is ambiguous
 
 
 @FUZZ
 @given(st.one_of(st.text(string.digits + ".%-e+ infa", max_size=10), st.text(max_size=10)))
 def test_thresholds(text):
-    value = typed_or_valid(parse_threshold, text)
-    if value is not None:
+    if rejected_in_one_paragraph(parse_threshold, text) is None:
+        value = parse_threshold(text)
         assert value >= 0 and value == value
 
 
