@@ -38,3 +38,17 @@ def test_an_entry_without_the_tensor_core_ceilings_is_measured_again(tmp_path, m
     assert ceilings_module.load("H100", "580") is None
     ceilings_module.save(H100)
     assert ceilings_module.load("H100", "580") == H100
+
+
+def test_an_l2_ceiling_that_was_not_measured_is_said_and_bounds_nothing():
+    from dataclasses import replace
+
+    unmeasured = replace(H100, l2_bytes_per_s=0.0)
+    assert "within L2 not measured" in unmeasured.describe() and "0.00" not in unmeasured.describe()
+    assert "within L2 8.00" in H100.describe()
+    # 5 TB/s from a hot call whose 16 MB fit in a 50 MB L2: above DRAM copy, below L2
+    hot_l2 = impossible(16e6 / 5e12, 0, 16e6, unmeasured, 50 << 20, False)
+    assert hot_l2.verdict == "pass"  # not held to the DRAM copy bandwidth in its place
+    assert impossible(16e6 / 5e12, 0, 16e6, H100, 50 << 20, False).verdict == "pass"
+    assert impossible(16e6 / 20e12, 0, 16e6, H100, 50 << 20, False).verdict == "fail"  # beyond L2
+    assert impossible(16e6 / 5e12, 0, 16e6, unmeasured, 50 << 20, True).verdict == "fail"  # cold: DRAM

@@ -49,8 +49,9 @@ class Ceilings:
         return amount / seconds / ceiling
 
     def describe(self) -> str:
+        within = f"{self.l2_bytes_per_s / 1e12:.2f}" if self.l2_bytes_per_s > 0 else "not measured: CUPTI saw no copy"
         return (f"ceilings ({self.measured}): copy {self.copy_bytes_per_s / 1e12:.2f} TB/s (within L2 "
-                f"{self.l2_bytes_per_s / 1e12:.2f}), SGEMM "
+                f"{within}), SGEMM "
                 f"{self.sgemm_flops / 1e12:.1f} TFLOP/s (TF32 off), bf16 / fp16 GEMM "
                 f"{self.bf16_gemm_flops / 1e12:.0f} / {self.fp16_gemm_flops / 1e12:.0f} TFLOP/s (tensor cores), "
                 f"fp32 FMA peak {self.fma_flops / 1e12:.1f} TFLOP/s")
