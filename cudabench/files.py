@@ -173,7 +173,12 @@ def parse_json(data: Union[bytes, str], path: PathLike, what: str) -> Any:
     """JSON text -> data; ConfigError naming `path` and the line and column of the mistake."""
     text = decode(data, path, what) if isinstance(data, (bytes, bytearray)) else data
     try:
-        return json.loads(text)
+        doc = json.loads(text)
+        _no_lone_surrogates(doc)
+        return doc
+    except _Surrogate as exc:
+        raise _not_parsed(path, what, "JSON", f"the string {exc.args[0]!r} holds a lone surrogate escape "
+                          "(\\ud800..\\udfff alone is not text)") from None
     except json.JSONDecodeError as exc:
         raise _not_parsed(path, what, "JSON", f"{exc.msg} at line {exc.lineno}, column {exc.colno}") from None
     except RecursionError:
@@ -182,6 +187,28 @@ def parse_json(data: Union[bytes, str], path: PathLike, what: str) -> Any:
         raise _not_parsed(path, what, "JSON", _long_number(text, r"\d+") or str(exc)) from None
     except Exception as exc:  # whatever else the parser meets: still the file's fault, said in one line
         raise _not_parsed(path, what, "JSON", f"{type(exc).__name__}: {exc}") from None
+
+
+class _Surrogate(Exception):
+    pass
+
+
+def _no_lone_surrogates(doc: Any) -> None:
+    """JSON may escape half of a UTF-16 pair (\\ud800) alone: Python reads it into a str that no
+    encoder can write, so printing or saving it later would fail. Refused here, at the file."""
+    stack = [doc]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                raise _Surrogate(item.encode("utf-8", "backslashreplace").decode()[:60]) from None
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
 
 
 def parse_toml(data: Union[bytes, str], path: PathLike, what: str) -> dict[str, Any]:

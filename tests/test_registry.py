@@ -62,3 +62,51 @@ def test_timex_fft_runs_past_1024_up_to_its_own_limit(registry):
     assert "T must be at most 16384" in why["timex-fft"] and "T must be at most 2048" in why["timex-mma"]
     with pytest.raises(ShapeError, match="timex-fft cannot run at B=2,C=4,T=16385"):  # named alone
         plan(registry, ["timex-fft"], {"B": 2, "C": 4, "T": 16385}, RunOptions(directions=("fwd",)))
+
+
+def scale_family(tmp_path, edit=lambda text: text):
+    """examples/my_kernels/scale copied to tmp_path/k/scale, its spec.py passed through `edit`."""
+    import shutil
+    from pathlib import Path
+
+    source = Path(__file__).parents[1] / "examples" / "my_kernels" / "scale"
+    folder = tmp_path / "k" / "scale"
+    shutil.copytree(source, folder)
+    (folder / "spec.py").write_text(edit((folder / "spec.py").read_text()))
+    return folder
+
+
+@pytest.mark.parametrize("name", ["5", '""', '"../../etc"', '"a b"'])
+def test_a_family_name_that_is_not_a_name_is_refused(tmp_path, name):
+    scale_family(tmp_path, lambda text: text.replace('name="scale"', f"name={name}"))
+    with pytest.raises(ConfigError, match="is not a name"):
+        discover([tmp_path / "k"])
+
+
+@pytest.mark.parametrize("raised", ["GeneratorExit", "type('Boom', (BaseException,), {})('x')",
+                                    "type('Mute', (Exception,), {'__str__': lambda self: 1 / 0})()"])
+def test_a_spec_raising_anything_is_one_paragraph_naming_it(tmp_path, raised):
+    scale_family(tmp_path, lambda text: text + f"\nraise {raised}\n")
+    with pytest.raises(ConfigError, match=r"spec.py:\d+ failed to load"):
+        discover([tmp_path / "k"])
+
+
+def test_a_source_that_is_a_fifo_is_refused_before_compiling(tmp_path):
+    import os
+
+    from cudabench.errors import BuildError
+    from cudabench.spec.build import check_compile
+
+    folder = scale_family(tmp_path)
+    (folder / "scale.cu").unlink()
+    os.mkfifo(folder / "scale.cu")
+    family = discover([tmp_path / "k"]).family("scale")
+    with pytest.raises(BuildError, match="is a named pipe"):
+        check_compile(family, "sm_90")
+
+
+def test_no_kernel_name_is_an_error(registry):
+    from cudabench.engine.plan import RunOptions, plan
+
+    with pytest.raises(ShapeError, match="No kernel named"):
+        plan(registry, ["", " "], {}, RunOptions())

@@ -89,6 +89,9 @@ def options(
 def main() -> None:
     from cudabench.cli.supervise import supervised
 
+    for stream in (sys.stdout, sys.stderr):  # a name no encoding of the terminal can write is escaped, not fatal
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     sys.argv[1:] = optional_value(sys.argv[1:], "--store", commands=("run", "history"))
     supervised(app)
 

@@ -82,7 +82,7 @@ def _load(where: str, store: Optional[Path]) -> tuple[dict, Optional[int]]:
     if not path.exists():
         raise ConfigError(f"{where} names a stored run, but there is no results store at {path}.",
                           "Record runs with `cudabench run ... --store`, or name the store with --store PATH.")
-    with Store(path) as opened:
+    with Store(path, read_only=True) as opened:
         run = opened.resolve(where[1:])
         return check_document(opened.document(run), Path(f"{path}{where}")), run.id
 
@@ -105,15 +105,17 @@ def history(
     from cudabench.results.store import Store, default_path
 
     limit = parse_threshold(threshold)
+    path = Path(store) if store else default_path()
     if plot_path:
+        from cudabench.files import check_outputs
         from cudabench.results.plot import check_image_path
 
         check_image_path(plot_path)
-    path = Path(store) if store else default_path()
+        check_outputs([plot_path], [path])  # a plot path that is the store (a link to it) would replace it
     if not path.exists():
         raise ConfigError(f"There is no results store at {path}.",
                           "Record runs with `cudabench run ... --store`, or name the store with --store PATH.")
-    with Store(path) as opened:
+    with Store(path, read_only=True) as opened:
         found = series(select(opened.points(), kernel or (), case, gpu), limit)
     if not found:
         raise ConfigError(f"No measured result in {path} matches.", "`cudabench history` alone lists them all.")
@@ -164,7 +166,7 @@ def _history_of(doc: dict, path: Path) -> dict:
     from cudabench.results.store import Store
 
     wanted = {(r["case"]["key"], r["subject"]) for r in doc.get("results", [])}
-    with Store(path) as opened:
+    with Store(path, read_only=True) as opened:
         points = [p for p in select(opened.points()) if (p.result["case"]["key"], p.result["subject"]) in wanted]
     return series(points, 0.05)
 

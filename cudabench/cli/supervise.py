@@ -69,8 +69,9 @@ def _parent(pid: int, read_end: int) -> NoReturn:
     lines = _read_all(read_end).splitlines()
     code = os.waitstatus_to_exitcode(status)
     done = [line for line in lines if line.startswith("done ")]
-    if done:
-        os._exit(code)
+    if done:  # what the command decided, even if an exit hook changed the process's own code afterwards
+        said = done[-1].split()[1]
+        os._exit(int(said) if said.lstrip("-").isdigit() and int(said) != 0 else (code if code > 0 else 0))
     sys.stderr.write(unfinished_message(lines, code) + "\n")
     sys.stderr.flush()
     os._exit(code if code > 0 else (128 - code if code < 0 else 1))

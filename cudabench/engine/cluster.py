@@ -178,8 +178,11 @@ class ClusterRunner:
         try:
             # an address Dask cannot parse is refused here: a Client that failed in its constructor
             # spends a minute closing itself on garbage collection, then prints "Exception ignored"
-            if distributed.comm.parse_address(self.address)[0] in ("tcp", "tls", "ws", "wss"):
+            scheme, where = distributed.comm.parse_address(self.address)
+            if scheme in ("tcp", "tls", "ws", "wss"):
                 distributed.comm.get_address_host_port(self.address)
+            elif scheme == "inproc" and distributed.comm.inproc.global_manager.get_listener_for(where) is None:
+                raise ValueError("no scheduler of this process listens there")  # (the tests' in-process clusters)
             self.client = distributed.Client(self.address, timeout=CONNECT_TIMEOUT, set_as_default=False)
         except (OSError, TimeoutError, ValueError) as exc:
             raise ClusterError(f"Cannot reach the Dask scheduler at {self.address}: {exc}",

@@ -70,6 +70,8 @@ def plan(registry: Registry, names: Sequence[str], shape: dict[str, int],
     """Resolve names, complete the shape, check constraints and directions. A variant named
     explicitly that cannot run at the shape is an error (`strict`, the default) or skipped like one
     implied by a family name."""
+    if not [n for n in names if n.strip()]:
+        raise ShapeError("No kernel named: --kernel was given no name.", "`cudabench list` shows the kernels.")
     picked = registry.resolve(names)
     families = list(dict.fromkeys(f for f, _ in picked))
     if len(families) > 1:  # each family takes the parameters it has; a name none has is an error

@@ -52,7 +52,7 @@ from cudabench.errors import ConfigError
 from cudabench.files import parse_toml, read_input
 from cudabench.results.model import DIRECTIONS
 from cudabench.spec.family import DTYPES
-from cudabench.spec.shapes import parse_value
+from cudabench.spec.shapes import LARGEST, parse_value
 
 TIMINGS = ("sync", "events", "graph", "cupti")
 MAX_SHAPES = 10_000  # per case: a slip such as step = 1 up to 2^28 should fail, not run for days
@@ -151,8 +151,8 @@ def _positive_int(value: Any, where: str, expected: str = INT_TEXT, least: int =
             number = parse_value(value)
         except ValueError:
             _fail(where, expected, value)
-    if isinstance(number, bool) or not isinstance(number, int) or number < least:
-        _fail(where, expected, value)
+    if isinstance(number, bool) or not isinstance(number, int) or not least <= number <= LARGEST:
+        _fail(where, expected, value)  # at most 2^63, as a --shape value
     return number
 
 

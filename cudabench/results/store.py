@@ -115,13 +115,14 @@ class Point:
     gpu: str
 
 
-def check_readable(path: Path) -> None:
+def check_readable(path: Path) -> int:
     """Refuse, before a run starts, a store this cudabench cannot append to (a folder, a device, not
-    SQLite, another program's database, or newer)."""
+    SQLite, another program's database, or newer). Its schema version (0: new or empty), read
+    without writing a byte."""
     if not _check_path(path):
-        return
+        return 0
     try:  # read-only, through a URI escaped as one ('#', '?' and '%' in a name stay in the name)
-        with contextlib.closing(sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True)) as db:
+        with contextlib.closing(_read_only(path)) as db:
             version = int(db.execute("PRAGMA user_version").fetchone()[0])
             foreign = _other_tables(db) if version == 0 else []
     except sqlite3.Error as exc:
@@ -130,6 +131,11 @@ def check_readable(path: Path) -> None:
         raise _newer(path, version)
     if foreign:
         raise _not_ours(path, foreign)
+    return version
+
+
+def _read_only(path: Path) -> sqlite3.Connection:
+    return sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True)
 
 
 def tell_stderr(message: str) -> None:
@@ -138,13 +144,24 @@ def tell_stderr(message: str) -> None:
 
 
 class Store:
-    def __init__(self, path: Path | str, on_wait: Callable[[str], None] = tell_stderr):
+    def __init__(self, path: Path | str, on_wait: Callable[[str], None] = tell_stderr, read_only: bool = False):
         """Open (or create) the store at `path`. When another process holds a lock a statement needs,
         `on_wait(message)` is called after NOTICE_SECONDS of waiting for it (message: one line naming
-        the holder where /proc/locks tells), and the wait goes on up to WAIT_SECONDS in all."""
+        the holder where /proc/locks tells), and the wait goes on up to WAIT_SECONDS in all.
+        `read_only` (history, compare, report): a file that is not a cudabench store of this or an
+        older version is refused without a byte written; a current one is opened read-only."""
         self.path = Path(path)
         self.on_wait = on_wait
-        _check_path(self.path)
+        version = check_readable(self.path)  # another program's database or a newer store: untouched
+        if read_only and version == 0:
+            raise ConfigError(f"The store {self.path} holds no runs yet (it is not a cudabench results store).",
+                              "Record runs with `cudabench run ... --store`, or name the store with --store PATH.")
+        if read_only and version == SCHEMA_VERSION:
+            try:
+                self.db = _read_only(self.path)
+            except sqlite3.Error as exc:
+                raise _cannot_use(self.path, exc) from None
+            return
         _make_folder(self.path)
         try:
             self.db = sqlite3.connect(self.path, timeout=WAIT_SECONDS, isolation_level=None)

@@ -8,6 +8,7 @@ import hashlib
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import sysconfig
@@ -250,9 +251,31 @@ def binding_command(cxx: str, source: Path, scratch: Path, nvcc: Optional[str] =
             "-DTORCH_EXTENSION_NAME=cudabench_check", *(f"-I{i}" for i in includes), str(source)]
 
 
+def _regular_sources(family: Family) -> None:
+    """Each source a regular file: a compiler reading a FIFO waits for ever."""
+    from cudabench.files import kind_of
+
+    for source in family.source_paths():
+        try:
+            mode = source.stat().st_mode
+        except OSError as exc:
+            raise BuildError(f"{family.name}: its source {source} cannot be read: {exc.strerror}.",
+                             "Fix the sources the family's spec.py lists.") from None
+        if not stat.S_ISREG(mode):
+            raise BuildError(f"{family.name}: its source {source} is {kind_of(mode)}, not a regular file.",
+                             "Fix the sources the family's spec.py lists.")
+
+
+COMPILE_TIMEOUT = 600  # seconds one compile check may take
+
+
 def _run(command: list[str], source: Path) -> CompileCheck:
     start = time.perf_counter()
-    proc = subprocess.run(command, capture_output=True, text=True)
+    try:
+        proc = subprocess.run(command, capture_output=True, text=True, timeout=COMPILE_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        return CompileCheck(source, tuple(command), time.perf_counter() - start, False,
+                            f"{command[0]} did not finish within {COMPILE_TIMEOUT} s")
     said = proc.stdout + proc.stderr
     if proc.returncode != 0 and not said.strip():  # a failure is never shown without a reason
         said = f"{command[0]} exited with code {proc.returncode} and printed nothing"
@@ -262,6 +285,7 @@ def _run(command: list[str], source: Path) -> CompileCheck:
 def check_compile(family: Family, arch: str, bindings: bool = True) -> list[CompileCheck]:
     """Compile each .cu with nvcc only (object file, thrown away); syntax-check each .cpp binding."""
     arch = normalize_arch(arch)
+    _regular_sources(family)
     nvcc = find_nvcc()
     cxx = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++")
     with tempfile.TemporaryDirectory(prefix="cudabench-check-") as tmp:

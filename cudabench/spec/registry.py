@@ -9,6 +9,7 @@ import contextlib
 import difflib
 import importlib.util
 import os
+import re
 import sys
 import traceback
 from dataclasses import dataclass, replace
@@ -114,8 +115,10 @@ def load_family(folder: Path) -> Family:
         raise ConfigError(f"{where_raised(exc, spec_file)} ended the process while loading (exit code {code!r}): "
                           "a kernel family's spec.py must define FAMILY and return.",
                           "Remove the exit from spec.py (or from what it imports).") from None
-    except Exception as exc:  # a user's spec.py with a bug: say which file and line
-        error = ConfigError(f"{where_raised(exc, spec_file)} failed to load: {type(exc).__name__}: {exc}",
+    except KeyboardInterrupt:
+        raise  # Ctrl-C while loading: the command stops as on any Ctrl-C
+    except BaseException as exc:  # a user's spec.py with a bug (any exception class): say which file and line
+        error = ConfigError(f"{where_raised(exc, spec_file)} failed to load: {type(exc).__name__}: {printable(exc)}",
                             "Fix the kernel family's spec.py (`cudabench --traceback ...` shows the whole "
                             "traceback).")
         error.original = exc
@@ -125,7 +128,24 @@ def load_family(folder: Path) -> Family:
     family = getattr(module, "FAMILY", None)
     if not isinstance(family, Family):
         raise ConfigError(f"{spec_file} does not define FAMILY = cudabench.spec.family.Family(...).")
+    for what, name in [("family", family.name), *(("variant", v.name) for v in family.variants),
+                       *(("baseline", b.name) for b in family.baselines)]:
+        if not isinstance(name, str) or not NAME.fullmatch(name):
+            raise ConfigError(f"{spec_file}: the {what} name {printable(name)!s:.80} is not a name: letters, digits, "
+                              "'_', '-' and '.' only, starting with a letter or digit (it becomes part of paths "
+                              "and command lines).")
     return replace(family, folder=folder)
+
+
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
+
+
+def printable(value: object) -> str:
+    """str(value), or what it is when its __str__ fails."""
+    try:
+        return str(value)
+    except Exception:
+        return f"<{type(value).__name__} that cannot be printed>"
 
 
 def where_raised(exc: BaseException, spec_file: Path) -> str:
