@@ -83,7 +83,7 @@ def test_a_family_name_that_is_not_a_name_is_refused(tmp_path, name):
         discover([tmp_path / "k"])
 
 
-@pytest.mark.parametrize("raised", ["GeneratorExit", "type('Boom', (BaseException,), {})('x')",
+@pytest.mark.parametrize("raised", ["GeneratorExit", "KeyboardInterrupt", "type('Boom', (BaseException,), {})('x')",
                                     "type('Mute', (Exception,), {'__str__': lambda self: 1 / 0})()"])
 def test_a_spec_raising_anything_is_one_paragraph_naming_it(tmp_path, raised):
     scale_family(tmp_path, lambda text: text + f"\nraise {raised}\n")

@@ -10,6 +10,7 @@ import difflib
 import importlib.util
 import os
 import re
+import signal
 import sys
 import traceback
 from dataclasses import dataclass, replace
@@ -97,6 +98,25 @@ def exits_raise() -> Iterator[None]:
         os._exit = real
 
 
+@contextlib.contextmanager
+def ctrl_c_noted(seen: list) -> Iterator[None]:
+    """While a spec.py is imported, a real SIGINT is noted in `seen` (then raises KeyboardInterrupt
+    as usual), so a KeyboardInterrupt the spec raises itself can be told from a Ctrl-C."""
+    def on_sigint(number: int, frame: object) -> None:
+        seen.append(True)
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGINT, on_sigint)
+    except ValueError:  # not the main thread: signals go elsewhere, so nothing to tell apart
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous if previous is not None else signal.default_int_handler)
+
+
 def load_family(folder: Path) -> Family:
     spec_file = folder / "spec.py"
     module_name = f"cudabench_kernels_{folder.name.replace('-', '_')}_{abs(hash(str(folder)))}"
@@ -107,16 +127,20 @@ def load_family(folder: Path) -> Family:
     sys.modules[module_name] = module
     for hook in LOAD_HOOKS:
         hook(spec_file, False)
+    ctrl_c: list[bool] = []
     try:
-        with exits_raise():
+        with exits_raise(), ctrl_c_noted(ctrl_c):
             module_spec.loader.exec_module(module)
+    except KeyboardInterrupt as exc:
+        if ctrl_c:
+            raise  # a real Ctrl-C while loading: the command stops as on any Ctrl-C
+        raise ConfigError(f"{where_raised(exc, spec_file)} failed to load: it raised KeyboardInterrupt itself "
+                          "(no Ctrl-C was pressed).", "Fix the kernel family's spec.py.") from None
     except (SystemExit, SpecExited) as exc:  # sys.exit or os._exit while loading: never a silent end
         code = exc.code
         raise ConfigError(f"{where_raised(exc, spec_file)} ended the process while loading (exit code {code!r}): "
                           "a kernel family's spec.py must define FAMILY and return.",
                           "Remove the exit from spec.py (or from what it imports).") from None
-    except KeyboardInterrupt:
-        raise  # Ctrl-C while loading: the command stops as on any Ctrl-C
     except BaseException as exc:  # a user's spec.py with a bug (any exception class): say which file and line
         error = ConfigError(f"{where_raised(exc, spec_file)} failed to load: {type(exc).__name__}: {printable(exc)}",
                             "Fix the kernel family's spec.py (`cudabench --traceback ...` shows the whole "
