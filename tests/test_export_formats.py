@@ -222,3 +222,18 @@ def test_bytes_are_shown_in_binary_units(count, text):
     from cudabench.results.report import fmt_bytes
 
     assert fmt_bytes(count) == text
+
+
+def test_markdown_strikes_through_the_figures_of_an_untrusted_subject():
+    from dataclasses import replace
+
+    from cudabench.results.model import IntegrityCheck
+
+    shape = {"B": 32, "C": 768, "T": 768}
+    bad = replace(measured("timex", shape, "hostile-cached", 1.31e-6),
+                  integrity=(IntegrityCheck("fresh-output", "fail", "stale"),))
+    lines = to_markdown(doc([measured("timex", shape, "timex-v4", 50.6e-6), bad])).splitlines()
+    honest = next(line for line in lines if "| timex-v4 |" in line)
+    cached = next(line for line in lines if "| hostile-cached |" in line)
+    assert "50.6" in honest and "~~" not in honest
+    assert "| INVALID |" in cached and "~~1.31 µs~~" in cached and "| 1.31 µs |" not in cached

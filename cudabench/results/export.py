@@ -381,6 +381,9 @@ def _rates(row: Mapping[str, Any]) -> list[str]:
             "-" if ceiling is None else f"{ceiling:.0%}"]
 
 
+UNTRUSTED = ("INVALID", "ERROR")  # statuses whose figures are not results
+
+
 def to_markdown(doc: Mapping[str, Any]) -> str:
     """A GitHub table of the results under a line with GPU, driver, CUDA, torch and date."""
     from cudabench.results.report import fmt_bytes, fmt_error, fmt_time
@@ -394,10 +397,12 @@ def to_markdown(doc: Mapping[str, Any]) -> str:
              "|" + "|".join("---:" if h in numeric else "---" for h in head) + "|"]
     for row in flat_rows(doc):
         err, per_call = row["rel_error"], row["kernels_per_call"]
+        figures = [*(fmt_time(row[c]) for c in TIME_COLUMNS), "-" if row["n"] is None else str(row["n"]),
+                   fmt_time(row["kernel_time"]), "-" if per_call is None else f"{per_call:g}", *_rates(row)]
+        if row["status"] in UNTRUSTED:  # kept for the record, struck through: never read as a result
+            figures = [f"~~{f}~~" if f not in ("", "-") else f for f in figures]
         cells = [row["family"], row["shape"], row["direction"], row["dtype"], row["subject"], row["role"], row["status"],
-                 "-" if err is None else fmt_error(err), *(fmt_time(row[c]) for c in TIME_COLUMNS),
-                 "-" if row["n"] is None else str(row["n"]), fmt_time(row["kernel_time"]),
-                 "-" if per_call is None else f"{per_call:g}", *_rates(row), fmt_bytes(row["peak_memory"]),
+                 "-" if err is None else fmt_error(err), *figures, fmt_bytes(row["peak_memory"]),
                  row["timing"] or "-",
                  row["cache"] or "-"]
         lines.append("| " + " | ".join(str(c or "-").replace("|", "\\|") for c in cells) + " |")
