@@ -118,3 +118,20 @@ def test_the_page_opens_in_headless_chromium(tmp_path):
         tab.screenshot(path=str(tmp_path / "page.png"), full_page=True)
         browser.close()
     assert all(url.startswith(("file:", "data:")) for url in requests)
+
+
+def test_an_untrusted_subjects_figures_are_struck_through_on_the_page():
+    import re
+    from dataclasses import replace
+
+    from cudabench.results.model import IntegrityCheck
+
+    shape = {"B": 32, "C": 768, "T": 768}
+    bad = replace(measured("timex", shape, "hostile-cached", 1.31e-6),
+                  integrity=(IntegrityCheck("fresh-output", "fail", "stale"),))
+    html = page(doc([measured("timex", shape, "timex-v4", 50.6e-6), bad]))
+    rows = {name: row for row in re.findall(r"<tr>.*?</tr>", html) for name in ("timex-v4", "hostile-cached")
+            if f">{name}<" in row}
+    assert "<td class='untrusted'>1.31 µs</td>" in rows["hostile-cached"]
+    assert "untrusted" not in rows["timex-v4"] and "50.6" in rows["timex-v4"]
+    assert ".untrusted { color: #888; text-decoration: line-through; }" in html

@@ -18,6 +18,7 @@ table { border-collapse: collapse; margin: 0.6em 0 1.2em; font-size: 0.9em; }
 th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; }
 th { background: #f2f2f2; } td.text { text-align: left; }
 .bad { color: #b00020; font-weight: 600; } .good { color: #1b7f3b; }
+.untrusted { color: #888; text-decoration: line-through; }
 .meta { color: #555; font-size: 0.9em; } img { max-width: 100%; border: 1px solid #ddd; }
 """
 
@@ -75,15 +76,20 @@ def _groups(doc: Mapping[str, Any]) -> Iterable[tuple[str, list[Mapping[str, Any
 
 
 def _table(rows: Sequence[Mapping[str, Any]]) -> str:
+    from cudabench.results.export import UNTRUSTED
+
     head = "".join(f"<th>{_e(title)}</th>" for title, _ in COLUMNS)
     body = []
     for row in rows:
         cells = []
+        untrusted = row.get("status") in UNTRUSTED
         for _, key in COLUMNS:
             value = row.get(key, "")
             css = "text" if key in TEXT_COLUMNS else ""
             if key == "status" and value not in ("ok", "pass"):
                 css += " bad"
+            elif untrusted and key not in TEXT_COLUMNS and key != "rel_error":
+                css += " untrusted"  # an INVALID or crashed subject's figures: struck through and grey
             cells.append(f"<td class='{css.strip()}'>{_e(_cell(key, value))}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     return f"<table><tr>{head}</tr>\n" + "\n".join(body) + "</table>"
