@@ -12,7 +12,8 @@ from typer.testing import CliRunner
 from cudabench.cli import doctor
 from cudabench.cli.app import app
 from cudabench.errors import ToolNotFoundError
-from cudabench.profile import ncu, nsys, tools
+from cudabench import tools
+from cudabench.profile import ncu, nsys
 
 
 def script(path: Path, body: str = "echo 'tool 1.0'") -> str:
@@ -182,7 +183,7 @@ def test_doctor_says_an_nsys_without_importer_writes_no_report(fake_toolbox):
 def test_nvcc_that_is_not_nvcc_is_named_by_doctor_and_build(monkeypatch):
     from cudabench.cli.doctor import tool_finding
     from cudabench.errors import ToolNotFoundError
-    from cudabench.profile import tools
+    from cudabench import tools
     from cudabench.spec.build import find_nvcc
 
     monkeypatch.setenv("CUDABENCH_NVCC", "/bin/false")

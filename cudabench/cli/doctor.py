@@ -15,7 +15,7 @@ from rich.text import Text
 from cudabench.cli.common import out, say
 from cudabench.device import environment, nvml_driver_version, read_clocks
 from cudabench.errors import ToolNotFoundError
-from cudabench.profile.tools import Found, tool_version
+from cudabench.tools import Found, tool_version
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,8 @@ def gpu_findings() -> list[Finding]:
 def software_findings() -> list[Finding]:
     import torch
 
-    from cudabench.profile import ncu, nsys, tools
+    from cudabench import tools
+    from cudabench.profile import ncu, nsys
 
     found = [Finding("torch", True, f"{torch.__version__} (CUDA {torch.version.cuda or 'none'})")]
     nvcc = tool_finding("nvcc", "build and build --check", tools.find_nvcc)
@@ -77,7 +78,7 @@ def tool_finding(name: str, needed_for: str, find: Callable[[], Found], fix: str
         where = find()
     except ToolNotFoundError as exc:
         return Finding(name, False, f"{exc.message} Needed for {needed_for}." + (f" Fix: {fix}" if fix else ""))
-    from cudabench.profile.tools import SIGNATURES, not_the_tool
+    from cudabench.tools import SIGNATURES, not_the_tool
 
     wrong = not_the_tool(where.path, name) if name in SIGNATURES else ""
     if wrong:
@@ -97,7 +98,7 @@ def nsys_finding(found: Finding) -> Finding:
 
 def cuda_home_finding(nvcc: Found) -> Finding:
     """The toolkit nvcc compiles with against the CUDA_HOME torch's JIT would use on its own."""
-    from cudabench.profile import tools
+    from cudabench import tools
 
     ours, theirs = tools.cuda_home_of(nvcc.path), tools.torch_cuda_home()
     if tools.same_folder(ours, theirs):

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Optional, Sequence
 
-from cudabench.profile.tools import Found, locate
+from cudabench.tools import Found, locate
 
 METRICS = {  # metric -> column title
     "gpu__time_duration.sum": "duration",

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Mapping, Optional, Sequence
 
 from cudabench.errors import CudabenchError
-from cudabench.profile.tools import Found, locate
+from cudabench.tools import Found, locate
 
 # Where nsys usually lives after PATH, newest first within each pattern. The copy bundled inside
 # Nsight Compute comes last: it records but cannot import its .qdstrm into a report.

@@ -13,12 +13,12 @@ from rich.text import Text
 
 from cudabench.profile import ncu as ncu_tool
 from cudabench.profile import nsys as nsys_tool
-from cudabench.profile import nsys_report
+from cudabench.profile import nsys_report, tables
 from cudabench.results import report
 from cudabench.errors import CudabenchError
 from cudabench.nvtx import CALL_SUFFIX
 from cudabench.profile.nsys import with_ext
-from cudabench.profile.tools import verified
+from cudabench.tools import verified
 from cudabench.profile.launch import OUTPUTS, ProfileRequest, child_command, child_env, keep_summary, read_summary
 
 RunChild = Callable[..., tuple[int, str, Optional[dict]]]
@@ -76,10 +76,10 @@ def report_nsys(req: ProfileRequest, nsys: str, rc: int, log: str, reply: Option
     if exported.returncode != 0 or not sqlite.is_file():
         raise CudabenchError(f"nsys export to SQLite failed: {nsys_tool.last_line(exported.stdout + exported.stderr)}")
     data = nsys_report.read_report(sqlite)
-    out.print(report.time_stat_table(f"kernels ({req.kernel}, {req.iters} calls)", nsys_report.kernel_table(data)))
+    out.print(tables.time_stat_table(f"kernels ({req.kernel}, {req.iters} calls)", nsys_report.kernel_table(data)))
     ranges = nsys_report.range_table(data)
     if ranges:
-        out.print(report.range_stat_table(ranges))
+        out.print(tables.range_stat_table(ranges))
     else:
         out.print(Text.assemble(("no NVTX ranges in the report", "yellow"), " (the nvtx package's ranges are "
                                 "not recorded by this nsys; set CUDABENCH_NVTX_BACKEND=torch)"))
@@ -129,7 +129,7 @@ def report_ncu(req: ProfileRequest, ncu: str, rc: int, log: str, reply: Optional
     if imported.returncode != 0 or not rows:
         raise CudabenchError(f"ncu could not read back {rep}: {nsys_tool.last_line(imported.stdout + imported.stderr)}")
     (with_ext(req.base, ".ncu.csv")).write_text(imported.stdout)
-    out.print(report.ncu_table(rows, ncu_tool.METRICS))
+    out.print(tables.ncu_table(rows, ncu_tool.METRICS))
     durations = [r.seconds() for r in rows if r.seconds()]
     if durations:
         out.print(agreement_line("ncu kernel time", sum(durations) / req.iters, summary)
@@ -145,6 +145,6 @@ def report_torch(req: ProfileRequest, rc: int, log: str, reply: Optional[dict], 
         by_name.setdefault(nsys_report.short_kernel_name(name), []).append(seconds)
     stats = sorted((nsys_report.TimeStat(n, len(d), sum(d), statistics.median(d), min(d), max(d))
                     for n, d in by_name.items()), key=lambda s: -s.total)
-    out.print(report.time_stat_table(f"kernels ({req.kernel}, {req.iters} calls, torch.profiler)", stats))
+    out.print(tables.time_stat_table(f"kernels ({req.kernel}, {req.iters} calls, torch.profiler)", stats))
     out.print(agreement_line("torch.profiler kernel time", sum(s.total for s in stats) / req.iters, summary))
     out.print(f"Chrome trace (open in https://ui.perfetto.dev): {summary['trace']}")

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Iterator, Optional
 
 from cudabench.errors import BuildError, NoGPUError, ShapeError
-from cudabench.profile import tools
+from cudabench import tools
 from cudabench.spec.family import Family
 
 INCLUDE_DIR = Path(__file__).resolve().parent / "include"
