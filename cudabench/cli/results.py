@@ -139,12 +139,11 @@ def report_cmd(
 ) -> None:
     """One HTML page: the run's tables, its sweep plot, and its subjects' history across the stored runs."""
     from cudabench.files import check_outputs
-    from cudabench.results.export import check_output_path, load_results, write_text_atomic
+    from cudabench.results.export import load_results, write_text_atomic
     from cudabench.results.html import page
     from cudabench.results.store import default_path
 
     path = Path(store) if store else default_path()
-    check_output_path(html_path)
     check_outputs([html_path], [results, path])
     if results is None and not path.exists():
         raise ConfigError(f"Nothing to report: no --results file and no results store at {path}.",
@@ -200,15 +199,13 @@ def _check_outputs(json_path: Optional[Path], markdown_path: Optional[Path], inp
     the console for the table: standard error when a verdict file goes to standard output, so that
     stays machine-readable."""
     from cudabench.files import check_outputs
-    from cudabench.results.export import check_output_path, writes_to_stdout
+    from cudabench.results.export import writes_to_stdout
 
     to_stdout = [p for p in (json_path, markdown_path) if writes_to_stdout(p)]
     if len(to_stdout) > 1:
         raise ConfigError("Only one of --json and --markdown can go to standard output.",
                           "Write the other one to a file.")
-    for path in (json_path, markdown_path):
-        check_output_path(path)  # a regular file: the atomic write would replace a device such as /dev/null
-    check_outputs([json_path, markdown_path], inputs)
+    check_outputs([json_path, markdown_path], inputs)  # a regular file: the atomic write would replace a device
     return err if to_stdout else out
 
 

@@ -47,7 +47,7 @@ from typing import Any, Iterable, Mapping, Optional
 
 from cudabench import __version__
 from cudabench.errors import ConfigError
-from cudabench.files import STDOUT_PATHS, kind_of, parse_json, read_input
+from cudabench.files import STDOUT_PATHS, check_outputs, output_target, parse_json, read_input
 from cudabench.results.model import Case, Check, Environment, IntegrityCheck, Measurement, Result, Stats
 from cudabench.spec.family import Family
 
@@ -168,26 +168,9 @@ def writes_to_stdout(path: Optional[Path | str]) -> bool:
     return path is not None and str(path) in STDOUT_PATHS
 
 
-def output_target(path: Path | str) -> Path:
-    """The regular file that writing `path` replaces: symlinks followed (a symlink to a results file
-    stays a symlink); ConfigError for a folder, a device, a FIFO or a socket."""
-    target = Path(os.path.realpath(path))
-    try:
-        mode = target.stat().st_mode
-    except FileNotFoundError:
-        return target  # a new file (or the missing target of a dangling symlink)
-    except OSError as exc:
-        raise ConfigError(f"Cannot write {path}: {exc.strerror}.") from None
-    if stat.S_ISREG(mode):
-        return target
-    raise ConfigError(f"Cannot write {path}: it is {kind_of(mode)}, not a regular file.",
-                      "Give the path of a file to create or replace, or - for standard output.")
-
-
 def check_output_path(path: Optional[Path | str]) -> None:
-    """Fail before any work when `path` can never be written (see output_target)."""
-    if path is not None and not writes_to_stdout(path):
-        output_target(path)
+    """Fail before any work when `path` can never be written (cudabench.files.check_outputs)."""
+    check_outputs([path])
 
 
 def write_json_atomic(path: Path | str, data: dict[str, Any]) -> None:

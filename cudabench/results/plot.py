@@ -62,7 +62,8 @@ def _image_formats() -> list[str]:
 def check_image_path(path: Path | str) -> str:
     """The format to write `path` in: its suffix, PNG when it has none (or is '-', standard output).
     ConfigError when it is a folder, a device, or a suffix matplotlib cannot write."""
-    from cudabench.results.export import output_target, writes_to_stdout
+    from cudabench.files import output_target
+    from cudabench.results.export import writes_to_stdout
 
     text = str(path)
     if writes_to_stdout(text):
