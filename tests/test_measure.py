@@ -24,6 +24,17 @@ def test_batched_timer_stops_exactly_at_the_count():
     assert len(m.samples) == 7
 
 
+def test_a_batch_never_runs_more_calls_than_the_rule_can_want():
+    # a CUPTI batch is one profiler session of `batch` calls: asking 200 calls for a 7-sample check
+    # cost the sweep seconds
+    timer = FakeTimer([1e-3], batch=200)
+    run(timer, FixedCount(7))
+    assert timer.calls == 7
+    capped = FakeTimer([1.0, 2.0], batch=200)
+    run(capped, Adaptive(target=0.0, min_samples=2, min_time=0, max_time=60, max_samples=30))
+    assert capped.calls == 30
+
+
 def test_adaptive_stops_once_quiet():
     m = run(FakeTimer([1.00, 1.001, 0.999]), Adaptive(target=0.005, min_samples=10, min_time=0))
     assert len(m.samples) == 10 and "<= target" in m.stop_reason and not noisy(m.stop_reason)

@@ -46,14 +46,15 @@ class Warmup:
 def measure(call: Call, timer: Timer, rule: StopRule, warmup: Warmup, sync: Callable[[], None],
             before_each: Hook = None, cache: str = "hot") -> Measurement:
     """Warm up, prepare the timer (e.g. capture a graph), then take samples in the timer's batch
-    size until `rule` stops. `before_each` (e.g. an L2 flush) runs outside the timed region."""
+    size (never more than the rule can still want: a CUPTI batch is a profiler session) until `rule` stops. `before_each` (e.g. an L2 flush) runs outside the timed region."""
     warm_calls, warm_seconds, estimate = warmup.run(call, sync)
     timer.prepare(call, estimate)
     samples: list[float] = []
     start = time.perf_counter()
     reason: Optional[str] = None
     while reason is None:
-        batch = timer.samples(call, timer.batch, before_each)
+        most = rule.most(len(samples))
+        batch = timer.samples(call, timer.batch if most is None else min(timer.batch, most), before_each)
         if not batch:
             raise RuntimeError(f"the {timer.name} timer recorded nothing (is another profiler holding CUPTI?)")
         for s in batch:

@@ -13,6 +13,9 @@ class StopRule(Protocol):
     def decide(self, samples: Sequence[float], elapsed: float) -> Optional[str]:
         """A stop reason once enough samples are in, else None."""
 
+    def most(self, taken: int) -> Optional[int]:
+        """The most samples still wanted after `taken`, when the rule knows (a batch is cut to it)."""
+
 
 @dataclass(frozen=True)
 class FixedCount:
@@ -22,6 +25,9 @@ class FixedCount:
 
     def decide(self, samples: Sequence[float], elapsed: float) -> Optional[str]:
         return f"reached --repeat {self.count}" if len(samples) >= self.count else None
+
+    def most(self, taken: int) -> Optional[int]:
+        return max(1, self.count - taken)
 
 
 @dataclass(frozen=True)
@@ -34,6 +40,9 @@ class MinTime:
     def decide(self, samples: Sequence[float], elapsed: float) -> Optional[str]:
         if len(samples) >= self.min_samples and elapsed >= self.seconds:
             return f"sampled for --min-time {self.seconds:g} s"
+        return None
+
+    def most(self, taken: int) -> Optional[int]:
         return None
 
 
@@ -50,6 +59,9 @@ class Adaptive:
     min_time: float = 0.1
     max_time: float = 2.0
     max_samples: int = 100_000
+
+    def most(self, taken: int) -> Optional[int]:
+        return max(1, self.max_samples - taken)
 
     def decide(self, samples: Sequence[float], elapsed: float) -> Optional[str]:
         n = len(samples)
