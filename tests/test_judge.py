@@ -7,6 +7,7 @@ The hostile family's bindings run unchanged over a stand-in extension that compu
 PyTorch on the CPU and counts the elements it computed. The timer reports that count (1 ns per
 element), so a figure that depends on its inputs staying the same shows without a wall clock."""
 
+import random
 from pathlib import Path
 
 import pytest
@@ -106,10 +107,28 @@ def test_work_done_only_on_calls_it_takes_for_checked_is_caught_on_random_timed_
 def test_a_figure_that_depends_on_unchanged_inputs_in_full_or_in_part_is_invalid(registry, name):
     r = judge_one(registry, name)
     assert r.status == "INVALID"
-    # new values against the same values rewritten, or the hot loop against the latter: which one
-    # shows depends on the judge's secret order (a cache by content misses after every new draw)
-    assert {"fresh-inputs", "hot-loop"} & set(failed(r)), r.integrity
+    # new values against the previous call's values written again: a cache of one entry hits on the
+    # latter and misses on the former, whatever the judge's order. (The hot-loop check cannot be
+    # relied on: on an H200 these calls were host-bound, and it is not run for those.)
+    assert "fresh-inputs" in failed(r), r.integrity
     assert "fresh-output" not in failed(r)  # its outputs are right: only its hot figure lies
+
+
+class Alternating(random.Random):
+    """The judge's secret order at its least lucky for it: new and same draws alternating."""
+
+    def shuffle(self, x):
+        if set(x) == {"new", "same"}:
+            x[:] = [k for pair in zip(["new"] * len(x), ["same"] * len(x)) for k in pair][:len(x)]
+        else:
+            super().shuffle(x)
+
+
+def test_a_one_entry_cache_is_caught_whatever_the_order_of_the_judged_calls(registry):
+    judge = make_judge(registry)
+    judge._rng = Alternating(7)
+    r = judge_one(registry, "hostile-memo", judge=judge)
+    assert "fresh-inputs" in failed(r), r.integrity
 
 
 def test_a_subject_that_writes_into_its_inputs_is_reported_as_mutating_them(registry):
@@ -191,6 +210,19 @@ def test_which_calls_are_checked_is_the_judges_secret(registry, monkeypatch):
     text = repr(seen)
     for word in ("seed\": 1", "reference", "tolerance", "checked"):
         assert word not in text
+    ops = [r["op"] for r in seen]
+    assert all(ops[i - 2:i] == ["poison", "call"] or i < 2 for i, op in enumerate(ops, 1) if op == "call")
+
+
+def test_under_graph_timing_the_determinism_repeat_is_an_eager_call(registry, monkeypatch):
+    """A replay reuses the graph's own memory and runs none of the subject's Python, so uninitialised
+    memory reads the same on every replay: the repeat runs eagerly, on poisoned memory."""
+    seen = []
+    original = SubjectHandler.handle
+    monkeypatch.setattr(SubjectHandler, "handle", lambda self, request: seen.append(dict(request))
+                        or original(self, request))
+    judge_one(registry, "hostile-honest", timing="graph", fuzz=0)
+    assert [r for r in seen if r.get("eager")] == [{"op": "call", "eager": True}]
 
 
 def test_the_hot_loop_check_is_not_run_for_a_host_bound_call():

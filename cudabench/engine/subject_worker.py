@@ -53,7 +53,9 @@ class SubjectHandler:
         if op == "open":
             return r.open(request["family"], Case.from_dict(request["case"]), request["subject"], request["role"],
                           Settings(**request["settings"]), [(list(s), d) for s, d in request["outputs"]])
-        if op in ("call", "peak", "hot", "order", "finish"):
+        if op == "call":
+            return r.call(bool(request.get("eager", False)))
+        if op in ("poison", "peak", "hot", "order", "finish"):
             return getattr(r, op)()
         raise ValueError(f"unknown request {op!r}")
 

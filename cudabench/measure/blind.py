@@ -213,17 +213,27 @@ class BlindRunner:
         shared = {k: share(v) for k, v in inputs.items() if torch.is_tensor(v)}
         return {"inputs": shared, "grad_out": None if grad_out is None else share(grad_out)}
 
-    def call(self) -> dict:
-        """One judged call: the previous outputs dropped, the outputs' memory poisoned (NaN before
-        the first, random values after), the call (timed with the prepared timer, if any), the
-        device synchronised, its outputs shared."""
+    def poison(self) -> dict:
+        """Before a judged call, and before the judge writes its inputs (so that the inputs, not the
+        poison, are what the L2 holds, as in the hot loop): the previous outputs dropped, the outputs'
+        memory poisoned (NaN before the first call, random values after)."""
         s = self._opened()
         s.last = {}
         poison(s.outputs, self.device, nan=s.first_call, gen=s.gen, copies=SCRATCH_COPIES)
         s.first_call = False
+        return {}
+
+    def call(self, eager: bool = False) -> dict:
+        """One judged call (timed with the prepared timer, if any, unless `eager`), the device
+        synchronised, its outputs shared. A graph replay runs no Python and reuses the graph's own
+        memory, so reading uninitialised memory shows only in an eager call: the judge asks one for
+        its determinism check under graph timing (the subject's code cannot act on that: its timed
+        calls are replays, which run none of it)."""
+        s = self._opened()
+        s.last = {}
         workload = s.workload()
         sample = None
-        if s.timer is not None:
+        if s.timer is not None and not eager:
             sample = s.timer.samples(workload.call, 1, self._settle(s.settings), keep=True)[0]
             got = s.timer.last
             s.timer.last = None

@@ -16,9 +16,10 @@ One subject:
 3. the hot loop: the figure, timed on unchanged inputs.
 4. judged calls: FRESH_CALLS more calls, each timed the same way as the hot loop, each on input
    values the judge drew and wrote just before it. The judge alone knows which draws it will check
-   (CHECKED_DRAWS of them, at random places, against a new fp64 reference each) and where it repeats
-   the first inputs (the determinism check). The subject process treats every judged call alike.
-   Their median must not be slower than the hot figure beyond the noise: a subject whose hot figure
+   (CHECKED_DRAWS of them, at random places, against a new fp64 reference each), where it writes the
+   previous call's values again, and where it repeats the first inputs (the determinism check). The
+   subject process treats every judged call alike. Calls on new values must not be slower than calls
+   on the same values, nor those slower than the hot figure, beyond the noise: a subject whose time
    depends on its inputs staying the same, in full or in part, fails.
 5. the stream-order probe, then the process state.
 
@@ -49,7 +50,7 @@ from cudabench.spec.family import UNIT_ROUNDOFF, Family
 from cudabench.spec.registry import Registry
 
 NEW_DRAWS = 8          # judged calls on new input values after the hot loop
-SAME_DRAWS = 8         # judged calls on the first input values, written again
+SAME_DRAWS = 8         # judged calls on the previous call's input values, written again
 FRESH_CALLS = NEW_DRAWS + SAME_DRAWS
 CHECKED_DRAWS = 2      # new draws checked against a new fp64 reference each
 # Judged calls on new values slower than those on the same values by more than this share (plus twice
@@ -265,13 +266,15 @@ class Session:
     last_sample: Optional[float] = None
     _last_got: Optional[dict] = None
 
-    def judged_call(self, draw: Draw, reference: Optional[dict],
-                    keep_outputs: bool = False) -> tuple[Check, list[IntegrityCheck]]:
-        """Write the draw, make one call, and judge it: output kinds and aliasing always; values and
-        the inputs' integrity when `reference` is given (else the outputs are left unread)."""
+    def judged_call(self, draw: Draw, reference: Optional[dict], keep_outputs: bool = False,
+                    eager: bool = False) -> tuple[Check, list[IntegrityCheck]]:
+        """Poison the outputs' memory, write the draw, make one call, and judge it: output kinds and
+        aliasing always; values and the inputs' integrity when `reference` is given (else the outputs
+        are left unread)."""
         self._last_got = None
+        self.ask({"op": "poison"})
         self.write(draw)
-        reply = self.ask({"op": "call"})
+        reply = self.ask({"op": "call", "eager": eager} if eager else {"op": "call"})
         self.last_sample = reply.get("sample")
         opened, problems = self._open_outputs(reply["outputs"])
         if reference is None or problems:
@@ -364,7 +367,8 @@ class Session:
 
     def fresh_calls(self, result: Result, busy: list[float]) -> list[IntegrityCheck]:
         """Judged calls after the hot loop, timed like it: NEW_DRAWS on new input values and SAME_DRAWS
-        on the first values written again, in an order only the judge knows. It checks CHECKED_DRAWS of
+        on the values of the call before written again (a cache of one entry hits on them, as in the
+        hot loop, and misses on new ones), in an order only the judge knows. It checks CHECKED_DRAWS of
         the new ones against a new fp64 reference, one more new one drawn from another input kind
         (picked at random, named in the verdict), and one of the same ones against the first check's
         outputs (determinism). New and same are made the same way, so their medians differ only if
@@ -382,22 +386,30 @@ class Session:
         plan[j._rng.choice([i for i, k in enumerate(plan) if k == "same"])] = "repeat"
         samples: dict[str, list[float]] = {"new": [], "same": []}
         errors, problems, repeat, kind_check = [], [], None, None
+        # an eager repeat under graph timing: see BlindRunner.call
+        eager_repeat = self.settings.timing == "graph"
+        previous = self.first  # the values of the subject's last call (the hot loop's)
         for step in plan:
             fresh = step in ("new", "checked", "kind")
-            draw, reference = self.first, None
+            draw, reference = previous, None  # "same": the last call's values, written again
             if step == "kind":
                 draw, reference = kind_draw, kind_reference
             elif fresh:
                 draw = j.draw(family, case, secrets.randbits(62), self.first)
+            elif step == "repeat":
+                draw = self.first
             if step == "checked":
                 with self.phases("integrity/references"):
                     reference = j.reference(family, case, draw, keep=False)
             elif step == "repeat":
                 reference = j.reference(family, case, self.first, keep=self.keep_reference)
             self.last_sample = None
-            check, found = self.judged_call(draw, reference)
+            check, found = self.judged_call(draw, reference, eager=eager_repeat and step == "repeat")
+            previous = draw
             problems += found
-            if self.last_sample is not None and step != "kind":  # another kind may take another time
+            # another kind may take another time; the repeat goes back to the first values (a miss for
+            # a cache of one entry) and may be eager
+            if self.last_sample is not None and step not in ("kind", "repeat"):
                 samples["new" if fresh else "same"].append(self.last_sample)
             if reference is not None and not found:
                 if step == "kind":

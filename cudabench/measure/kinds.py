@@ -78,6 +78,15 @@ def _search(family: Any, case: Any, inputs: dict[str, Any], grad_out: Any, round
     # the largest exponent found fine, taken as monotone above the family's own scale (where a sum's
     # cancellation can still cost digits); only an exponent that was checked is returned
     low, high, found = 0, max(0, math.floor(math.log2(limit / max(biggest, 1e-30)))), 0
+    guess = _estimate(family, case, inputs, grad_out, rounded, names, limit, high)
+    if guess is not None and fine(guess):
+        # the outputs grow as a power of the scale: the guess is the top unless one more step is
+        # fine too (an intermediate, not an output, limited it), and then the search goes on above
+        if guess >= high or not fine(guess + 1):
+            return guess
+        low = found = guess + 1
+    elif guess is not None:
+        high = guess - 1  # an intermediate overflows before the outputs do: search below
     while low < high:
         middle = (low + high + 1) // 2
         if fine(middle):
@@ -85,3 +94,28 @@ def _search(family: Any, case: Any, inputs: dict[str, Any], grad_out: Any, round
         else:
             high = middle - 1
     return found
+
+
+def _estimate(family: Any, case: Any, inputs: dict[str, Any], grad_out: Any, rounded: Callable[[dict], dict],
+              names: tuple[str, ...], limit: float, high: int) -> Optional[int]:
+    """Where the float32 reference's largest output would reach `limit` (with one bit to spare), from
+    its outputs at scales 2^0 and 2^4: outputs of a product of d scaled inputs grow as 2^(d·e). Two
+    float32 calls instead of a search's dozen; `_search` checks the guess. None when it cannot tell."""
+
+    def largest(exponent: int) -> Optional[float]:
+        as_float32 = {k: (v.float() if torch.is_tensor(v) and v.is_floating_point() else v)
+                      for k, v in rounded(scaled(inputs, exponent, names)).items()}
+        with torch.enable_grad():
+            got = make_workload(family.reference, as_float32, case.direction, family.grad_inputs,
+                                None if grad_out is None else grad_out.float()).results()
+        values = [float(v.detach().abs().max()) for v in got.values() if torch.is_tensor(v) and v.numel()]
+        return max(values) if values and all(math.isfinite(v) for v in values) else None
+
+    probe = min(4, high)
+    if probe < 1:
+        return None
+    at0, atp = largest(0), largest(probe)
+    if not at0 or not atp or atp <= at0:
+        return None
+    growth = math.log2(atp / at0) / probe  # output bits per input bit
+    return max(0, min(high, math.floor((math.log2(limit / 2) - math.log2(at0)) / growth)))
