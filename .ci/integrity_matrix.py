@@ -21,6 +21,11 @@ def load(path):
     return doc["results"], doc.get("environment", {})
 
 
+def integrity_seconds(phases):
+    """The integrity phase and its sub-phases (integrity/judged calls, integrity/cupti, ...)."""
+    return sum(v for k, v in phases.items() if k == "integrity" or k.startswith("integrity/"))
+
+
 def flagged(r):
     return [c["name"] for c in r.get("integrity") or [] if c["verdict"] == "fail"]
 
@@ -65,7 +70,7 @@ def matrix(paths):
             rows.setdefault(r["subject"], {})[timer] = cell(r)
             phases = dict(r.get("phases") or {})
             if r["status"] == "ok":
-                costs.setdefault(r["subject"], []).append((phases.get("integrity", 0.0), phases.get("sampling", 0.0)))
+                costs.setdefault(r["subject"], []).append((integrity_seconds(phases), phases.get("sampling", 0.0)))
     print(f"GPU: {env.get('gpu', '?')}, driver {env.get('driver', '?')}, torch {env.get('torch', '?')}, "
           f"{env.get('date', '?')}\n")
     print("| subject | " + " | ".join(columns) + " |")
@@ -89,7 +94,7 @@ def honest(paths):
         for r in results:
             total += 1
             phases = dict(r.get("phases") or {})
-            integrity_s += phases.get("integrity", 0.0)
+            integrity_s += integrity_seconds(phases)
             sampling_s += phases.get("sampling", 0.0)
             if r["status"] not in ("ok", "SKIP"):
                 bad.append((Path(path).stem, r["subject"], r["case"]["direction"], r["status"],
