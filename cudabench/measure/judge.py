@@ -266,7 +266,7 @@ class Session:
     last_sample: Optional[float] = None
     _last_got: Optional[dict] = None
 
-    def judged_call(self, draw: Draw, reference: Optional[Any], keep_outputs: bool = False,
+    def judged_call(self, draw: Draw, reference: Optional[dict], keep_outputs: bool = False,
                     eager: bool = False) -> tuple[Check, list[IntegrityCheck]]:
         """Poison the outputs' memory, write the draw, make one call, and judge it: output kinds and
         aliasing always; values and the inputs' integrity when `reference` is given (else the outputs
@@ -281,8 +281,6 @@ class Session:
             return Check((), self.tolerance), problems
         got = {k: t.clone() for k, t in opened.items()}
         self.judge.sync()
-        if callable(reference):  # computed after the call: the pause before it is the same for every call
-            reference = reference()
         self._last_got = got
         if keep_outputs:
             self.first_outputs = got
@@ -393,18 +391,16 @@ class Session:
         previous = self.first  # the values of the subject's last call (the hot loop's)
         for step in plan:
             fresh = step in ("new", "checked", "kind")
-            # every step draws, so the subject waits alike before each call; "same" then writes the
-            # last call's values again
-            drawn = j.draw(family, case, secrets.randbits(62), self.first) if step != "kind" else kind_draw
-            draw, reference = (drawn if fresh else previous), None
+            draw, reference = previous, None  # "same": the last call's values, written again
             if step == "kind":
-                reference = kind_reference
+                draw, reference = kind_draw, kind_reference
+            elif fresh:
+                draw = j.draw(family, case, secrets.randbits(62), self.first)
             elif step == "repeat":
                 draw = self.first
             if step == "checked":
-                def reference(d=draw):
-                    with self.phases("integrity/references"):
-                        return j.reference(family, case, d, keep=False)
+                with self.phases("integrity/references"):
+                    reference = j.reference(family, case, draw, keep=False)
             elif step == "repeat":
                 reference = j.reference(family, case, self.first, keep=self.keep_reference)
             self.last_sample = None
