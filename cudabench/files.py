@@ -1,11 +1,10 @@
-"""The one place files given by users are read, parsed and checked as outputs (standard library only).
+"""The one place files given by users are read and parsed (standard library only).
 
 Reading takes a regular file (symlinks followed) or `-` for standard input where the caller allows
 it, never blocks on a FIFO or a device, and reads at most MAX_INPUT_BYTES ($CUDABENCH_MAX_INPUT_BYTES
 raises it). Parsing turns every failure of json and tomllib (syntax, nesting too deep, an integer
 past Python's digit limit, text that is not UTF-8) into one ConfigError naming the file and, where
-known, the line and column. `check_outputs` refuses, before any work, an output that would overwrite
-one of the command's inputs or that can never be written.
+known, the line and column. Outputs are checked and written in cudabench.outputs.
 """
 
 from __future__ import annotations
@@ -16,9 +15,7 @@ import os
 import re
 import stat
 import sys
-import tempfile
-from pathlib import Path
-from typing import Any, Iterable, Optional, Union
+from typing import Any, Optional, Union
 
 try:
     import tomllib
@@ -33,7 +30,6 @@ LIMIT_VAR = "CUDABENCH_MAX_INPUT_BYTES"
 MAX_INPUT_BYTES = 256 * 2**20
 STDIN = "-"
 STDOUT_PATHS = ("-", "/dev/stdout")
-PSEUDO_FILE_SYSTEMS = ("/proc", "/sys")   # the kernel's own files: never a place for results
 _CHUNK = 1 << 20
 
 _KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
@@ -262,83 +258,3 @@ def _long_number(text: str, pattern: str) -> str:
             line, column = _place(text, match.start())
             return f"a number of {digits} digits at line {line}, column {column} (at most {most} are read)"
     return ""
-
-
-# ---- outputs --------------------------------------------------------------------------------------
-
-def check_outputs(outputs: Iterable[Optional[PathLike]], inputs: Iterable[Optional[PathLike]] = (),
-                  make_folders: bool = True) -> None:
-    """Before any work: ConfigError, one paragraph each, for an output path that
-      - is the same file as one of `inputs` (through symlinks or hard links) or as another output,
-      - lies under /proc or /sys, or is not a regular file (a folder, a device such as /dev/null: the
-        atomic writers would replace it, a FIFO),
-      - cannot be created: its nearest existing folder is a file or cannot be written, or (with
-        make_folders=False) its folder does not exist.
-    None entries are skipped; `-` and /dev/stdout (standard output) are always accepted, as `-` in
-    `inputs` (standard input). Writes nothing: a probe file is made and removed at once."""
-    sources = [p for p in inputs if p is not None and str(p) != STDIN]
-    seen: list[PathLike] = []
-    for output in outputs:
-        if output is None or str(output) in STDOUT_PATHS:
-            continue
-        for source in sources:
-            if _same_file(output, source):
-                raise ConfigError(f"The output {output} would overwrite the input {source}: they are the same file.",
-                                  "Write the output to another path.")
-        for other in seen:
-            if _same_file(output, other):
-                raise ConfigError(f"The outputs {other} and {output} are the same file: one would overwrite the other.",
-                                  "Give each output its own path.")
-        _check_output(output, make_folders)
-        seen.append(output)
-
-
-def _same_file(a: PathLike, b: PathLike) -> bool:
-    if os.path.realpath(a) == os.path.realpath(b):
-        return True
-    try:
-        return os.path.samefile(a, b)  # hard links; both must exist
-    except (OSError, ValueError):
-        return False
-
-
-def output_target(path: PathLike) -> Path:
-    """The regular file that writing `path` replaces: symlinks followed (a symlink to a results file
-    stays a symlink); ConfigError for a folder, a device, a FIFO or a socket."""
-    target = Path(os.path.realpath(path))
-    try:
-        mode = target.stat().st_mode
-    except (FileNotFoundError, NotADirectoryError):
-        return target  # a new file (or the missing target of a dangling symlink); a file on its path is found later
-    except OSError as exc:
-        raise ConfigError(f"Cannot write {path}: {exc.strerror or exc}.") from None
-    if stat.S_ISREG(mode):
-        return target
-    raise ConfigError(f"Cannot write {path}: it is {kind_of(mode)}, not a regular file.",
-                      "Give the path of a file to create or replace, or - for standard output.")
-
-
-def _check_output(path: PathLike, make_folders: bool) -> None:
-    target = os.path.realpath(path)
-    for root in PSEUDO_FILE_SYSTEMS:
-        if target == root or target.startswith(root + "/"):
-            raise ConfigError(f"Cannot write {path}: it is under {root}, where the kernel shows its own state, "
-                              "not a place for files.", "Give a file path in a folder of yours.")
-    _check_folder(path, output_target(path).parent, make_folders)
-
-
-def _check_folder(path: PathLike, folder: Path, make_folders: bool) -> None:
-    """The folder `path` goes in can be written, or its nearest existing folder can be (to make it)."""
-    if not folder.exists() and not make_folders:
-        raise ConfigError(f"Cannot write {path}: the folder {folder} does not exist.", "Create it first.")
-    while not folder.exists() and folder != folder.parent:
-        folder = folder.parent
-    if not folder.is_dir():
-        raise ConfigError(f"Cannot write {path}: {folder} is {kind_of(folder.stat().st_mode)}, not a folder.",
-                          "Give a file path in a writable folder.")
-    try:  # a probe, removed at once: permission bits alone say yes to root, even on a read-only mount
-        with tempfile.TemporaryFile(dir=folder):
-            pass
-    except OSError as exc:
-        raise ConfigError(f"Cannot write {path}: the folder {folder} is not writable ({exc.strerror or exc}).",
-                          "Give a file path in a writable folder, or - for standard output.") from None

@@ -12,7 +12,8 @@ from cudabench.measure.loop import Warmup
 from cudabench.measure.stop import FixedCount
 from cudabench.measure.subject import case_inputs, work_of
 from cudabench.results import report
-from cudabench.results.export import document, flat_rows
+from cudabench.results.export import document
+from cudabench.results.rows import flat_rows
 from cudabench.results.model import Case
 from runs import inline_runner
 from synthetic import ENV

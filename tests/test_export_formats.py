@@ -10,9 +10,11 @@ from pathlib import Path
 import pytest
 
 from cudabench.errors import ConfigError
-from cudabench.results.export import (SCHEMA, SCHEMA_VERSION, check_output_path, flat_rows, load_results,
-                                      source_hash, to_csv, to_markdown, write_json_atomic, write_text_atomic,
-                                      writes_to_stdout)
+from cudabench.outputs import check_output_path, write_text_atomic, writes_to_stdout
+from cudabench.results.csv_format import to_csv
+from cudabench.results.export import SCHEMA, SCHEMA_VERSION, load_results, source_hash, write_json_atomic
+from cudabench.results.markdown import to_markdown
+from cudabench.results.rows import flat_rows
 from synthetic import doc, measured, skipped
 
 SHAPE = {"B": 32, "C": 768, "T": 768}
@@ -219,7 +221,7 @@ def test_peak_memory_travels_through_json_csv_and_markdown():
                                          (96 << 20, "96.0 MiB"), (int(1.25 * (1 << 30)), "1.25 GiB"),
                                          (300 << 20, "300 MiB")])
 def test_bytes_are_shown_in_binary_units(count, text):
-    from cudabench.results.report import fmt_bytes
+    from cudabench.results.units import fmt_bytes
 
     assert fmt_bytes(count) == text
 

@@ -13,7 +13,8 @@ import pytest
 
 from cudabench import files
 from cudabench.errors import ConfigError
-from cudabench.files import LIMIT_VAR, check_outputs, parse_json, parse_toml, read_input, read_text
+from cudabench.files import LIMIT_VAR, parse_json, parse_toml, read_input, read_text
+from cudabench.outputs import check_outputs
 
 DEEP = 5000
 

@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 from rich.console import Console
 
-from cudabench.results import report
+from cudabench.results import report, units
 from cudabench.device import environment
 from cudabench.errors import ShapeError
 from cudabench.results.export import SCHEMA_VERSION, document, write_json_atomic
@@ -82,7 +82,7 @@ def test_tables_render_with_speedup_and_skips(registry):
 @pytest.mark.parametrize("seconds, text", [(2.5e-6, "2.50 µs"), (4.5e-4, "450.0 µs"), (4.47e-3, "4.470 ms"),
                                            (37.5e-3, "37.50 ms"), (1.5, "1.500 s"), (None, "-")])
 def test_time_format(seconds, text):
-    assert report.fmt_time(seconds) == text
+    assert units.fmt_time(seconds) == text
 
 
 def test_bars():

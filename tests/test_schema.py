@@ -17,8 +17,10 @@ from typer.testing import CliRunner
 from cudabench.cli.app import app
 from cudabench.errors import ConfigError
 from cudabench.results.compare import compare_documents, to_json, to_markdown as verdicts_markdown
-from cudabench.results.export import (json_safe, check_document, document, load_results, result_from_dict, to_csv,
-                                      to_markdown, write_json_atomic)
+from cudabench.results.csv_format import to_csv
+from cudabench.results.export import (json_safe, check_document, document, load_results, result_from_dict,
+                                      write_json_atomic)
+from cudabench.results.markdown import to_markdown
 from cudabench.results.model import Check, IntegrityCheck
 from cudabench.results.plot import sweep_panels
 from synthetic import ENV, doc, measured, skipped, timex_sweep

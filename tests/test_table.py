@@ -8,7 +8,7 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from cudabench.cli.app import app
-from cudabench.results import report
+from cudabench.results import report, units
 from cudabench.results.export import write_json_atomic
 from cudabench.results.model import IntegrityCheck
 from synthetic import doc, measured
@@ -46,9 +46,9 @@ def test_names_and_medians_are_whole_at_every_width(width):
         row = [line for line in lines if f" {r.subject} " in line and f" {r.case.direction} " in line]
         assert row, (r.subject, text)  # the whole name, on one line with its direction
         if r.status == "ok":
-            assert report.fmt_time(r.stats.median) in row[0]  # the whole median on that same line
+            assert units.fmt_time(r.stats.median) in row[0]  # the whole median on that same line
         else:
-            assert r.status in row[0] and report.fmt_time(r.stats.median) not in row[0]  # no untrusted figure
+            assert r.status in row[0] and units.fmt_time(r.stats.median) not in row[0]  # no untrusted figure
     assert "median/call ±95%" in text and "vs conv1d" in text and "status" in text
 
 

@@ -107,7 +107,7 @@ def split(values: Optional[List[str]]) -> Optional[tuple[str, ...]]:
 
 def is_stdout(path: Optional[Path]) -> bool:
     """`-` (and /dev/stdout) as an output path means standard output."""
-    from cudabench.results.export import writes_to_stdout
+    from cudabench.outputs import writes_to_stdout
 
     return writes_to_stdout(path)
 
@@ -115,7 +115,7 @@ def is_stdout(path: Optional[Path]) -> bool:
 def check_writable(path: Optional[Path]) -> None:
     """Fail before measuring, not after the first result, when an output cannot be written. Leaves
     nothing behind: missing folders are made when the first result is saved."""
-    from cudabench.files import check_outputs
+    from cudabench.outputs import check_outputs
 
     check_outputs([path])
 

@@ -157,7 +157,9 @@ def compare_transfer(
     from cudabench.measure import transfer
     from cudabench.results import report
 
-    from cudabench.results.export import check_output_path, write_json_atomic
+    from cudabench.results.export import write_json_atomic
+
+    from cudabench.outputs import check_output_path
 
     check_output_path(json_path)
     chosen = [parse_size(s) for s in sizes.split(",") if s.strip()]

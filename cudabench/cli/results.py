@@ -107,7 +107,7 @@ def history(
     limit = parse_threshold(threshold)
     path = Path(store) if store else default_path()
     if plot_path:
-        from cudabench.files import check_outputs
+        from cudabench.outputs import check_outputs
         from cudabench.results.plot import check_image_path
 
         check_image_path(plot_path)
@@ -138,8 +138,9 @@ def report_cmd(
                                         "section."),
 ) -> None:
     """One HTML page: the run's tables, its sweep plot, and its subjects' history across the stored runs."""
-    from cudabench.files import check_outputs
-    from cudabench.results.export import load_results, write_text_atomic
+    from cudabench.outputs import check_outputs
+    from cudabench.results.export import load_results
+    from cudabench.outputs import write_text_atomic
     from cudabench.results.html import page
     from cudabench.results.store import default_path
 
@@ -198,8 +199,8 @@ def _check_outputs(json_path: Optional[Path], markdown_path: Optional[Path], inp
     """Refuse outputs that can never be written or would overwrite an input, before reading anything;
     the console for the table: standard error when a verdict file goes to standard output, so that
     stays machine-readable."""
-    from cudabench.files import check_outputs
-    from cudabench.results.export import writes_to_stdout
+    from cudabench.outputs import check_outputs
+    from cudabench.outputs import writes_to_stdout
 
     to_stdout = [p for p in (json_path, markdown_path) if writes_to_stdout(p)]
     if len(to_stdout) > 1:
@@ -218,7 +219,8 @@ def _default_store() -> Path:
 def _write_verdicts(comparison: Any, json_path: Optional[Path], markdown_path: Optional[Path],
                     console: Console) -> None:
     from cudabench.results.compare import to_json, to_markdown
-    from cudabench.results.export import write_json_atomic, write_text_atomic, writes_to_stdout
+    from cudabench.results.export import write_json_atomic
+    from cudabench.outputs import write_text_atomic, writes_to_stdout
 
     if json_path:
         write_json_atomic(json_path, to_json(comparison))
@@ -237,8 +239,9 @@ def plot(
     param: Optional[str] = typer.Option(None, "--param", "-p", help="The swept shape parameter (default: found)."),
 ) -> None:
     """Time per call against the swept parameter for each kernel, and speedup over the baseline."""
-    from cudabench.files import check_outputs
-    from cudabench.results.export import load_results, writes_to_stdout
+    from cudabench.outputs import check_outputs
+    from cudabench.results.export import load_results
+    from cudabench.outputs import writes_to_stdout
     from cudabench.results.plot import check_image_path, plot_sweep
 
     check_image_path(output)  # before reading: a wrong path should not wait for a large file

@@ -102,7 +102,7 @@ class Outputs:
     def check(self, inputs: tuple = ()) -> None:
         """Before any work: each output can be written and none is one of `inputs` (the suite file) or
         another output (the store included)."""
-        from cudabench.files import check_outputs
+        from cudabench.outputs import check_outputs
 
         paths = [p for p in (self.json, self.csv, self.markdown) if p is not None]
         if sum(is_stdout(p) for p in paths) > 1:
@@ -133,7 +133,10 @@ class Outputs:
                 out.file = None  # back to whatever sys.stdout is
 
     def save(self, doc: dict, final: bool = False) -> None:
-        from cudabench.results.export import to_csv, to_markdown, write_json_atomic, write_text_atomic
+        from cudabench.results.csv_format import to_csv
+        from cudabench.results.export import write_json_atomic
+        from cudabench.results.markdown import to_markdown
+        from cudabench.outputs import write_text_atomic
 
         for path, text in ((self.json, None), (self.csv, to_csv), (self.markdown, to_markdown)):
             if path is None or (is_stdout(path) and not final):

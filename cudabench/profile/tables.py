@@ -8,7 +8,7 @@ from typing import Any, Sequence
 from rich.table import Table
 
 from cudabench.profile.nsys_report import short_kernel_name
-from cudabench.results.report import fmt_time
+from cudabench.results.units import fmt_time
 
 
 def time_stat_table(title: str, stats: Sequence[Any], first: str = "kernel") -> Table:

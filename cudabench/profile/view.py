@@ -14,7 +14,7 @@ from rich.text import Text
 from cudabench.profile import ncu as ncu_tool
 from cudabench.profile import nsys as nsys_tool
 from cudabench.profile import nsys_report, tables
-from cudabench.results import report
+from cudabench.results.units import fmt_time
 from cudabench.errors import CudabenchError
 from cudabench.nvtx import CALL_SUFFIX
 from cudabench.profile.nsys import with_ext
@@ -64,8 +64,8 @@ def find_profiler(tool: str, nsys_path: Optional[str], out: Console, err: Consol
 
 def agreement_line(what: str, per_call: float, summary: dict) -> str:
     ref = summary["events_median"]
-    return (f"{what} per call {report.fmt_time(per_call)} vs cudabench events (GPU time) "
-            f"{report.fmt_time(ref)}: {abs(per_call / ref - 1):.1%} apart")
+    return (f"{what} per call {fmt_time(per_call)} vs cudabench events (GPU time) "
+            f"{fmt_time(ref)}: {abs(per_call / ref - 1):.1%} apart")
 
 
 def report_nsys(req: ProfileRequest, nsys: str, rc: int, log: str, reply: Optional[dict], out: Console) -> None:
@@ -85,10 +85,10 @@ def report_nsys(req: ProfileRequest, nsys: str, rc: int, log: str, reply: Option
                                 "not recorded by this nsys; set CUDABENCH_NVTX_BACKEND=torch)"))
     launch = nsys_report.launch_overhead(data)
     if launch.launches:
-        latency = report.fmt_time(launch.latency_median) if launch.latency_median is not None else "-"
-        out.print(f"launch overhead: {launch.launches} launches, {report.fmt_time(launch.api_total)} in launch "
-                  f"API calls ({report.fmt_time(launch.api_total / launch.launches)} each) for "
-                  f"{report.fmt_time(launch.kernel_total)} of kernels; median launch→start latency {latency}")
+        latency = fmt_time(launch.latency_median) if launch.latency_median is not None else "-"
+        out.print(f"launch overhead: {launch.launches} launches, {fmt_time(launch.api_total)} in launch "
+                  f"API calls ({fmt_time(launch.api_total / launch.launches)} each) for "
+                  f"{fmt_time(launch.kernel_total)} of kernels; median launch→start latency {latency}")
     calls = [r for r in ranges if r.name.endswith(CALL_SUFFIX)]
     per_call = calls[0].gpu_median if calls else launch.kernel_total / req.iters
     out.print(agreement_line("nsys kernel time", per_call, summary))

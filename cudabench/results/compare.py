@@ -59,6 +59,7 @@ from typing import Any, Iterable, Mapping, Optional
 import numpy as np
 
 from cudabench.errors import ConfigError
+from cudabench.results.units import fmt_bytes, fmt_time
 
 RESAMPLES = 2000
 CONFIDENCE = 0.95
@@ -304,7 +305,6 @@ def memory_regressed(old_bytes: int, new_bytes: int, threshold: float) -> bool:
 
 def memory_change(row: Row) -> str:
     """'96.0 MiB → 192 MiB (+100.0%)', or '-' when either side was not recorded."""
-    from cudabench.results.report import fmt_bytes
 
     if row.old_memory < 0 or row.new_memory < 0:
         return "-"
@@ -379,7 +379,6 @@ def _change(ratio: float) -> str:
 
 def median_text(median: float, precision: float) -> str:
     """'1.00 ms ±0.3%': a median with half its recorded 95 % interval, when recorded."""
-    from cudabench.results.report import fmt_time
 
     return fmt_time(median) + (f" ±{precision:.1%}" if precision == precision else "")
 

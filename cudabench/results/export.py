@@ -1,5 +1,5 @@
-"""Results as plain data: a versioned JSON document with every sample, written atomically, and
-its CSV and Markdown renderings.
+"""Results as plain data: a versioned JSON document with every sample, its codec, and its reading back
+(the CSV, Markdown and HTML renderings are cudabench.results.csv_format, .markdown and .html).
 
 Schema "cudabench.results", version 2 (a reader refuses other names and versions, reads 1 too, and checks
 every field against cudabench.results.schema):
@@ -25,29 +25,21 @@ precision, the result's phases {name: seconds}, gpu_index, gpu_uuid, peak_memory
 later in version 2 (absent in earlier version 2 files; readers treat them as unknown: index -1, UUID "", memory -1,
 complete true). Times are seconds per call. JSON has no NaN or infinity: they are written as "nan", "inf", "-inf".
 
-Writers follow symlinks and replace the target atomically (a symlink stays a symlink), refuse folders,
-devices and FIFOs, and take "-" (or /dev/stdout) for standard output, written directly.
-Readers go through cudabench.files: a regular file of bounded size, parse failures as one message.
+Files are written by cudabench.outputs; readers go through cudabench.files: a regular file of bounded size, parse failures as one message.
 """
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import hashlib
-import io
 import json
-import math
-import os
-import stat
-import sys
-import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional
 
 from cudabench import __version__
 from cudabench.errors import ConfigError
-from cudabench.files import STDOUT_PATHS, check_outputs, output_target, parse_json, read_input
+from cudabench.files import parse_json, read_input
+from cudabench.outputs import write_text_atomic
 from cudabench.results.model import Case, Check, Environment, IntegrityCheck, Measurement, Result, Stats
 from cudabench.spec.family import Family
 
@@ -161,66 +153,9 @@ def json_safe(value: Any) -> Any:
     return value
 
 
-# ---- writing -------------------------------------------------------------------------------------
-
-def writes_to_stdout(path: Optional[Path | str]) -> bool:
-    """True for the paths that mean standard output: '-' and /dev/stdout."""
-    return path is not None and str(path) in STDOUT_PATHS
-
-
-def check_output_path(path: Optional[Path | str]) -> None:
-    """Fail before any work when `path` can never be written (cudabench.files.check_outputs)."""
-    check_outputs([path])
-
-
 def write_json_atomic(path: Path | str, data: dict[str, Any]) -> None:
+    """The document as JSON (NaN and infinities as strings), written atomically (cudabench.outputs)."""
     write_text_atomic(path, json.dumps(json_safe(data), indent=1) + "\n")
-
-
-def write_text_atomic(path: Path | str, text: str) -> None:
-    """Write UTF-8 text; see write_bytes_atomic."""
-    if writes_to_stdout(path):
-        sys.stdout.write(text)
-        sys.stdout.flush()
-        return
-    write_bytes_atomic(path, text.encode("utf-8"))
-
-
-def write_bytes_atomic(path: Path | str, data: bytes) -> None:
-    """Write to a temporary file beside the target, then rename over it: readers never see half a
-    file. '-' (or /dev/stdout) writes to standard output directly. ConfigError when it cannot."""
-    if writes_to_stdout(path):
-        sys.stdout.flush()
-        sys.stdout.buffer.write(data)
-        sys.stdout.buffer.flush()
-        return
-    target = output_target(path)
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    except OSError as exc:
-        raise ConfigError(f"Cannot write {path}: {exc.strerror or exc}.", "Give a file path in a writable folder.") from None
-    try:
-        os.chmod(tmp, _file_mode(target))  # mkstemp makes it private; a results file is an ordinary file
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, target)
-    except OSError as exc:  # e.g. the disk is full
-        Path(tmp).unlink(missing_ok=True)
-        raise ConfigError(f"Cannot write {path}: {exc.strerror or exc}.") from None
-    except BaseException:   # an interrupt: leave no temporary file behind
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _file_mode(target: Path) -> int:
-    """Keep a replaced file's permissions; a new one gets what the umask allows."""
-    try:
-        return stat.S_IMODE(target.stat().st_mode)
-    except FileNotFoundError:
-        umask = os.umask(0)
-        os.umask(umask)
-        return 0o666 & ~umask
 
 
 # ---- reading --------------------------------------------------------------------------------------
@@ -265,128 +200,3 @@ def load_results(path: Path | str, allow_stdin: bool = False) -> dict[str, Any]:
     path = Path(path)
     label = "standard input" if str(path) == "-" else path
     return check_document(parse_json(read_input(path, RESULTS_FILE, allow_stdin), label, RESULTS_FILE), label)
-
-
-# ---- CSV and Markdown ----------------------------------------------------------------------------
-
-COLUMNS = ("family", "shape", "direction", "dtype", "subject", "role", "status", "rel_error", "median", "ci_low",
-           "ci_high", "q1", "q3", "min", "mean", "stdev", "n", "kernel_time", "kernels_per_call", "tflops", "gbps",
-           "ceiling", "peak_memory", "timing", "cache", "skipped")
-TIME_COLUMNS = ("median", "ci_low", "ci_high", "q1", "q3", "min", "mean", "stdev")  # ci: the median's 95 %
-
-
-def _number(value: Any) -> Optional[float]:
-    return None if value is None else float(value)  # float() also reads the "nan"/"inf" strings
-
-
-def _count(value: Any) -> Optional[float | int]:
-    """A count stored as a float in measurement.extra: 2.0 reads 2, a fractional mean stays as it is."""
-    number = _number(value)
-    return int(number) if number is not None and number.is_integer() else number
-
-
-def memory_of(result: Mapping[str, Any]) -> Optional[int]:
-    """A result's peak memory in bytes, None when it was not measured."""
-    value = result.get("peak_memory", -1)
-    return None if value is None or int(value) < 0 else int(value)
-
-
-def _worst_error(check: Optional[Mapping[str, Any]]) -> Optional[float]:
-    errors = [float(e) for e in ((check or {}).get("errors") or {}).values()]
-    if not errors:
-        return None
-    return math.nan if any(e != e for e in errors) else max(errors)
-
-
-def _why(r: Mapping[str, Any]) -> str:
-    """Why a result is not a trusted figure: its skip reason, its error, or its failed integrity checks."""
-    failed = [f"{i.get('name')}: {i.get('detail')}" for i in (r.get("integrity") or []) if isinstance(i, dict)
-              and i.get("verdict") == "fail"]
-    return r.get("skipped") or r.get("error") or "; ".join(failed)
-
-
-def _rate(amount: Any, seconds: Optional[float], unit: float) -> Optional[float]:
-    amount = _number(amount)
-    return amount / seconds / unit if amount and seconds else None
-
-
-def flat_rows(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """One flat record per result, keyed by COLUMNS; times in seconds (kernel_time: the GPU kernels'
-    own time per call, from CUPTI), None where not measured. tflops and gbps are the family's count
-    over the kernel time where CUPTI measured it (as the table), else over the median; ceiling is the
-    share of the device ceiling that bounds the family (0.5 for 50 %)."""
-    rows = []
-    for r in doc.get("results", []):
-        case, stats, m = r["case"], r.get("stats") or {}, r.get("measurement") or {}
-        extra = m.get("extra") or {}
-        row = {"family": case["family"], "shape": ",".join(f"{k}={v}" for k, v in case["shape"].items()),
-               "direction": case["direction"], "dtype": case.get("dtype", "float32"), "subject": r["subject"],
-               "role": r.get("role"),
-               "status": r.get("status"), "rel_error": _worst_error(r.get("check")), "n": stats.get("n"),
-               "kernel_time": _number(extra.get("kernel_time_cupti")),
-               "kernels_per_call": _count(extra.get("kernels_per_call")),
-               "peak_memory": memory_of(r),
-               "timing": m.get("timing"), "cache": m.get("cache"), "skipped": _why(r)}
-        row.update({c: _number(stats.get(c)) for c in TIME_COLUMNS})
-        seconds = row["kernel_time"] or row["median"]
-        row.update(tflops=_rate(r.get("flops"), seconds, 1e12), gbps=_rate(r.get("bytes"), seconds, 1e9),
-                   ceiling=_number(extra.get("ceiling_fraction")))
-        rows.append(row)
-    return rows
-
-
-def to_csv(doc: Mapping[str, Any]) -> str:
-    """A header and one row per result; times in seconds (full precision), empty where not measured."""
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=COLUMNS, lineterminator="\n")
-    writer.writeheader()
-    for row in flat_rows(doc):
-        writer.writerow({k: "" if v is None else v for k, v in row.items()})
-    return buffer.getvalue()
-
-
-def markdown_header(doc: Mapping[str, Any]) -> str:
-    env = doc.get("environment") or {}
-    gpu = env.get("gpu") or "no GPU"
-    if env.get("capability"):
-        gpu += f" (sm_{env['capability'].replace('.', '')})"
-    parts = [f"**GPU** {gpu}", f"**driver** {env.get('driver') or '-'}",
-             f"**CUDA** {env.get('cuda_runtime') or '-'}", f"**torch** {env.get('torch') or '-'}",
-             f"**cudabench** {env.get('cudabench') or '-'}", f"**date** {env.get('date') or '-'}"]
-    line = " · ".join(parts)
-    return line + (f"  \n`{doc['command']}`" if doc.get("command") else "")
-
-
-def _rates(row: Mapping[str, Any]) -> list[str]:
-    """TFLOP/s, GB/s and % ceiling as the table shows them."""
-    tflops, gbps, ceiling = row["tflops"], row["gbps"], row["ceiling"]
-    return ["-" if tflops is None else f"{tflops:.2f}", "-" if gbps is None else f"{gbps:.0f}",
-            "-" if ceiling is None else f"{ceiling:.0%}"]
-
-
-UNTRUSTED = ("INVALID", "ERROR")  # statuses whose figures are not results
-
-
-def to_markdown(doc: Mapping[str, Any]) -> str:
-    """A GitHub table of the results under a line with GPU, driver, CUDA, torch and date."""
-    from cudabench.results.report import fmt_bytes, fmt_error, fmt_time
-
-    head = ["family", "shape", "dir", "dtype", "subject", "role", "status", "rel err", "median", "ci low", "ci high", "q1",
-            "q3", "min", "mean", "stdev", "n", "kernel time", "kernels/call", "TFLOP/s", "GB/s", "% ceiling",
-            "peak memory", "timing", "cache"]
-    numeric = (*TIME_COLUMNS, "ci low", "ci high", "n", "rel err", "kernel time", "kernels/call", "TFLOP/s", "GB/s",
-               "% ceiling", "peak memory")
-    lines = [markdown_header(doc), "", "| " + " | ".join(head) + " |",
-             "|" + "|".join("---:" if h in numeric else "---" for h in head) + "|"]
-    for row in flat_rows(doc):
-        err, per_call = row["rel_error"], row["kernels_per_call"]
-        figures = [*(fmt_time(row[c]) for c in TIME_COLUMNS), "-" if row["n"] is None else str(row["n"]),
-                   fmt_time(row["kernel_time"]), "-" if per_call is None else f"{per_call:g}", *_rates(row)]
-        if row["status"] in UNTRUSTED:  # kept for the record, struck through: never read as a result
-            figures = [f"~~{f}~~" if f not in ("", "-") else f for f in figures]
-        cells = [row["family"], row["shape"], row["direction"], row["dtype"], row["subject"], row["role"], row["status"],
-                 "-" if err is None else fmt_error(err), *figures, fmt_bytes(row["peak_memory"]),
-                 row["timing"] or "-",
-                 row["cache"] or "-"]
-        lines.append("| " + " | ".join(str(c or "-").replace("|", "\\|") for c in cells) + " |")
-    return "\n".join(lines) + "\n"

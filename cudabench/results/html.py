@@ -11,6 +11,10 @@ import html
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
+from cudabench.results.compare import median_text
+from cudabench.results.rows import UNTRUSTED, flat_rows
+from cudabench.results.units import fmt_bytes, fmt_time
+
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
 h1 { font-size: 1.4em; } h2 { font-size: 1.15em; margin-top: 2em; }
@@ -67,7 +71,6 @@ def _environment_line(env: Mapping[str, Any]) -> str:
 
 
 def _groups(doc: Mapping[str, Any]) -> Iterable[tuple[str, list[Mapping[str, Any]]]]:
-    from cudabench.results.export import flat_rows
 
     groups: dict[str, list[Mapping[str, Any]]] = {}
     for row in flat_rows(doc):
@@ -76,7 +79,6 @@ def _groups(doc: Mapping[str, Any]) -> Iterable[tuple[str, list[Mapping[str, Any
 
 
 def _table(rows: Sequence[Mapping[str, Any]]) -> str:
-    from cudabench.results.export import UNTRUSTED
 
     head = "".join(f"<th>{_e(title)}</th>" for title, _ in COLUMNS)
     body = []
@@ -96,7 +98,6 @@ def _table(rows: Sequence[Mapping[str, Any]]) -> str:
 
 
 def _cell(key: str, value: Any) -> str:
-    from cudabench.results.report import fmt_bytes, fmt_time
 
     if value in (None, ""):
         return ""
@@ -110,7 +111,6 @@ def _cell(key: str, value: Any) -> str:
 
 
 def _history_table(key: Any, steps: Sequence[Any]) -> str:
-    from cudabench.results.compare import median_text
 
     gpu, case, subject = key
     rows = []

@@ -62,8 +62,8 @@ def _image_formats() -> list[str]:
 def check_image_path(path: Path | str) -> str:
     """The format to write `path` in: its suffix, PNG when it has none (or is '-', standard output).
     ConfigError when it is a folder, a device, or a suffix matplotlib cannot write."""
-    from cudabench.files import output_target
-    from cudabench.results.export import writes_to_stdout
+    from cudabench.outputs import output_target
+    from cudabench.outputs import writes_to_stdout
 
     text = str(path)
     if writes_to_stdout(text):
@@ -276,7 +276,7 @@ def plot_history(histories: Mapping[tuple[str, str, str], Sequence[Any]], out_pa
 
 
 def save_figure(fig: Any, out_path: Path | str, image_format: str) -> Path:
-    from cudabench.results.export import write_bytes_atomic
+    from cudabench.outputs import write_bytes_atomic
 
     image = io.BytesIO()
     try:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from itertools import groupby
 from typing import Any, Iterable, Optional, Sequence
 
@@ -11,49 +10,9 @@ from rich.table import Table
 from rich.text import Text
 
 from cudabench.results.model import Environment, Result, noisy, throttle_warning
+from cudabench.results.compare import median_text, memory_change, verdict_text
 from cudabench.results.stats import speedup, throughput
-
-
-def fmt_time(seconds: Optional[float]) -> str:
-    if seconds is None or not math.isfinite(seconds):
-        return "-"
-    us = seconds * 1e6
-    if us < 10:
-        return f"{us:.2f} µs"
-    if us < 1000:
-        return f"{us:.1f} µs"
-    if us < 1e6:
-        return f"{us / 1e3:.3f} ms" if us < 1e4 else f"{us / 1e3:.2f} ms"
-    return f"{seconds:.3f} s"
-
-
-def fmt_bytes(count: Optional[float]) -> str:
-    """Bytes in binary units, three figures: 0 B, 512 B, 1.50 KiB, 96.0 MiB, 300 MiB, 1.25 GiB ('-' when
-    unknown)."""
-    if count is None or count < 0:
-        return "-"
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if count >= size:
-            value = count / size
-            return f"{value:.{2 if value < 10 else 1 if value < 100 else 0}f} {unit}"
-    return f"{count:.0f} B"
-
-
-def fmt_decimal_bytes(count: int) -> str:
-    """Sizes as users write copies: 4096 B, 1 MB, 256 MB, 1.5 GB (powers of 1000)."""
-    for unit, size in (("GB", 10**9), ("MB", 10**6), ("KB", 10**3)):
-        if count >= size:
-            return f"{count / size:g} {unit}"
-    return f"{count} B"
-
-
-def fmt_share(value: float) -> str:
-    """A relative precision such as ±0.12 %; '-' where unknown."""
-    return f"±{value:.2%}" if math.isfinite(value) else "-"
-
-
-def fmt_error(value: float) -> str:
-    return "NaN" if value != value else f"{value:.1e}"
+from cudabench.results.units import fmt_bytes, fmt_decimal_bytes, fmt_error, fmt_share, fmt_time
 
 
 def environment_line(env: Environment) -> str:
@@ -397,7 +356,6 @@ VERDICT_STYLE = {"same": "green", "faster": "bold green", "slower": "bold red", 
 
 def compare_table(comparison: Any) -> Table:
     """One row per case and subject measured in both files: medians, ratio, its 95 % interval."""
-    from cudabench.results.compare import median_text, memory_change, verdict_text
 
     memory = any(r.old_memory >= 0 or r.new_memory >= 0 for r in comparison.rows)
     table = Table(title=f"new vs old (threshold {comparison.threshold:.0%}"
@@ -436,7 +394,6 @@ def environment_differences(old: dict, new: dict) -> list[str]:
 def history_tables(histories: Any) -> list[Table]:
     """One table per (GPU, case, subject): its median per stored run, oldest first, and the verdict
     against the run before (a change point where it got slower or faster)."""
-    from cudabench.results.compare import median_text
 
     tables = []
     for (gpu, key, subject), steps in histories.items():
