@@ -225,21 +225,94 @@ def test_under_graph_timing_the_determinism_repeat_is_an_eager_call(registry, mo
     assert [r for r in seen if r.get("eager")] == [{"op": "call", "eager": True}]
 
 
-def test_the_hot_loop_check_is_not_run_for_a_host_bound_call():
-    """A call whose figure is mostly the host's launching is slower after any pause (an honest cuDNN
-    conv1d took 109 µs in the hot loop, 227 µs in judged calls): not comparable, so not run."""
+def bare_session(timing="sync"):
+    session = judge_module.Session.__new__(judge_module.Session)
+    session.settings = Settings(timing=timing)
+    return session
+
+
+def hot_result(median):
+    from cudabench.results.model import Result
     from cudabench.results.stats import summarize
 
-    session = judge_module.Session.__new__(judge_module.Session)
-    session.settings = Settings()
-    hot = Case("hostile", (("n", 1),))
-    from cudabench.results.model import Result
+    return Result(Case("hostile", (("n", 1),)), "s", "variant", stats=summarize([median] * 20))
 
-    result = Result(hot, "s", "variant", stats=summarize([109e-6] * 20))
-    bound = session._hot_loop([227e-6] * 8, result, busy=[10e-6] * 5)
-    assert bound.verdict == "not run" and "host-bound" in bound.detail
-    gpu = session._hot_loop([227e-6] * 8, result, busy=[100e-6] * 5)
-    assert gpu.verdict == "fail"
+
+@pytest.mark.parametrize("timing", ["sync", "events"])
+def test_a_host_bound_calls_judged_calls_are_compared_by_kernel_time(timing):
+    """A call whose figure is mostly the host's launching is slower after any pause (an honest cuDNN
+    conv1d took 109 µs in the hot loop, 227 µs in judged calls), by more than a memo saves: its judged
+    calls are timed by CUPTI kernel time and held to the CUPTI pass's."""
+    session = bare_session(timing)
+    result = hot_result(109e-6)
+    cupti = {"busy": [10e-6] * 5, "kernel_samples": [9e-6] * 5}
+    assert session._judged_timing(result, cupti) == "cupti"
+    host_jitter = session._hot_loop([9.1e-6] * 8, result, busy=cupti["busy"])
+    assert host_jitter.verdict == "pass" and "kernel time (CUPTI)" in host_jitter.detail
+    skipped_work = session._hot_loop([30e-6] * 8, result, busy=cupti["busy"])
+    assert skipped_work.verdict == "fail"
+    memo = session._fresh_figure({"new": [45.9e-6] * 7, "same": [10.9e-6] * 7}, result)
+    assert memo.verdict == "fail" and "4.21x" in memo.detail
+    # a call the GPU is busy with keeps its own timer for the judged calls
+    assert bare_session(timing)._judged_timing(result, {"busy": [100e-6] * 5, "kernel_samples": [99e-6] * 5}) \
+        == timing
+    assert bare_session("graph")._judged_timing(result, cupti) == "graph"
+
+
+def test_a_host_bound_subject_is_asked_for_the_cupti_timer_before_its_judged_calls(registry, monkeypatch):
+    seen = []
+    original = SubjectHandler.handle
+    monkeypatch.setattr(SubjectHandler, "handle", lambda self, request: seen.append(dict(request))
+                        or original(self, request))
+
+    def host_bound(self, result, cupti):
+        self.hot_kernel = [1e-6 + 1e-9 * N] * 5  # the work timer's figure of an honest call
+        return "cupti"
+
+    monkeypatch.setattr(judge_module.Session, "_judged_timing", host_bound)
+    r = judge_one(registry, "hostile-honest", fuzz=0)
+    ops = [q["op"] for q in seen]
+    assert {"op": "timer", "timing": "cupti"} in seen and ops.index("timer") == ops.index("hot") + 1
+    assert r.status == "ok", failed(r)
+
+
+def test_a_timing_verdict_stands_only_if_a_second_round_of_judged_calls_fails_too(registry, monkeypatch):
+    """One unlucky round (a host that paused) is cleared by a second; a cache fails both."""
+    seen = []
+    original = SubjectHandler.handle
+    monkeypatch.setattr(SubjectHandler, "handle", lambda self, request: seen.append(dict(request))
+                        or original(self, request))
+    real = judge_module.Session._fresh_figure
+    rounds = []
+
+    def unlucky_first_round(self, samples, result):
+        rounds.append(1)
+        check = real(self, samples, result)
+        if len(rounds) == 1:
+            return judge_module.IntegrityCheck("fresh-inputs", "fail", "1.20x slower (unlucky)")
+        return check
+
+    monkeypatch.setattr(judge_module.Session, "_fresh_figure", unlucky_first_round)
+    r = judge_one(registry, "hostile-honest", fuzz=0)
+    assert r.status == "ok", failed(r)
+    verdict = {c.name: c for c in r.integrity}["fresh-inputs"]
+    assert verdict.verdict == "pass" and "second round" in verdict.detail and "unlucky" in verdict.detail
+    assert sum(q["op"] == "call" for q in seen) == 1 + 2 * judge_module.FRESH_CALLS
+    monkeypatch.setattr(judge_module.Session, "_fresh_figure", real)
+    memo = judge_one(registry, "hostile-memo", fuzz=0)
+    assert "again in a second round" in failed(memo)["fresh-inputs"]
+
+
+def test_a_first_round_failure_is_confirmed_by_either_timing_check_of_the_second():
+    from cudabench.measure.judge import _confirmed
+    from cudabench.results.model import IntegrityCheck as C
+
+    first = [C("fresh-inputs", "fail", "new slower"), C("hot-loop", "pass", "ok")]
+    # a cache that stops caching once it sees more judged calls than a round has: hot-loop fails
+    stopped = _confirmed(first, [C("fresh-inputs", "pass", "alike"), C("hot-loop", "fail", "hot faster")])
+    assert [c.verdict for c in stopped] == ["fail", "pass"] and "hot faster" in stopped[0].detail
+    cleared = _confirmed(first, [C("fresh-inputs", "pass", "alike"), C("hot-loop", "pass", "ok")])
+    assert [c.verdict for c in cleared] == ["pass", "pass"] and "new slower" in cleared[0].detail
 
 
 @pytest.mark.parametrize("kind", ["outliers", "pareto", "large"])

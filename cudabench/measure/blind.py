@@ -13,6 +13,8 @@ requests one at a time:
     peak      one warm call with PyTorch's peak-memory counter reset
     hot       the timed loop on unchanged inputs (warm-up, timer, stop rule, clocks), then a short
               CUPTI pass for the kernel-time and integrity figures
+    timer     the timer of the judged calls that follow, when not the hot loop's (the judge times a
+              host-bound call's judged calls by its GPU time)
     order     the stream-order probe: the current stream held busy, the first inputs written back on
               it, one call and copies of its outputs made on it
     finish    process state restored; what the subject left behind (patched functions, changed
@@ -285,17 +287,24 @@ class BlindRunner:
             reply["cupti"] = self._cupti(call, timer, m, median, short, flush)
         return reply
 
+    def timer(self, timing: str) -> dict:
+        """Judged calls from now on timed with `timing` (all of them alike)."""
+        s = self._opened()
+        s.timer = self.timer_factory(timing)
+        s.timer.prepare(s.workload().call, s.hot_median)
+        return {}
+
     def _cupti(self, call: Callable[[], Any], timer: Any, m: Any, median: float, short: bool,
                flush: Any) -> dict:
         """Kernel time per call, kernels per call and GPU busy time per call, from CUPTI."""
         start = time.perf_counter()
         if m.timing == "cupti":
-            cupti, kernel = timer, summarize(m.samples)
+            cupti, samples = timer, list(m.samples)
         else:
             cupti = self.timer_factory("cupti")
             count = 30 if short else max(5, min(20, int(0.2 / max(median, 1e-6))))
-            kernel = summarize(measure(call, cupti, FixedCount(count), Warmup(3, 0.0), self.sync, flush).samples)
-        return {"kernel_median": kernel.median, "counts": list(cupti.counts), "busy": list(cupti.busy),
+            samples = list(measure(call, cupti, FixedCount(count), Warmup(3, 0.0), self.sync, flush).samples)
+        return {"kernel_median": summarize(samples).median, "kernel_samples": samples, "counts": list(cupti.counts), "busy": list(cupti.busy),
                 "short": short, "seconds": time.perf_counter() - start}
 
     def order(self) -> dict:

@@ -78,10 +78,6 @@ def test_every_attack_class_is_flagged_beside_an_honest_subject_and_the_baseline
     for name, flags in ATTACKS.items():
         r = results[name]
         caught = (r.status == "INVALID" and failed_checks(r) & flags) or r.status == "FAIL"
-        # a cache whose own host-side test makes its call host-bound gains nothing: not flagged by the
-        # hot-loop check (not run for host-bound calls), it must then be no faster than honest
-        if name in ("hostile-memo", "hostile-partial") and r.status == "ok":
-            caught = r.stats.median >= results["hostile-honest"].stats.median
         # a binding that synchronises the host inside its call cannot be captured in a CUDA graph
         caught = caught or (timing == "graph" and r.status == "ERROR" and "capture" in r.error)
         assert caught, (name, r.status, r.error, r.invalid_because)
