@@ -156,10 +156,12 @@ class BlindRunner:
             torch.cuda.synchronize()
 
     def module(self, family: Family, arch: Optional[str]) -> Any:
-        if family.name not in self.modules:
-            with nvtx.range(f"build {family.name}", "build"):
-                self.modules[family.name] = build(family, arch).module
-        return self.modules[family.name]
+        if family.name in self.modules:  # a stand-in extension (tests)
+            return self.modules[family.name]
+        # built or not, asked each time: the sources' content decides which library runs, so an edit
+        # between two subjects of a warm process is what the second one runs
+        with nvtx.range(f"build {family.name}", "build"):
+            return build(family, arch).module
 
     def flusher(self) -> L2Flusher:
         if self._flusher is None:
@@ -188,7 +190,6 @@ class BlindRunner:
     def build(self, family_name: str, arch: Optional[str]) -> dict:
         family = self.registry.family(family_name)
         built = build(family, arch)
-        self.modules[family.name] = built.module
         return {"seconds": built.seconds, "cache_hit": built.cache_hit, "arch": built.arch,
                 "directory": str(built.directory)}
 

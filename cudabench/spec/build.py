@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import inspect
 import os
 import re
 import shutil
@@ -33,6 +34,10 @@ TORCH_NVCC_DEFINES = ("-D__CUDA_NO_HALF_OPERATORS__", "-D__CUDA_NO_HALF_CONVERSI
                       "-D__CUDA_NO_BFLOAT16_CONVERSIONS__", "-D__CUDA_NO_HALF2_OPERATORS__")
 CXX_FLAGS = ("-O3",)
 BINDING_STD = "-std=c++20"
+# Each library calls its own functions (the binding's call into the launcher, say), never a library
+# of the same names a process loaded before it: without this, an edited launcher in a warm process
+# would be bound to the old library's copy
+LD_FLAGS = ("-Wl,-Bsymbolic",)
 
 
 @dataclass(frozen=True)
@@ -147,38 +152,130 @@ def cuda_home_for_torch(cpp_extension: Any) -> Iterator[Optional[str]]:
         cpp_extension.CUDA_HOME = saved
 
 
-def build(family: Family, arch: Optional[str] = None, verbose: bool = False) -> BuildResult:
-    """Build (or load from the cache) the family's extension for `arch` (default: this GPU's)."""
+def folder_key(family: Family, arch: str, flags: tuple[str, ...]) -> str:
+    """What a build folder is for: the family's folder, the flags, the arch and the torch/CUDA/Python
+    versions, not the sources' content. An edit builds in the same folder, where ninja recompiles
+    only what the edit reaches (its depfiles list each object's headers)."""
     import torch
-    from torch.utils import cpp_extension
 
-    if torch.version.cuda is None:
+    h = hashlib.sha256()
+    for part in (str(family.folder.resolve()), *flags, arch, torch.__version__, str(torch.version.cuda),
+                 sys.version):
+        h.update(part.encode())
+    return h.hexdigest()[:16]
+
+
+PYTHON_API_VERSION = 1013  # the C API's PYTHON_API_VERSION, unchanged since Python 2.4
+KEEP_LOADED = 8  # content-named libraries kept per build folder
+_LOADED: dict[Path, Any] = {}  # loaded library -> its module, once per process
+
+
+def build(family: Family, arch: Optional[str] = None, verbose: bool = False) -> BuildResult:
+    """Build (or load from the cache) the family's extension for `arch` (default: this GPU's).
+
+    One stable build folder per family, arch and flags, so an edit recompiles only the translation
+    units it reaches. What is loaded is a copy of the library named by the sources' content hash:
+    the code that runs is the code of the sources as they are now, never an older library a process
+    already loaded under the same path. A lock keeps two invocations from building one folder at once."""
+    import torch
+
+    has_cuda = any(p.suffix == ".cu" for p in family.source_paths())
+    if torch.version.cuda is None and has_cuda:
         raise NoGPUError(
             f"This torch ({torch.__version__}) is a CPU build: it cannot build CUDA extensions.",
             "`cudabench build --check` compiles the sources with nvcc alone.")
-    arch = normalize_arch(arch) if arch else device_arch()
+    arch = normalize_arch(arch) if arch else (device_arch() if has_cuda else "host")
     flags = CUDA_FLAGS + family.extra_cuda_cflags
-    name = f"cb_{family.name.replace('-', '_')}_{build_key(family, arch, flags)}"
+    name = f"cb_{family.name.replace('-', '_')}_{folder_key(family, arch, flags)}"
     directory = cache_root() / "build" / name
-    directory.mkdir(parents=True, exist_ok=True)
-    # torch may append _v1, _v2 ... to the library name when it reloads in one process
-    cache_hit = any(directory.glob(f"{name}*.so"))
+    loaded = directory / "loaded" / f"{name}.{build_key(family, arch, flags)}.so"
     start = time.perf_counter()
+    cache_hit = loaded.is_file()
+    if not cache_hit:
+        with _folder_lock(directory):
+            cache_hit = loaded.is_file()  # another invocation built it while this one waited
+            if not cache_hit:
+                _compile(family, arch, flags, name, directory, verbose, has_cuda)
+                _publish(directory / f"{name}.so", loaded)
+    return BuildResult(family.name, _load(name, loaded), time.perf_counter() - start, cache_hit, directory, arch)
+
+
+@contextlib.contextmanager
+def _folder_lock(directory: Path) -> Iterator[None]:
+    import fcntl
+
+    directory.mkdir(parents=True, exist_ok=True)
+    with open(directory / ".lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _compile(family: Family, arch: str, flags: tuple[str, ...], name: str, directory: Path, verbose: bool,
+             has_cuda: bool) -> None:
+    """torch's own ninja file and build, without its import: torch.utils.cpp_extension.load would
+    import the library from its build path (stale in a process that loaded it before) and, for a
+    second build of one name in a process, rename it, which changes every command and rebuilds all."""
+    from torch.utils import cpp_extension
+
+    wanted = dict(name=name, sources=[str(p) for p in family.source_paths()], extra_cflags=list(CXX_FLAGS),
+                  extra_cuda_cflags=list(flags), extra_sycl_cflags=None, extra_ldflags=list(LD_FLAGS),
+                  extra_include_paths=[str(INCLUDE_DIR), str(family.folder)], build_directory=str(directory),
+                  verbose=verbose, with_cuda=has_cuda, with_sycl=False, is_standalone=False)
+    builder = cpp_extension._write_ninja_file_and_build_library
+    accepted = inspect.signature(builder).parameters
     try:
-        with _env(TORCH_CUDA_ARCH_LIST=torch_arch_list(arch)), cuda_home_for_torch(cpp_extension):
-            module = cpp_extension.load(
-                name=name,
-                sources=[str(p) for p in family.source_paths()],
-                extra_cflags=list(CXX_FLAGS),
-                extra_cuda_cflags=list(flags),
-                extra_include_paths=[str(INCLUDE_DIR), str(family.folder)],
-                build_directory=str(directory),
-                verbose=verbose,
-            )
+        with _env(TORCH_CUDA_ARCH_LIST=torch_arch_list(arch) if has_cuda else os.environ.get(
+                "TORCH_CUDA_ARCH_LIST", "")), cuda_home_for_torch(cpp_extension) if has_cuda else contextlib.nullcontext():
+            builder(**{k: v for k, v in wanted.items() if k in accepted})
     except (RuntimeError, subprocess.CalledProcessError, OSError) as exc:
         raise BuildError(f"Building {family.name} for {arch} failed:\n{compiler_errors(str(exc))}",
                          f"Full log: rerun with `cudabench build --kernel {family.name} --verbose`.") from None
-    return BuildResult(family.name, module, time.perf_counter() - start, cache_hit, directory, arch)
+
+
+def _publish(built: Path, loaded: Path) -> None:
+    """The library under its content name, written whole before it appears."""
+    loaded.parent.mkdir(parents=True, exist_ok=True)
+    partial = loaded.with_name(loaded.name + f".{os.getpid()}.partial")
+    shutil.copyfile(built, partial)
+    os.replace(partial, loaded)
+    # the newest few stay (a process may still map an older one: Linux keeps it until unmapped)
+    for old in sorted(loaded.parent.glob("*.so"), key=lambda p: p.stat().st_mtime, reverse=True)[KEEP_LOADED:]:
+        old.unlink(missing_ok=True)
+
+
+def _load(name: str, path: Path) -> Any:
+    """The module in `path`, made once per process. Every library of a folder has the folder's module
+    name, and Python's import hands back the module it first made under a name, whatever the file: so
+    the module is made here from the library's own init function (one-phase or multi-phase)."""
+    if path not in _LOADED:
+        import ctypes
+        import importlib.util
+        import types
+
+        try:
+            init = getattr(ctypes.PyDLL(str(path), mode=ctypes.RTLD_LOCAL), f"PyInit_{name}")
+        except (OSError, AttributeError) as exc:
+            raise BuildError(f"{path} cannot be loaded as a Python extension: {exc}.",
+                             "Delete it and build again.") from None
+        init.restype, init.argtypes = ctypes.c_void_p, []
+        made = ctypes.cast(init(), ctypes.py_object).value
+        if not isinstance(made, types.ModuleType):  # a module definition (multi-phase init)
+            api = ctypes.pythonapi
+            api.PyModule_FromDefAndSpec2.restype = ctypes.py_object
+            api.PyModule_FromDefAndSpec2.argtypes = [ctypes.py_object, ctypes.py_object, ctypes.c_int]
+            api.PyModule_ExecDef.restype, api.PyModule_ExecDef.argtypes = ctypes.c_int, [ctypes.py_object, ctypes.py_object]
+            # named after the file, not the folder: pybind11 (3.x) hands back the module it first made
+            # under a spec's name, whatever library it came from
+            spec = importlib.util.spec_from_file_location(path.name.removesuffix(".so").replace(".", "_"), path)
+            made = api.PyModule_FromDefAndSpec2(made, spec, PYTHON_API_VERSION)
+            made.__spec__, made.__file__, made.__loader__ = spec, str(path), spec.loader  # as importlib sets them
+            if api.PyModule_ExecDef(made, ctypes.cast(init(), ctypes.py_object).value) != 0:
+                raise BuildError(f"{path} failed to initialise.", "Delete it and build again.")
+        _LOADED[path] = made
+    return _LOADED[path]
 
 
 _ERROR_LINE = re.compile(r"(error|Error|fatal)\b")
