@@ -259,7 +259,7 @@ def test_a_host_bound_calls_judged_calls_are_compared_by_kernel_time(timing):
     assert bare_session("graph")._judged_timing(result, cupti) == "graph"
 
 
-def test_a_host_bound_subject_is_asked_for_the_cupti_timer_before_its_judged_calls(registry, monkeypatch):
+def test_a_host_bound_subjects_judged_calls_are_one_round_of_kernel_time(registry, monkeypatch):
     seen = []
     original = SubjectHandler.handle
     monkeypatch.setattr(SubjectHandler, "handle", lambda self, request: seen.append(dict(request))
@@ -272,7 +272,8 @@ def test_a_host_bound_subject_is_asked_for_the_cupti_timer_before_its_judged_cal
     monkeypatch.setattr(judge_module.Session, "_judged_timing", host_bound)
     r = judge_one(registry, "hostile-honest", fuzz=0)
     ops = [q["op"] for q in seen]
-    assert {"op": "timer", "timing": "cupti"} in seen and ops.index("timer") == ops.index("hot") + 1
+    start, end = ops.index("round"), ops.index("samples")
+    assert start == ops.index("hot") + 1 and ops[start + 1:end].count("call") == judge_module.FRESH_CALLS
     assert r.status == "ok", failed(r)
 
 
@@ -407,3 +408,48 @@ def test_a_baselines_distribution_is_not_checked(registry):
     r = judge_one(registry, "torch", role="baseline")
     check = next(c for c in r.integrity if c.name == "distribution")
     assert check.verdict == "not run" and check.detail == "baselines are PyTorch's own"
+
+
+def test_each_judged_call_after_the_hot_loop_follows_an_untimed_call_on_the_values_before_it(registry,
+                                                                                              monkeypatch):
+    """The GPU as the hot loop leaves it (data in L2, clocks up) before every judged call: one call on
+    the values the subject last saw, made before the judge writes the next values, so that a cache
+    of the previous values hits on a "same" call as in the hot loop and misses on a new one."""
+    seen_x = []
+
+    class Recording(StandIn):
+        def hostile(self, x, y, mode):
+            seen_x.append(float(x[0]))
+            super().hostile(x, y, mode)
+
+    ext = Recording()
+    handler = SubjectHandler("cpu", timer_factory=lambda timing: WorkTimer(ext), modules={"hostile": ext})
+    link = SubjectLink(lambda: InlineWorker(handler), {"op": "hello", "kernels_dirs": [str(HOSTILE)]})
+    warm = []
+    original = SubjectHandler.handle
+
+    def spy(self, request):
+        before = len(seen_x)
+        reply = original(self, request)
+        if request["op"] == "poison":
+            warm.append((before, len(seen_x)))
+        return reply
+
+    monkeypatch.setattr(SubjectHandler, "handle", spy)
+    r = judge_one(registry, "hostile-honest", judge=Judge(registry, link, device="cpu"), fuzz=0)
+    assert r.status == "ok", failed(r)
+    after_hot = [(b, a) for b, a in warm if a == b + 1]
+    assert len(after_hot) == judge_module.FRESH_CALLS  # the first check's poison has no call before it
+    assert all(seen_x[b] == seen_x[b - 1] for b, _ in after_hot)
+
+
+def test_a_call_that_recorded_no_kernel_time_is_judged_not_a_crash():
+    """A subject whose work runs outside its call (a thread of its own) records no kernel in the CUPTI
+    pass: the hot-loop verdict names it instead of dividing by zero."""
+    from cudabench.measure import integrity
+    from cudabench.results.stats import summarize
+
+    check = integrity.hot_loop(summarize([0.0] * 5), summarize([10e-6] * 8), 0.1, 3e-6)
+    assert check.verdict == "fail" and "infinitely faster" in check.detail
+    fresh = integrity.fresh_inputs(summarize([0.0] * 7), summarize([10e-6] * 7), 0.1, 1e-6)
+    assert fresh.verdict == "fail" and "infinitely slower" in fresh.detail

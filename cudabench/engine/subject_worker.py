@@ -55,9 +55,7 @@ class SubjectHandler:
                           Settings(**request["settings"]), [(list(s), d) for s, d in request["outputs"]])
         if op == "call":
             return r.call(bool(request.get("eager", False)))
-        if op == "timer":
-            return r.timer(str(request["timing"]))
-        if op in ("poison", "peak", "hot", "order", "finish"):
+        if op in ("poison", "round", "samples", "peak", "hot", "order", "finish"):
             return getattr(r, op)()
         raise ValueError(f"unknown request {op!r}")
 

@@ -13,8 +13,8 @@ requests one at a time:
     peak      one warm call with PyTorch's peak-memory counter reset
     hot       the timed loop on unchanged inputs (warm-up, timer, stop rule, clocks), then a short
               CUPTI pass for the kernel-time and integrity figures
-    timer     the timer of the judged calls that follow, when not the hot loop's (the judge times a
-              host-bound call's judged calls by its GPU time)
+    round     a round of judged calls timed by CUPTI kernel time starts (one CUPTI session for the
+              round); `samples` ends it and returns each call's kernel time, in call order
     order     the stream-order probe: the current stream held busy, the first inputs written back on
               it, one call and copies of its outputs made on it
     finish    process state restored; what the subject left behind (patched functions, changed
@@ -42,7 +42,7 @@ from cudabench.measure.poison import poison
 from cudabench.measure.settings import Settings
 from cudabench.measure.stop import FixedCount
 from cudabench.measure.subject import case_inputs
-from cudabench.measure.timers import make_timer, sleep_cycles
+from cudabench.measure.timers import CuptiRound, make_timer, sleep_cycles
 from cudabench.measure.transport import describe, share
 from cudabench.measure.workload import make_workload
 from cudabench.results.export import measurement_to_dict
@@ -117,6 +117,7 @@ class Opened:
                          None if grad_out is None else grad_out.clone())
         self.outputs = outputs          # [(shape, dtype)] the judge expects: sizes to poison
         self.timer: Any = None          # prepared by `hot`; judged calls after it are timed with it
+        self.round: Optional[CuptiRound] = None  # judged calls timed by kernel time, when started
         self.last: dict = {}            # the last judged call's outputs, kept until the next request
         self.gen = torch.Generator(device=inputs_device(inputs)).manual_seed(settings.seed ^ 0x5EED)
         self.first_call = True
@@ -218,13 +219,28 @@ class BlindRunner:
 
     def poison(self) -> dict:
         """Before a judged call, and before the judge writes its inputs (so that the inputs, not the
-        poison, are what the L2 holds, as in the hot loop): the previous outputs dropped, the outputs'
-        memory poisoned (NaN before the first call, random values after)."""
+        poison, are what the L2 holds, as in the hot loop): the previous outputs dropped, after the
+        hot loop one untimed call on the values already there (the previous call's: see `_warm`),
+        then the outputs' memory poisoned (NaN before the first call, random values after)."""
         s = self._opened()
         s.last = {}
+        if s.timer is not None or s.round is not None:
+            self._warm(s)
         poison(s.outputs, self.device, nan=s.first_call, gen=s.gen, copies=SCRATCH_COPIES)
         s.first_call = False
+        self.sync()  # nothing of this process still reads the inputs when the judge writes them
         return {}
+
+    def _warm(self, s: Opened) -> None:
+        """A judged call follows a pause (the judge drawing, computing references, writing), after
+        which the GPU is not what the hot loop left it: on an H200 an honest attention backward took
+        351 µs back to back and 675 µs after 2 ms idle, its data gone from L2 or its clocks down. A
+        call of the op just before, on the values the subject last saw, puts it back; a cache of the
+        previous values then hits on a "same" judged call as in the hot loop, and misses on a new one."""
+        if getattr(s.timer, "graph", None) is not None:
+            s.timer.graph.replay()
+        else:
+            s.workload().call()
 
     def call(self, eager: bool = False) -> dict:
         """One judged call (timed with the prepared timer, if any, unless `eager`), the device
@@ -236,7 +252,9 @@ class BlindRunner:
         s.last = {}
         workload = s.workload()
         sample = None
-        if s.timer is not None and not eager:
+        if s.round is not None:
+            got = s.round.call(workload.call, self._settle(s.settings))
+        elif s.timer is not None and not eager:
             sample = s.timer.samples(workload.call, 1, self._settle(s.settings), keep=True)[0]
             got = s.timer.last
             s.timer.last = None
@@ -288,12 +306,25 @@ class BlindRunner:
             reply["cupti"] = self._cupti(call, timer, m, median, short, flush)
         return reply
 
-    def timer(self, timing: str) -> dict:
-        """Judged calls from now on timed with `timing` (all of them alike)."""
+    def round(self) -> dict:
+        """The judged calls from now until `samples` are timed by their kernel time, in one CUPTI
+        session (on the CPU, by the timer factory's cupti timer, one sample per call)."""
         s = self._opened()
-        s.timer = self.timer_factory(timing)
-        s.timer.prepare(s.workload().call, s.hot_median)
+        if self.device == "cuda":
+            s.round = CuptiRound()
+            s.round.start()
+        else:
+            s.timer = self.timer_factory("cupti")
+            s.timer.prepare(s.workload().call, s.hot_median)
         return {}
+
+    def samples(self) -> dict:
+        """The round's kernel time per call, in call order (None when each call's reply had it)."""
+        s = self._opened()
+        if s.round is None:
+            return {"samples": None}
+        samples, s.round = s.round.end(), None
+        return {"samples": samples}
 
     def _cupti(self, call: Callable[[], Any], timer: Any, m: Any, median: float, short: bool,
                flush: Any) -> dict:
@@ -342,6 +373,8 @@ class BlindRunner:
         return {"patched": list(leftover.patched) + hooks, "changed": list(leftover.changed), "threads": threads}
 
     def close(self) -> None:
+        if self.subject is not None and self.subject.round is not None:
+            self.subject.round.end()  # a round the judge never ended (the subject failed in it)
         self.subject = None
 
     # ---- before a timed call ---------------------------------------------------------------------

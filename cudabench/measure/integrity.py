@@ -167,6 +167,11 @@ def failed_call(name: str, exc: BaseException) -> IntegrityCheck:
 NOISE_CAP = 0.05  # a call's own spread widens the allowance by at most twice this
 
 
+def times(a: float, b: float) -> str:
+    """How many times `a` is `b`, as a reader sees it (a zero `b`: a call that recorded no kernel)."""
+    return f"{a / b:.2f}x" if b > 0 else "infinitely"
+
+
 def _slower(base: Any, other: Any, slack: float, absolute: float, noise: float) -> bool:
     """Whether `other`'s median (Stats) exceeds `base`'s by more than `slack` of it, twice the call's
     own spread `noise` (IQR / median of the hot loop's many samples: a handful of judged calls are too
@@ -181,7 +186,7 @@ def fresh_inputs(same: Any, new: Any, slack: float, absolute: float, noise: floa
     detail = f"judged calls on new inputs {fmt(new.median)}, on the same inputs {fmt(same.median)} per call " \
              f"({new.n} + {same.n} calls)"
     if _slower(same, new, slack, absolute, noise):
-        return IntegrityCheck("fresh-inputs", "fail", f"{detail}: {new.median / same.median:.2f}x slower on new "
+        return IntegrityCheck("fresh-inputs", "fail", f"{detail}: {times(new.median, same.median)} slower on new "
                                                       "input values, beyond the noise (its time depends on its "
                                                       "inputs staying the same, in full or in part)")
     return IntegrityCheck("fresh-inputs", "pass", detail)
@@ -191,7 +196,7 @@ def hot_loop(hot: Any, same: Any, slack: float, absolute: float) -> IntegrityChe
     """The hot loop's figure against judged calls on the same input values."""
     detail = f"hot loop {fmt(hot.median)}, judged calls on the same inputs {fmt(same.median)} per call"
     if _slower(hot, same, slack, absolute, hot.noise):
-        return IntegrityCheck("hot-loop", "fail", f"{detail}: the hot loop is {same.median / hot.median:.2f}x "
+        return IntegrityCheck("hot-loop", "fail", f"{detail}: the hot loop is {times(same.median, hot.median)} "
                                                   "faster than judged calls of the same work, beyond the noise "
                                                   "(it behaves differently when it is not checked)")
     return IntegrityCheck("hot-loop", "pass", detail)

@@ -261,8 +261,6 @@ class Session:
             return result
         j.on_status(f"{case.key()}: integrity of {result.subject}")
         self.judged_timing = self._judged_timing(result, cupti)
-        if self.judged_timing != settings.timing:
-            self.ask({"op": "timer", "timing": self.judged_timing})
         with self.phases("integrity"):
             checks = self.integrity(result, reference, cupti)
         return replace(result, integrity=checks)
@@ -284,7 +282,7 @@ class Session:
         if timing in ("sync", "events") and busy and len(kernel) >= 3 \
                 and statistics.median(busy) < HOST_BOUND * result.stats.median:
             return "cupti"
-        return timing
+        return timing  # under cupti too, a round is one CUPTI session: see BlindRunner.round
 
     def judged_call(self, draw: Draw, reference: Optional[dict], keep_outputs: bool = False,
                     eager: bool = False) -> tuple[Check, list[IntegrityCheck]]:
@@ -433,6 +431,10 @@ class Session:
         # an eager repeat under graph timing: see BlindRunner.call
         eager_repeat = self.settings.timing == "graph"
         previous = self.first  # the values of the subject's last call (the hot loop's)
+        by_kernel_time = self.judged_timing == "cupti"
+        if by_kernel_time:
+            self.ask({"op": "round"})
+        timed: list[tuple[str, Optional[float]]] = []
         for step in plan:
             fresh = step in ("new", "checked", "kind")
             draw, reference = previous, None  # "same": the last call's values, written again
@@ -451,10 +453,7 @@ class Session:
             check, problems = self.judged_call(draw, reference, eager=eager_repeat and step == "repeat")
             previous = draw
             found.problems += problems
-            # another kind may take another time; the repeat goes back to the first values (a miss for
-            # a cache of one entry) and may be eager
-            if self.last_sample is not None and step not in ("kind", "repeat"):
-                found.samples["new" if fresh else "same"].append(self.last_sample)
+            timed.append(("new" if fresh else "same", self.last_sample))
             if reference is not None and not problems:
                 if step == "kind":
                     found.kind_check = check
@@ -462,6 +461,17 @@ class Session:
                     found.errors.append(check)
             if step == "repeat" and not problems:
                 found.repeat = self._last_got
+        if by_kernel_time:
+            samples = self.ask({"op": "samples"})["samples"]
+            if samples is not None:
+                if len(samples) != len(timed):
+                    raise SubjectLost(f"the subject process timed {len(samples)} of {len(timed)} judged calls")
+                timed = [(kind, sample) for (kind, _), sample in zip(timed, samples)]
+        # another kind may take another time; the repeat goes back to the first values (a miss for
+        # a cache of one entry) and may be eager
+        for (kind, sample), step in zip(timed, plan):
+            if sample is not None and step not in ("kind", "repeat"):
+                found.samples[kind].append(sample)
         return found
 
     def _timing_verdicts(self, samples: dict[str, list[float]], result: Result,

@@ -279,6 +279,43 @@ class CuptiTimer:
         return [a.seconds for a in per_call]
 
 
+class CuptiRound:
+    """CUPTI kept recording across a round of judged calls, each call inside its own CALL_RANGE, the
+    samples read when the round ends. A session's start and stop take milliseconds, in which an idle
+    GPU loses the state the hot loop left it in (on an H200 a small call ran 1.5-2x slower after a
+    2 ms pause): one session per round, not per call."""
+
+    name = "cupti"
+
+    def __init__(self) -> None:
+        self._session: Any = None
+        self._prof: Any = None
+
+    def start(self) -> None:
+        self._session = cupti_session()
+        self._prof = self._session.__enter__()
+        torch.cuda._sleep(1000)  # primer: CUPTI may miss activity at the very start of a session
+
+    def call(self, call: Call, before_each: Hook = None) -> Any:
+        if before_each:
+            before_each()
+        torch.cuda.synchronize()
+        from torch.autograd.profiler import record_function
+
+        with record_function(CALL_RANGE):
+            value = call()
+            torch.cuda.synchronize()
+        return value
+
+    def end(self) -> list[float]:
+        """Kernel time (summed durations) of each call of the round, in call order."""
+        session, self._session = self._session, None
+        if session is None:
+            return []
+        session.__exit__(None, None, None)
+        return [a.seconds for a in activity_per_call(recorded(self._prof))]
+
+
 TIMERS = {"sync": SyncTimer, "events": EventTimer, "graph": GraphTimer, "cupti": CuptiTimer}
 
 
