@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 
 from cudabench import __version__
-from cudabench.cli import build, doctor, lessons, listing, profile, results, run
+from cudabench.cli import build, doctor, lessons, listing, profile, results, run, workers
 from cudabench.cli.common import FLAGS, report_errors
 
 app = typer.Typer(
@@ -43,6 +43,8 @@ EXAMPLES = {
     "compare-sync-modes": ["cudabench compare-sync-modes", "cudabench compare-sync-modes --kernel timex-v4 --iters 30",
                            "cudabench compare-sync-modes -k add2 --timeline add2-sync-modes.png"],
     "compare-transfer": ["cudabench compare-transfer", "cudabench compare-transfer --sizes 4KB,64MB --iters 20"],
+    "workers": ["cudabench workers", "cudabench workers --stop",
+                "CUDABENCH_WORKER_IDLE=1800 cudabench run -k timex-v4   # its worker waits 30 min"],
     "profile": ["cudabench profile --kernel timex-v4", "cudabench profile -k timex-fft -d fwdbwd --tool ncu",
                 "cudabench profile -k add2 --tool torch", "cudabench profile -k add2 --timeline add2-nsys.png"],
 }
@@ -61,6 +63,7 @@ COMMANDS = [
     ("compare-sync-modes", lessons.compare_sync_modes),
     ("compare-transfer", lessons.compare_transfer),
     ("profile", profile.profile),
+    ("workers", workers.workers_cmd),
 ]
 for name, command in COMMANDS:
     epilog = "Examples:\n\n\b\n" + "\n".join(f"  {line}" for line in EXAMPLES[name])

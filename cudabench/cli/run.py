@@ -62,18 +62,25 @@ def renames(pairs: Optional[List[str]]) -> dict[str, str]:
 
 
 def start_runner(options: Any, kernels_dirs: Any, settings: Optional[dict] = None, gpus: Any = (),
-                 cluster: Optional[str] = None):
-    """A Runner whose workers are fresh `python -m cudabench.engine.worker` processes, one per GPU
-    of `gpus` (none: the default GPU), or on the Dask cluster at `cluster`."""
+                 cluster: Optional[str] = None, warm: Optional[bool] = None):
+    """A Runner with one worker per GPU of `gpus` (none: the default GPU): the GPU's warm worker
+    (cudabench.engine.warm), started if none runs, or with `warm` False a fresh
+    `python -m cudabench.engine.worker` process; or on the Dask cluster at `cluster`."""
     if cluster:
         from cudabench.engine.cluster import ClusterRunner
 
         return ClusterRunner(cluster, options, kernels_dirs, settings)
     from cudabench.engine.scheduler import Runner
+    from cudabench.engine.warm_client import SocketWorker, warm_by_default, worker_idle
     from cudabench.engine.workers import ProcessWorker, worker_command
 
+    warm = warm_by_default() if warm is None else warm
+
     def start(gpu):
-        return ProcessWorker(worker_command(), env={**os.environ, **gpu.env()} if gpu is not None else None)
+        env = {**os.environ, **gpu.env()} if gpu is not None else dict(os.environ)
+        if warm:
+            return SocketWorker(gpu, kernels_dirs or (), env, idle=worker_idle())
+        return ProcessWorker(worker_command(), env=env)
 
     return Runner(options, start, kernels_dirs, settings, gpus=gpus)
 
@@ -250,6 +257,9 @@ def run(
     cluster: Optional[str] = typer.Option(None, "--cluster", help="Run on a Dask distributed cluster: its "
                                           "scheduler's address, e.g. tcp://head:8786 (workers started with "
                                           "--resources GPU=1; needs cudabench[cluster])."),
+    warm: Optional[bool] = typer.Option(None, "--warm/--no-warm", help="Use (and leave running) each GPU's "
+                                        "warm worker, so the next run skips Python, torch and CUDA start-up "
+                                        "(default: on; CUDABENCH_WARM=0 turns it off; `cudabench workers`)."),
     wide: bool = typer.Option(False, "--wide", help="Every figure in the tables (error, IQR, min, n, kernel "
                               "time, TFLOP/s, GB/s, peak memory, a speedup per baseline); the results files "
                               "keep them all anyway."),
@@ -297,7 +307,7 @@ def run(
                 "integrity": "on" if integrity else "off", "fuzz": str(fuzz), **({"config": str(config)} if config else {}),
                 **({"gpus": ",".join(str(g.index) for g in chosen)} if chosen else {}),
                 **({"cluster": cluster} if cluster else {})}
-    with start_runner(options, kernels_dirs, settings, chosen, cluster) as runner:
+    with start_runner(options, kernels_dirs, settings, chosen, cluster, warm) as runner:
         if gpu_likely() and not cluster:
             runner.launch()  # the worker starts (Python, torch, CUDA) while this process plans
         reg = registry(kernels_dirs)

@@ -45,12 +45,20 @@ class Lane:
         """Start the worker's process and send its hello without waiting: its start-up overlaps
         whatever the caller does next (planning, other lanes)."""
         if self.worker is None and self._starting is None:
-            worker = self.start_worker()
+            worker = self._start()
             if hasattr(worker, "send"):
                 worker.send(self.hello)
                 self._starting = worker
             else:
                 worker.close()
+
+    def _start(self) -> Worker:
+        try:
+            return self.start_worker()
+        except WorkerLost as lost:  # a warm worker that could not be reached or started
+            raise WorkerStartError(f"The worker process could not start: {lost.reason}",
+                                   "Run `cudabench doctor` to see what this machine is missing, or run with "
+                                   "--no-warm.") from None
 
     def ready(self) -> Worker:
         """The worker, started and greeted (its environment and ceilings are then known)."""
@@ -58,7 +66,7 @@ class Lane:
             return self.worker
         launched = self._starting is not None
         if not launched:
-            self._starting = self.start_worker()
+            self._starting = self._start()
         worker = self._starting  # held there until it answers, so close() can end it meanwhile (Ctrl-C)
         start = time.perf_counter()
         try:

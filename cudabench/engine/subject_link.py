@@ -73,6 +73,13 @@ class SubjectLink:
             self.drop()  # its CUDA context is broken: the next subject gets a fresh process
         return reply
 
+    def rehello(self, hello: dict[str, Any]) -> None:
+        """A new run's hello: sent again before the next request (the process reads the kernels
+        folders again and keeps everything else)."""
+        self.hello = hello
+        if self._greeted is True:
+            self._greeted = False
+
     def drop(self) -> None:
         if self.worker is not None:
             self.worker.close()

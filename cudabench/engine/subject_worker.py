@@ -74,6 +74,9 @@ class SubjectHandler:
 
         registry = discover([Path(d) for d in request.get("kernels_dirs", ())])
         prepare_process(self.device, request)
+        if self.runner is not None:  # a warm worker's next run: the same runner, its state guard
+            self.runner.registry = registry  # snapshot of the pristine process kept, reads the folders again
+            return {"type": "ready", "pid": os.getpid()}
         if self.device == "cuda":
             # autograd's device threads start at the first CUDA backward: now, so none is a subject's
             x = torch.ones(2, device="cuda", requires_grad=True)

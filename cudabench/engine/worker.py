@@ -50,6 +50,8 @@ class Handler:
         self.bench: Any = None
         self.judge: Any = None
         self.link: Any = None
+        self.tainted = False  # a subject crashed, hung or was INVALID: its process is not used again
+        self.families: set[str] = set()
         self.where: dict[str, Any] = {"host": socket.gethostname(), "gpu": "", "gpu_index": -1, "gpu_uuid": ""}
 
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -99,7 +101,10 @@ class Handler:
         from cudabench.spec.registry import discover
 
         registry = discover([Path(d) for d in request.get("kernels_dirs", ())])
-        self.link = self._subject_link(request)
+        if self.link is None:
+            self.link = self._subject_link(request)
+        else:  # a warm worker's next run: the same subject process reads the kernels folders again
+            self.link.rehello(self._subject_hello(request))
         prepare_process(self.device, request)
         env = environment(request.get("settings") or {})
         self.where.update(gpu=env.gpu, gpu_index=env.gpu_index, gpu_uuid=env.gpu_uuid)
@@ -121,7 +126,7 @@ class Handler:
         from cudabench.engine.subject_worker import SubjectHandler
         from cudabench.engine.workers import InlineWorker
 
-        hello = {k: v for k, v in request.items() if k in ("op", "kernels_dirs", "nvtx", "nvtx_iterations")}
+        hello = self._subject_hello(request)
         if self.device != "cuda":
             inline = SubjectHandler(self.device, self.timer_factory)
             return SubjectLink(lambda: InlineWorker(inline), hello)
@@ -129,6 +134,22 @@ class Handler:
         if self.eager_subject:
             link.launch()
         return link
+
+    @staticmethod
+    def _subject_hello(request: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in request.items() if k in ("op", "kernels_dirs", "nvtx", "nvtx_iterations")}
+
+    def retire_if_tainted(self) -> None:
+        """After a run (warm workers): a subject process that ran a subject which crashed, hung or was
+        INVALID is replaced by a fresh one, started now so the next run finds it ready."""
+        if self.tainted and self.link is not None:
+            self.link.drop()
+            self.families = set()
+            self.link.launch()
+        self.tainted = False
+
+    def loaded_families(self) -> list[str]:
+        return sorted(self.families)
 
     def _build(self, request: dict[str, Any]) -> dict[str, Any]:
         """Built and loaded in the subject process: this one never loads a kernel under test."""
@@ -142,6 +163,7 @@ class Handler:
             return {"type": "built", "ok": False, "message": lost.reason}
         if reply.get("type") == "error":
             return {"type": "built", "ok": False, "message": str(reply.get("message"))}
+        self.families.add(family.name)
         return {"type": "built", "ok": True, **{k: reply[k] for k in ("seconds", "cache_hit", "arch", "directory")}}
 
     def _subject(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -153,6 +175,8 @@ class Handler:
         result = self.judge.run(family, case, request["subject"], request["role"], settings,
                                 float(request.get("timeout", 3600.0)))
         result = dataclasses.replace(result, **self.where)
+        if result.status in ("ERROR", "INVALID"):
+            self.tainted = True
         return {"type": "result", "result": result_to_dict(result), "healthy": self._healthy()}
 
     def _checked_call(self, request: dict[str, Any]) -> tuple[Any, Any, Case]:

@@ -1,0 +1,59 @@
+"""Warm workers on the GPU: a hostile subject, then an honest one in a later invocation served by the
+same warm worker, is caught and blamed alone; an edit between two invocations is what runs."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from cudabench.cli.app import app
+from cudabench.engine.warm_client import warm_workers
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
+
+ROOT = Path(__file__).resolve().parents[2]
+HOSTILE = ROOT / "tests" / "hostile_kernels"
+
+
+def run(tmp_path, *args):
+    out = tmp_path / "r.json"
+    res = CliRunner().invoke(app, ["run", "--warm", "--repeat", "20", "--no-baseline", "--json", str(out), *args])
+    assert out.exists(), res.output
+    return {r["subject"]: r for r in json.loads(out.read_text())["results"]}, res
+
+
+def served():
+    return {info["pid"]: info["runs"] for _, info in warm_workers()}
+
+
+@pytest.mark.parametrize("attack, caught_by", [("hostile-patch-timer", "process-state"), ("hostile-thread", "threads"),
+                                               ("hostile-memo", "fresh-inputs"),
+                                               ("hostile-side-stream", "stream-order")])
+def test_a_hostile_subject_then_an_honest_one_in_a_later_invocation_of_the_warm_worker(tmp_path, attack, caught_by):
+    shape = ["--kernels-dir", str(HOSTILE), "--shape", "n=16777216"]
+    bad, res = run(tmp_path, "-k", attack, *shape)
+    before = served()
+    assert bad[attack]["status"] == "INVALID", res.output
+    assert caught_by in {c["name"] for c in bad[attack]["integrity"] if c["verdict"] == "fail"}
+    good, res = run(tmp_path, "-k", "hostile-honest", *shape)
+    honest = good["hostile-honest"]
+    assert honest["status"] == "ok", res.output
+    assert all(c["verdict"] != "fail" for c in honest["integrity"])
+    after = served()
+    assert set(before) & set(after) and all(after[p] == before[p] + 1 for p in set(before) & set(after))
+
+
+def test_an_edit_between_two_invocations_is_what_the_warm_worker_runs(tmp_path):
+    kernels = tmp_path / "kernels"
+    shutil.copytree(ROOT / "examples" / "my_kernels", kernels, ignore=shutil.ignore_patterns("__pycache__"))
+    first, res = run(tmp_path, "--kernels-dir", str(kernels), "-k", "scale")
+    assert first["scale"]["status"] == "ok", res.output
+    before = served()
+    source = kernels / "scale" / "scale.cu"
+    source.write_text(source.read_text().replace("fmaf(alpha, x[i], beta)", "fmaf(alpha, x[i], beta + 1.0f)"))
+    edited, res = run(tmp_path, "--kernels-dir", str(kernels), "-k", "scale")
+    assert edited["scale"]["status"] == "FAIL", res.output  # the edited kernel ran, and is wrong
+    assert set(before) & set(served())  # in the same warm worker

@@ -1,0 +1,184 @@
+"""Warm workers on the CPU, with a stand-in judge (tests/fake_warm.py) behind the real socket, key,
+folder and life cycle: start, reuse by a later invocation, idle exit, another version, a killed or
+hung worker replaced, two invocations at once, a stale socket file, and the channel's refusals."""
+
+import os
+import signal
+import socket
+import stat
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from cudabench.engine import warm
+from cudabench.engine.warm_client import (SocketWorker, WorkerFolderError, ask_once, running, stop_workers,
+                                          warm_workers, worker_folder)
+from cudabench.engine.workers import WorkerLost
+from cudabench.results.export import result_from_dict
+
+HANDLER = f"{Path(__file__).parent / 'fake_warm.py'}:FakeWarmHandler"
+CASE = {"family": "add2", "shape": {"n": 64}, "direction": "fwd"}
+
+
+@pytest.fixture(autouse=True)
+def own_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv("CUDABENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    yield
+    stop_workers()
+
+
+def subject(name):
+    return {"op": "subject", "family": "add2", "case": CASE, "subject": name, "role": "variant", "settings": {}}
+
+
+def invocation(*names, idle=30.0, timeout=30.0):
+    """What one `cudabench run` does with its worker: attach, hello, subjects, close."""
+    w = SocketWorker(None, (), idle=idle, handler=HANDLER)
+    try:
+        assert w.request({"op": "hello"}, 30)["type"] == "ready"
+        results = [result_from_dict(w.request(subject(n), timeout)["result"]) for n in names]
+        return w.pid, results
+    finally:
+        w.close()
+
+
+alive = running  # a zombie (exited, not yet reaped by whoever started it) is gone too
+
+
+def wait_until(condition, seconds=15.0):
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_a_later_invocation_reuses_the_warm_worker_and_it_shows_in_the_listing():
+    first, _ = invocation("ok")
+    second, [result] = invocation("ok")
+    assert first == second and result.status == "ok"
+    [(path, info)] = warm_workers()
+    assert info["pid"] == first and info["runs"] == 2 and info["loaded"] == ["add2"]
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(worker_folder().stat().st_mode) == 0o700
+
+
+def test_it_exits_after_its_idle_time_and_takes_its_socket_with_it():
+    pid, _ = invocation("ok", idle=0.5)
+    assert wait_until(lambda: not alive(pid))
+    assert not list(worker_folder().glob("*.sock"))
+
+
+def test_a_caller_of_another_version_or_environment_replaces_it(monkeypatch):
+    old, _ = invocation("ok")
+    monkeypatch.setenv("CUDABENCH_SOMETHING", "else")
+    new, [result] = invocation("ok")
+    assert new != old and result.status == "ok" and wait_until(lambda: not alive(old))
+
+
+def test_a_killed_worker_leaves_a_stale_socket_that_the_next_invocation_replaces():
+    old, _ = invocation("ok")
+    os.kill(old, signal.SIGKILL)
+    assert wait_until(lambda: not alive(old))
+    assert list(worker_folder().glob("*.sock"))  # left behind
+    new, [result] = invocation("ok")
+    assert new != old and result.status == "ok"
+
+
+def test_a_hung_worker_is_killed_by_the_watchdog_and_the_next_invocation_starts_a_fresh_one():
+    w = SocketWorker(None, (), handler=HANDLER)
+    w.request({"op": "hello"}, 30)
+    with pytest.raises(WorkerLost, match="timed out"):
+        w.request(subject("hang"), 1.0)
+    assert wait_until(lambda: not alive(w.pid))
+    new, [result] = invocation("ok")
+    assert new != w.pid and result.status == "ok"
+
+
+def test_a_worker_that_dies_mid_run_is_lost_with_its_last_words():
+    w = SocketWorker(None, (), handler=HANDLER)
+    w.request({"op": "hello"}, 30)
+    with pytest.raises(WorkerLost, match="stopped answering"):
+        w.request(subject("exit"), 30)
+    w.close()
+
+
+def test_two_invocations_at_once_take_turns_on_one_worker():
+    got = {}
+
+    def run(tag):
+        got[tag] = invocation("sleep-0.5")
+
+    threads = [threading.Thread(target=run, args=(t,)) for t in "ab"]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    (pa, [ra]), (pb, [rb]) = got["a"], got["b"]
+    assert pa == pb
+    spans = sorted(tuple(map(float, r.measurement.stop_reason.split())) for r in (ra, rb))
+    assert spans[0][1] <= spans[1][0]  # one ran after the other, never both at once
+
+
+def test_a_subject_process_that_ran_an_invalid_subject_is_retired_before_the_next_run():
+    _, [bad, after_in_same_run] = invocation("invalid", "ok")
+    _, [later] = invocation("ok")
+    assert bad.status == "INVALID"
+    generation = lambda r: r.host.rsplit("-", 1)[1]  # noqa: E731
+    assert generation(after_in_same_run) == generation(bad) and generation(later) != generation(bad)
+
+
+def test_a_worker_that_cannot_serve_here_does_not_stay(monkeypatch):
+    monkeypatch.setenv("FAKE_FAIL_START", "1")
+    w = SocketWorker(None, (), handler=HANDLER)
+    assert w.request({"op": "hello"}, 30)["type"] == "error"
+    w.close()
+    assert wait_until(lambda: not alive(w.pid))
+
+
+def test_stop_ends_every_warm_worker():
+    pid, _ = invocation("ok")
+    assert stop_workers() == [pid] and not alive(pid) and warm_workers() == []
+
+
+def test_a_folder_others_can_enter_is_refused():
+    folder = worker_folder()
+    folder.chmod(0o755)
+    try:
+        with pytest.raises(WorkerFolderError, match="not private"):
+            worker_folder()
+    finally:
+        folder.chmod(0o700)
+
+
+def test_a_peer_of_another_user_is_refused(tmp_path, monkeypatch):
+    from tests.fake_warm import FakeWarmHandler
+
+    path = worker_folder() / "peer.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen(1)
+    monkeypatch.setattr(warm, "peer_uid", lambda conn: os.getuid() + 1)
+    server = warm.WarmWorker(listener, "key", FakeWarmHandler(), idle=5.0)
+    thread = threading.Thread(target=server.serve, daemon=True)
+    thread.start()
+    reply = ask_once(path, {"op": "info"})
+    assert reply["type"] == "error" and "own user only" in reply["message"]
+    listener.close()
+
+
+def test_the_workers_command_shows_them_and_stops_them():
+    from typer.testing import CliRunner
+
+    from cudabench.cli.app import app
+
+    pid, _ = invocation("ok")
+    shown = CliRunner().invoke(app, ["workers"])
+    assert shown.exit_code == 0 and str(pid) in shown.output and "fake GPU" in shown.output
+    assert "add2" in shown.output
+    stopped = CliRunner().invoke(app, ["workers", "--stop"])
+    assert stopped.exit_code == 0 and f"pid {pid}" in stopped.output and not alive(pid)
