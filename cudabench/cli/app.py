@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 
 from cudabench import __version__
-from cudabench.cli import build, doctor, lessons, listing, profile, results, run, workers
+from cudabench.cli import build, doctor, lessons, listing, profile, results, run, watch, workers
 from cudabench.cli.common import FLAGS, report_errors
 
 app = typer.Typer(
@@ -43,6 +43,8 @@ EXAMPLES = {
     "compare-sync-modes": ["cudabench compare-sync-modes", "cudabench compare-sync-modes --kernel timex-v4 --iters 30",
                            "cudabench compare-sync-modes -k add2 --timeline add2-sync-modes.png"],
     "compare-transfer": ["cudabench compare-transfer", "cudabench compare-transfer --sizes 4KB,64MB --iters 20"],
+    "watch": ["cudabench watch -k timex-v4", "cudabench watch -k timex-fft --shape B=8,C=64,T=1024 -d fwdbwd",
+              "cudabench watch --config configs/timex.toml --timing events"],
     "workers": ["cudabench workers", "cudabench workers --stop",
                 "CUDABENCH_WORKER_IDLE=1800 cudabench run -k timex-v4   # its worker waits 30 min"],
     "profile": ["cudabench profile --kernel timex-v4", "cudabench profile -k timex-fft -d fwdbwd --tool ncu",
@@ -68,6 +70,9 @@ COMMANDS = [
 for name, command in COMMANDS:
     epilog = "Examples:\n\n\b\n" + "\n".join(f"  {line}" for line in EXAMPLES[name])
     app.command(name, epilog=epilog)(report_errors(command))
+# watch passes every option it does not know to run
+app.command("watch", epilog="Examples:\n\n\b\n" + "\n".join(f"  {line}" for line in EXAMPLES["watch"]),
+            context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(report_errors(watch.watch))
 
 
 def _version(show: bool) -> None:

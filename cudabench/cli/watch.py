@@ -1,0 +1,113 @@
+"""`cudabench watch`: run, then wait for an edit to any source or spec.py of the kernels folders (or
+to the suite file), and run again. The build is incremental and each GPU's warm worker is already up,
+so an edit reaches a trusted figure in seconds. Every run after the first is followed by compare's
+noise-aware verdicts against the last run that measured something. A failed build or check shows its
+message and watching goes on; a mistake in the command itself (an unknown kernel, a bad option, no
+GPU) ends it with exit 2, as run would. Every option but --interval is run's."""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable, Optional
+
+import typer
+
+from cudabench.cli.common import say
+from cudabench.errors import EXIT_USAGE, ShapeError
+
+Stamp = dict[Path, tuple[int, int]]
+SKIPPED_PARTS = {"__pycache__", ".git"}
+
+
+def watch(ctx: typer.Context,
+          interval: float = typer.Option(0.5, "--interval", min=0.05, help="Seconds between two looks at the "
+                                         "files.")) -> None:
+    """Run (with run's options), then run again after every edit of a kernel family or the suite file."""
+    args = list(ctx.args)
+    if not any(_names_option(a) for a in args):
+        raise ShapeError("watch needs what to run: --kernel (-k) or --config (-c), as run does.",
+                         "For example: cudabench watch -k timex-v4 --shape B=8,C=64,T=256")
+    watched = watched_paths(args)
+    previous: Optional[Path] = None
+    with tempfile.TemporaryDirectory(prefix="cudabench-watch-") as tmp:
+        for turn in range(1, 1 << 30):
+            out = Path(tmp) / f"run-{turn}.json"
+            code = invoke(["run", *args, "--json", str(out)])
+            if code == EXIT_USAGE and turn == 1:
+                raise typer.Exit(EXIT_USAGE)  # the command itself is wrong: it will not get better
+            if previous is not None and _measured(out):
+                invoke(["compare", str(previous), str(out), "--allow-missing"])
+            if _measured(out):
+                previous = out
+            stamp = snapshot(watched)
+            say(f"watching {len(stamp)} files for changes (Ctrl-C to stop)", style="dim")
+            changed = wait_for_change(watched, stamp, interval)
+            say(f"changed: {', '.join(str(p) for p in changed[:3])}{' ...' if len(changed) > 3 else ''}", style="dim")
+
+
+def _names_option(arg: str) -> bool:
+    return arg in ("-k", "--kernel", "-c", "--config") or arg.startswith(("--kernel=", "--config=", "-k", "-c"))
+
+
+def watched_paths(args: list[str]) -> list[Path]:
+    """The built-in kernels folder, every --kernels-dir, and the suite file (--config)."""
+    from cudabench.spec.registry import builtin_kernels_dir
+
+    paths = [builtin_kernels_dir()]
+    for i, arg in enumerate(args):
+        for option in ("--kernels-dir", "--config", "-c"):
+            if arg == option and i + 1 < len(args):
+                paths.append(Path(args[i + 1]))
+            elif arg.startswith(option + "="):
+                paths.append(Path(arg.split("=", 1)[1]))
+    return paths
+
+
+def snapshot(paths: list[Path]) -> Stamp:
+    """Size and modification time of every file under `paths` (caches and build outputs aside)."""
+    stamp: Stamp = {}
+    for root in paths:
+        files = [root] if root.is_file() else (root.rglob("*") if root.is_dir() else [])
+        for path in files:
+            if SKIPPED_PARTS & set(path.parts) or not path.is_file():
+                continue
+            try:
+                info = path.stat()
+            except OSError:
+                continue
+            stamp[path] = (info.st_mtime_ns, info.st_size)
+    return stamp
+
+
+def wait_for_change(paths: list[Path], stamp: Stamp, interval: float,
+                    sleep: Callable[[float], None] = time.sleep) -> list[Path]:
+    """The files added, removed or changed since `stamp`, once there are any."""
+    while True:
+        sleep(interval)
+        now = snapshot(paths)
+        changed = sorted(p for p in set(now) | set(stamp) if now.get(p) != stamp.get(p))
+        if changed:
+            return changed
+
+
+def invoke(argv: list[str]) -> int:
+    """One cudabench command in this process (torch, once imported, stays imported); its exit code."""
+    import click
+    from typer.main import get_command
+
+    from cudabench.cli.app import app
+
+    try:
+        code = get_command(app).main(args=argv, prog_name="cudabench", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        return int(exc.exit_code or 0)
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    return int(code or 0)
+
+
+def _measured(path: Path) -> bool:
+    return path.is_file() and path.stat().st_size > 0

@@ -1,0 +1,85 @@
+"""`cudabench watch` on the CPU: the loop (run, wait for an edit, run again, compare with the run before),
+what it watches, and the mistakes that end it with one paragraph and exit 2."""
+
+import json
+import os
+import time
+
+import pytest
+from typer.testing import CliRunner
+
+from cudabench.cli import watch as watch_module
+from cudabench.cli.app import app
+
+
+def test_an_unknown_kernel_ends_it_with_one_paragraph_and_exit_2():
+    res = CliRunner().invoke(app, ["watch", "-k", "no-such-kernel"])
+    assert res.exit_code == 2 and "Unknown kernel 'no-such-kernel'" in res.output
+    assert "Traceback" not in res.output
+
+
+def test_it_needs_what_to_run():
+    res = CliRunner().invoke(app, ["watch", "--shape", "n=64"])
+    assert res.exit_code == 2 and "--kernel" in res.output
+
+
+def test_it_runs_again_after_an_edit_and_compares_with_the_run_before(monkeypatch, tmp_path):
+    calls = []
+
+    def fake_invoke(argv):
+        calls.append(argv)
+        if argv[0] == "run":
+            out = argv[argv.index("--json") + 1]
+            with open(out, "w") as f:
+                json.dump({"results": []}, f)
+            return 0 if len(calls) < 4 else 1  # a later run that fails (a build error) goes on watching
+        return 0
+
+    waits = iter([[tmp_path / "kernels" / "k.cu"], [tmp_path / "x"], KeyboardInterrupt()])
+
+    def fake_wait(paths, stamp, interval):
+        step = next(waits)
+        if isinstance(step, BaseException):
+            raise step
+        return step
+
+    monkeypatch.setattr(watch_module, "invoke", fake_invoke)
+    monkeypatch.setattr(watch_module, "wait_for_change", fake_wait)
+    res = CliRunner().invoke(app, ["watch", "-k", "add2", "--shape", "n=64", "--kernels-dir", str(tmp_path)])
+    assert res.exit_code == 130 and "Traceback" not in res.output  # Ctrl-C
+    runs = [c for c in calls if c[0] == "run"]
+    compares = [c for c in calls if c[0] == "compare"]
+    assert len(runs) == 3 and all(c[1:6] == ["-k", "add2", "--shape", "n=64", "--kernels-dir"] for c in runs)
+    assert [c[1:3] for c in compares] == [[runs[0][-1], runs[1][-1]], [runs[1][-1], runs[2][-1]]]
+    assert "changed: " in res.output and "k.cu" in res.output
+
+
+def test_it_watches_the_kernels_folders_and_the_suite_and_sees_an_edit(tmp_path):
+    family = tmp_path / "mine" / "fam"
+    family.mkdir(parents=True)
+    (family / "fam.cu").write_text("a")
+    (family / "__pycache__").mkdir()
+    suite = tmp_path / "suite.toml"
+    suite.write_text("x")
+    paths = watch_module.watched_paths(["--kernels-dir", str(tmp_path / "mine"), "--config", str(suite)])
+    assert paths[1:] == [tmp_path / "mine", suite]
+    stamp = watch_module.snapshot(paths)
+    assert family / "fam.cu" in stamp and suite in stamp
+    (family / "__pycache__" / "x.pyc").write_text("ignored")
+    looks = []
+
+    def edit_on_third_look(seconds):
+        looks.append(seconds)
+        if len(looks) == 3:
+            time.sleep(0.01)
+            (family / "fam.cu").write_text("ab")
+            os.utime(family / "fam.cu")
+
+    changed = watch_module.wait_for_change(paths, stamp, 0.1, sleep=edit_on_third_look)
+    assert changed == [family / "fam.cu"] and len(looks) == 3
+
+
+@pytest.mark.parametrize("command", ["watch", "workers"])
+def test_help(command):
+    res = CliRunner().invoke(app, [command, "--help"])
+    assert res.exit_code == 0 and "Examples" in res.output
