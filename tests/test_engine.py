@@ -177,7 +177,8 @@ def test_planning_in_the_parent_does_not_import_torch():
     code = ("import sys\n"
             "from cudabench.cli import app, run\n"
             "from cudabench.engine import plan, scheduler, suite, workers\n"
-            "from cudabench.measure.settings import TIMINGS, Settings\n"
+            "from cudabench.measure.settings import Settings\n"
+            "from cudabench.results.model import TIMINGS\n"
             "from cudabench.results import config\n"
             "from cudabench.spec import shapes\n"
             "run.gpu_likely()\n"
@@ -188,11 +189,14 @@ def test_planning_in_the_parent_does_not_import_torch():
 
 
 def test_timer_names_match_the_timers():
-    from cudabench.measure.settings import TIMINGS
     from cudabench.measure.timers import TIMERS
+    from cudabench.results import config
+    from cudabench.results.model import TIMINGS
 
     assert set(TIMINGS) == set(TIMERS)
     assert all(TIMERS[name].describes == TIMINGS[name] for name in TIMINGS)
+    with pytest.raises(Exception, match="one of sync, events, graph, cupti"):  # the suite files' check reads it
+        config._TIMING_VALUES["timing"]("nope", "timing")
 
 
 def test_a_worker_reports_any_exception_with_its_type_instead_of_ending_silently(capsys):

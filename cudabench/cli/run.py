@@ -418,7 +418,7 @@ def environment_record(data: dict):
 
 def print_notes(runner: Any, options: Any, policy: Any) -> None:
     from cudabench.measure.ceilings import Ceilings
-    from cudabench.measure.settings import TIMINGS
+    from cudabench.results.model import TIMINGS
     from cudabench.results import report
 
     cache = "cold L2 (flushed before each call)" if policy.cold else "hot L2"

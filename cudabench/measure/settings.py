@@ -10,15 +10,6 @@ from cudabench.measure.loop import Warmup
 from cudabench.measure.stop import StopRule, rule_from_dict
 
 
-# The timers (timers.py) by name, and what each one's figure is.
-TIMINGS = {
-    "sync": "wall time per call: host clock between two torch.cuda.synchronize(), launch included",
-    "events": "GPU time per call: CUDA events around the call, launch hidden behind a GPU sleep",
-    "graph": "GPU time per call from CUDA-graph replays of R calls (no per-call launch cost)",
-    "cupti": "kernel time per call: CUPTI kernel durations (torch.profiler) summed per call",
-}
-
-
 @dataclass(frozen=True)
 class Settings:
     """How to treat a subject: plain data, sent by the parent to the worker."""

@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterator, Optional
 
 import torch
 
-from cudabench.measure.settings import TIMINGS
+from cudabench.results.model import TIMINGS
 
 Call = Callable[[], Any]
 Hook = Optional[Callable[[], None]]

@@ -50,11 +50,10 @@ from typing import Any, Callable, NoReturn, Optional, Sequence
 
 from cudabench.errors import ConfigError
 from cudabench.files import parse_toml, read_input
-from cudabench.results.model import DIRECTIONS
+from cudabench.results.model import DIRECTIONS, TIMINGS
 from cudabench.spec.family import DTYPES
 from cudabench.spec.shapes import LARGEST, parse_value
 
-TIMINGS = ("sync", "events", "graph", "cupti")
 MAX_SHAPES = 10_000  # per case: a slip such as step = 1 up to 2^28 should fail, not run for days
 MAX_SUITE_SHAPES = 100_000  # over the whole suite (cases × shapes): planning stays a matter of seconds
 TOP_KEYS = ("name", "description", "kernels_dirs", "gpus", "cluster", "timing", "case")
@@ -339,7 +338,7 @@ def _cases(tables: list[Any], path: Path) -> tuple[CaseSpec, ...]:
 
 # Each [timing] key's check, shared by suite files and the command line (check_timing).
 _TIMING_VALUES: dict[str, Callable[[Any, str], Any]] = {
-    "timing": lambda v, where: _choice(v, TIMINGS, where),
+    "timing": lambda v, where: _choice(v, tuple(TIMINGS), where),
     "cold": _boolean,
     "repeat": lambda v, where: _bounded(v, where, int, 10_000_000, "samples"),
     "min_time": lambda v, where: _bounded(v, where, float, MAX_SECONDS, "seconds"),

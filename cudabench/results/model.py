@@ -8,6 +8,15 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
 DIRECTIONS = ("fwd", "bwd", "fwdbwd")
+
+# The timers (cudabench.measure.timers) by name, and what each one's figure is: the one list that the
+# suite files, the command line's checks and the output's timing line read.
+TIMINGS = {
+    "sync": "wall time per call: host clock between two torch.cuda.synchronize(), launch included",
+    "events": "GPU time per call: CUDA events around the call, launch hidden behind a GPU sleep",
+    "graph": "GPU time per call from CUDA-graph replays of R calls (no per-call launch cost)",
+    "cupti": "kernel time per call: CUPTI kernel durations (torch.profiler) summed per call",
+}
 THROTTLE_FRACTION = 0.9  # warn when the SM clock during a run falls below this share of its max
 
 
