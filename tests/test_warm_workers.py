@@ -182,3 +182,21 @@ def test_the_workers_command_shows_them_and_stops_them():
     assert "add2" in shown.output
     stopped = CliRunner().invoke(app, ["workers", "--stop"])
     assert stopped.exit_code == 0 and f"pid {pid}" in stopped.output and not alive(pid)
+
+
+def test_run_uses_warm_workers_unless_told_not_to(monkeypatch):
+    from cudabench.cli.run import start_runner
+    from cudabench.engine.plan import RunOptions
+    from cudabench.engine.workers import ProcessWorker
+
+    made = []
+    monkeypatch.setattr("cudabench.engine.warm_client.SocketWorker",
+                        lambda gpu, dirs, env, idle: made.append(("warm", idle)) or "warm")
+    monkeypatch.setattr(ProcessWorker, "__init__", lambda self, command, env=None: made.append(("fresh", command[-1])))
+    monkeypatch.setenv("CUDABENCH_WORKER_IDLE", "42")
+    for warm, env in ((None, "1"), (None, "0"), (True, "0"), (False, "1")):
+        monkeypatch.setenv("CUDABENCH_WARM", env)
+        runner = start_runner(RunOptions(), [], warm=warm)
+        runner.lanes[0].start_worker()
+    assert made == [("warm", 42.0), ("fresh", "cudabench.engine.worker"), ("warm", 42.0),
+                    ("fresh", "cudabench.engine.worker")]

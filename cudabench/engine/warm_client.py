@@ -29,6 +29,7 @@ from cudabench.errors import CudabenchError
 
 START_TIMEOUT = 30.0      # a new warm worker's socket appears (before it imports torch)
 SOCKET_PATH_MAX = 100     # sun_path is 108 bytes on Linux
+LOG_LIMIT = 1 << 20       # a warm worker's log (its stderr, a kernel's printf) starts over past this size
 # the environment a worker's results depend on: another value, another worker
 KEY_VARIABLES = ("PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_HOME",
                  "CUDA_PATH", "TORCH_CUDA_ARCH_LIST", "NVIDIA_TF32_OVERRIDE", "CUBLAS_WORKSPACE_CONFIG")
@@ -156,7 +157,9 @@ def reach(path: Path, key: str, env: Optional[dict[str, str]], idle: float, hand
         if sock is not None:
             return sock
         path.unlink(missing_ok=True)  # stale: nothing listens
-        with open(path.with_suffix(".log"), "ab") as log:
+        log_path = path.with_suffix(".log")
+        fresh = not log_path.exists() or log_path.stat().st_size > LOG_LIMIT  # a long-lived log starts over
+        with open(log_path, "wb" if fresh else "ab") as log:
             started = subprocess.Popen(warm_command(path, key, idle, handler), stdin=subprocess.DEVNULL, stdout=log,
                                        stderr=log, env=env, start_new_session=True, close_fds=True)
         end = time.monotonic() + START_TIMEOUT
