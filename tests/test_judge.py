@@ -413,36 +413,34 @@ def test_a_baselines_distribution_is_not_checked(registry):
 def test_each_judged_call_after_the_hot_loop_follows_an_untimed_call_on_the_values_before_it(registry,
                                                                                               monkeypatch):
     """The GPU as the hot loop leaves it (data in L2, clocks up) before every judged call: one call on
-    the values the inputs still hold (the previous call's), right before the judge's staged values are
-    copied in, so that a cache of the previous values hits on a "same" call as in the hot loop and
-    misses on a new one; the copy leaves the inputs' version counter where it was."""
-    seen = []
+    the values the subject last saw, made before the judge writes the next values, so that a cache
+    of the previous values hits on a "same" call as in the hot loop and misses on a new one."""
+    seen_x = []
 
     class Recording(StandIn):
         def hostile(self, x, y, mode):
-            seen.append((float(x[0]), x._version))
+            seen_x.append(float(x[0]))
             super().hostile(x, y, mode)
 
     ext = Recording()
     handler = SubjectHandler("cpu", timer_factory=lambda timing: WorkTimer(ext), modules={"hostile": ext})
     link = SubjectLink(lambda: InlineWorker(handler), {"op": "hello", "kernels_dirs": [str(HOSTILE)]})
-    calls = []
+    warm = []
     original = SubjectHandler.handle
 
     def spy(self, request):
-        before = len(seen)
+        before = len(seen_x)
         reply = original(self, request)
-        if request["op"] == "call":
-            calls.append((before, len(seen)))
+        if request["op"] == "poison":
+            warm.append((before, len(seen_x)))
         return reply
 
     monkeypatch.setattr(SubjectHandler, "handle", spy)
     r = judge_one(registry, "hostile-honest", judge=Judge(registry, link, device="cpu"), fuzz=0)
     assert r.status == "ok", failed(r)
-    warmed = [(b, a) for b, a in calls if a == b + 2]
-    assert len(warmed) == judge_module.FRESH_CALLS  # the first check has no call before it
-    assert all(seen[b][0] == seen[b - 1][0] for b, _ in warmed)
-    assert len({version for _, version in seen}) == 1
+    after_hot = [(b, a) for b, a in warm if a == b + 1]
+    assert len(after_hot) == judge_module.FRESH_CALLS  # the first check's poison has no call before it
+    assert all(seen_x[b] == seen_x[b - 1] for b, _ in after_hot)
 
 
 def test_a_call_that_recorded_no_kernel_time_is_judged_not_a_crash():

@@ -5,14 +5,11 @@ reference, no expected outputs, no tolerance, no verdict, and no flag that says 
 checked or timed (cudabench.measure.judge holds those, in another process). It answers the judge's
 requests one at a time:
 
-    open      bind the op, make the inputs from the seed, share them and a staging copy of them (the
-              judge writes every later set of input values into the staging memory itself)
-    call      the staged values copied into the inputs, the outputs' memory poisoned, one call,
-              timed when a timer is prepared; after the hot loop of a short call, one untimed call on
-              the inputs' previous values comes first (see `_warm`). Its outputs are shared with the
-              judge, which decides in its own process whether to check them. Every judged call is
-              made the same way (the same values are staged and copied for a "same" call as for a new
-              one), so no state here tells them apart
+    open      bind the op, make the inputs from the seed, share them (the judge writes every later
+              set of input values into this memory itself, so nothing here runs when they change)
+    call      one call after poisoning the outputs' memory, timed when a timer is prepared; its
+              outputs are shared with the judge, which decides in its own process whether to check
+              them. Every judged call is made the same way, so no state here tells them apart
     peak      one warm call with PyTorch's peak-memory counter reset
     hot       the timed loop on unchanged inputs (warm-up, timer, stop rule, clocks), then a short
               CUPTI pass for the kernel-time and integrity figures
@@ -46,7 +43,7 @@ from cudabench.measure.settings import Settings
 from cudabench.measure.stop import FixedCount
 from cudabench.measure.subject import case_inputs
 from cudabench.measure.timers import CuptiRound, make_timer, sleep_cycles
-from cudabench.measure.transport import copy_unseen, describe, share
+from cudabench.measure.transport import describe, share
 from cudabench.measure.workload import make_workload
 from cudabench.results.export import measurement_to_dict
 from cudabench.results.model import Case
@@ -121,9 +118,6 @@ class Opened:
         self.inputs, self.grad_out = inputs, grad_out
         self.pristine = ({k: v.detach().clone() for k, v in inputs.items() if torch.is_tensor(v)},
                          None if grad_out is None else grad_out.clone())
-        # where the judge writes each judged call's values; copied into the inputs by `call`
-        self.staged = ({k: v.detach().clone() for k, v in inputs.items() if torch.is_tensor(v)},
-                       None if grad_out is None else grad_out.clone())
         self.outputs = outputs          # [(shape, dtype)] the judge expects: sizes to poison
         self.timer: Any = None          # prepared by `hot`; judged calls after it are timed with it
         self.round: Optional[CuptiRound] = None  # judged calls timed by kernel time, when started
@@ -223,38 +217,42 @@ class BlindRunner:
             gc.collect()
             torch.cuda.ipc_collect()
         self._held_from = allocated_bytes() if self.device == "cuda" else 0
-        opened = self.subject
         shared = {k: share(v) for k, v in inputs.items() if torch.is_tensor(v)}
-        staged = {k: share(v) for k, v in opened.staged[0].items()}
-        return {"inputs": shared, "grad_out": None if grad_out is None else share(grad_out), "staged": staged,
-                "staged_grad_out": None if grad_out is None else share(opened.staged[1])}
+        return {"inputs": shared, "grad_out": None if grad_out is None else share(grad_out)}
 
     def poison(self) -> dict:
-        """Before a judged call, before the judge stages its values: the previous outputs dropped
-        (their memory is poisoned by `call`, just before the call)."""
+        """Before a judged call, and before the judge writes its inputs (so that the inputs, not the
+        poison, are what the L2 holds, as in the hot loop): the previous outputs dropped, after the
+        hot loop one untimed call on the values already there (the previous call's: see `_warm`),
+        then the outputs' memory poisoned (NaN before the first call, random values after)."""
         s = self._opened()
         s.last = {}
-        self.sync()
-        return {}
-
-    def call(self, eager: bool = False) -> dict:
-        """One judged call: after the hot loop of a short call an untimed call on the values still
-        in the inputs (the previous call's), then the staged values copied into the inputs, the
-        outputs' memory poisoned (NaN before the first call, random values after), and the call,
-        timed with the prepared timer (if any, unless `eager`); the device synchronised, its outputs
-        shared. A graph replay runs no Python and reuses the graph's own memory, so reading
-        uninitialised memory shows only in an eager call: the judge asks one for its determinism
-        check under graph timing (the subject's code cannot act on that: its timed calls are
-        replays, which run none of it)."""
-        s = self._opened()
-        s.last = {}
-        warm = self._warm(s)
-        for k, v in s.staged[0].items():
-            copy_unseen(s.inputs[k], v)
-        if s.grad_out is not None:
-            copy_unseen(s.grad_out, s.staged[1])
+        if (s.timer is not None or s.round is not None) and s.hot_median < WARM_BELOW:
+            self._warm(s)
         poison(s.outputs, self.device, nan=s.first_call, gen=s.gen, copies=SCRATCH_COPIES)
         s.first_call = False
+        self.sync()  # nothing of this process still reads the inputs when the judge writes them
+        return {}
+
+    def _warm(self, s: Opened) -> None:
+        """A judged call follows a pause (the judge drawing, computing references, writing), after
+        which the GPU is not what the hot loop left it: on an H200 an honest attention backward took
+        351 µs back to back and 675 µs after 2 ms idle, its data gone from L2 or its clocks down. A
+        call of the op just before, on the values the subject last saw, puts it back; a cache of the
+        previous values then hits on a "same" judged call as in the hot loop, and misses on a new one."""
+        if getattr(s.timer, "graph", None) is not None:
+            s.timer.graph.replay()
+        else:
+            s.workload().call()
+
+    def call(self, eager: bool = False) -> dict:
+        """One judged call (timed with the prepared timer, if any, unless `eager`), the device
+        synchronised, its outputs shared. A graph replay runs no Python and reuses the graph's own
+        memory, so reading uninitialised memory shows only in an eager call: the judge asks one for
+        its determinism check under graph timing (the subject's code cannot act on that: its timed
+        calls are replays, which run none of it)."""
+        s = self._opened()
+        s.last = {}
         workload = s.workload()
         sample = None
         if s.round is not None:
@@ -266,24 +264,10 @@ class BlindRunner:
         else:
             got = workload.call()
         self.sync()
-        del warm
         if not isinstance(got, dict):
             got = {"out": got}
         s.last = got
         return {"sample": sample, "outputs": self._share_all(got)}
-
-    def _warm(self, s: Opened) -> Any:
-        """A judged call follows a pause (the judge drawing, computing references, staging), after
-        which the GPU is not what the hot loop left it: on an H200 an honest attention backward took
-        351 µs back to back and 675 µs after 2 ms idle, its clocks down or its data gone from L2. So
-        after the hot loop of a call shorter than WARM_BELOW, each judged call follows, with no pause,
-        a call of the op on the values its inputs still hold: the previous call's, as in the hot
-        loop. A cache of the previous values then hits on a "same" call and misses on a new one. Its
-        outputs are held until the judged call is made, so that the blocks poisoned for the judged
-        call are not taken by them."""
-        if (s.timer is None and s.round is None) or s.hot_median >= WARM_BELOW:
-            return None
-        return s.workload().call()
 
     def peak(self) -> dict:
         """One warm call's peak memory beyond what was allocated before the subject's first call. The
@@ -368,10 +352,11 @@ class BlindRunner:
         self.sync()
         if self.device == "cuda":
             torch.cuda._sleep(sleep_cycles(min(hold, 1.0)))
-        for k, v in s.pristine[0].items():
-            copy_unseen(s.inputs[k], v)
-        if s.grad_out is not None:
-            copy_unseen(s.grad_out, s.pristine[1])
+        with torch.no_grad():
+            for k, v in s.pristine[0].items():
+                s.inputs[k].copy_(v)
+            if s.grad_out is not None:
+                s.grad_out.copy_(s.pristine[1])
         got = s.workload().call()
         copies = {k: (v.detach().clone() if torch.is_tensor(v) else v) for k, v in got.items()}
         self.sync()

@@ -43,7 +43,7 @@ from cudabench.measure import integrity
 from cudabench.measure.check import compare, output_specs, reference_results
 from cudabench.measure.settings import Settings
 from cudabench.measure.subject import Phases, case_inputs, figure, own_work, work_of
-from cudabench.measure.transport import TransportError, copy_unseen, forget_inline, open_shared
+from cudabench.measure.transport import TransportError, forget_inline, open_shared
 from cudabench.results.export import measurement_from_dict
 from cudabench.results.model import Case, Check, IntegrityCheck, Measurement, Result
 from cudabench.results.stats import summarize
@@ -167,10 +167,8 @@ class Session:
         self.judge, self.family, self.case, self.base = judge, family, case, base
         self.settings, self.phases, self.deadline = settings, phases, deadline
         self.tolerance = family.tolerance_for(case.dtype)
-        self.mapped: dict[str, Any] = {}   # the subject's inputs
+        self.mapped: dict[str, Any] = {}
         self.mapped_grad: Any = None
-        self.staged: dict[str, Any] = {}   # where each call's values are written, copied in by the call
-        self.staged_grad: Any = None
         self.first: Optional[Draw] = None
         self.first_outputs: dict = {}
         self.partial = base  # what is known so far, kept when a later step fails
@@ -188,19 +186,17 @@ class Session:
             raise SubjectError(str(reply.get("message", reply)), bool(reply.get("skip")))
         return reply
 
-    def write(self, draw: Draw, into_inputs: bool = False) -> None:
-        """The draw's values into the subject's staging memory (written from here), which its next
-        call copies into its inputs; or straight into its inputs."""
-        inputs, grad = (self.mapped, self.mapped_grad) if into_inputs else (self.staged, self.staged_grad)
-        for k, t in inputs.items():
-            copy_unseen(t, draw.inputs[k])
-        if grad is not None:
-            copy_unseen(grad, draw.grad_out)
+    def write(self, draw: Draw) -> None:
+        """The draw's values into the subject's inputs (its memory, written from here)."""
+        with torch.no_grad():
+            for k, t in self.mapped.items():
+                t.copy_(draw.inputs[k])
+            if self.mapped_grad is not None:
+                self.mapped_grad.copy_(draw.grad_out)
         self.judge.sync()
 
     def release(self) -> None:
         self.mapped, self.mapped_grad, self.first_outputs, self._last_got = {}, None, {}, None
-        self.staged, self.staged_grad = {}, None
         forget_inline()
 
     # ---- the steps ---------------------------------------------------------------------------------
@@ -223,8 +219,6 @@ class Session:
         self.opened = True
         self.mapped = {k: open_shared(m) for k, m in opened["inputs"].items()}
         self.mapped_grad = open_shared(opened["grad_out"]) if opened.get("grad_out") else None
-        self.staged = {k: open_shared(m) for k, m in opened["staged"].items()}
-        self.staged_grad = open_shared(opened["staged_grad_out"]) if opened.get("staged_grad_out") else None
         if not self._same_inputs(self.first):
             return replace(base, error="the subject process made other inputs than the judge from the same seed "
                                        "(a family whose input maker is not deterministic?)")
@@ -251,7 +245,7 @@ class Session:
             peak = self.ask({"op": "peak"})["peak_memory"]
         result = replace(result, peak_memory=int(peak))
         j.on_status(f"{case.key()}: timing {result.subject}")
-        self.write(self.first, into_inputs=True)  # the hot loop runs on the inputs as they are
+        self.write(self.first)
         start = time.perf_counter()
         hot = self.ask({"op": "hot"})
         m = measurement_from_dict(hot["measurement"])
@@ -567,7 +561,7 @@ class Session:
     def stream_order(self, reference: dict, check: Check) -> IntegrityCheck:
         # the inputs hold a new draw: only a call ordered after the subject process writes the first
         # values back on its stream sees them
-        self.write(self.judge.draw(self.family, self.case, secrets.randbits(62), self.first), into_inputs=True)
+        self.write(self.judge.draw(self.family, self.case, secrets.randbits(62), self.first))
         try:
             reply = self.ask({"op": "order"})
         except SubjectError as exc:

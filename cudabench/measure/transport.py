@@ -103,11 +103,3 @@ def _unb64(text: str) -> bytes:
 def forget_inline() -> None:
     """Drop descriptions never opened (a subject that failed between share and open)."""
     _INLINE.clear()
-
-
-def copy_unseen(dst: torch.Tensor, src: torch.Tensor) -> None:
-    """`src`'s values into `dst` through another tensor on the same memory: `dst`'s version counter,
-    which the subject can read, does not move (a judge that writes through its own mapping, or a subject process that copies staged values in)."""
-    alias = torch.empty(0, dtype=dst.dtype, device=dst.device)
-    with torch.no_grad():
-        alias.set_(dst.untyped_storage(), dst.storage_offset(), dst.size(), dst.stride()).copy_(src)
