@@ -1,6 +1,6 @@
 """A stand-in judge for warm-worker tests on the CPU (loaded by `python -m cudabench.engine.warm
 --handler tests/fake_warm.py:FakeWarmHandler`). Subjects by name: `hang` sleeps forever, `exit` ends
-the process, `invalid` is INVALID (its "subject process" is then retired after the run), `sleep-S`
+the process, `invalid` is INVALID, `sleep-S`
 sleeps S seconds; any other name is ok. Each result's host names this process and the generation of
 its subject process: `warm-<pid>-<generation>`, with the times the subject started and ended."""
 
@@ -20,7 +20,6 @@ class FakeWarmHandler:
     def __init__(self):
         self.on_status = lambda text: None
         self.generation = 0
-        self.tainted = False
         self.where = {"gpu": "fake GPU", "gpu_uuid": "fake-uuid"}
 
     def handle(self, request):
@@ -42,7 +41,6 @@ class FakeWarmHandler:
         if name.startswith("sleep-"):
             time.sleep(float(name[len("sleep-"):]))
         integrity = (IntegrityCheck("fresh-inputs", "fail", "it caches"),) if name == "invalid" else ()
-        self.tainted |= name == "invalid"
         samples = (1e-3, 1.1e-3, 0.9e-3)
         m = Measurement(samples=samples, timing="sync", warmup_calls=1, warmup_seconds=start,
                         stop_reason=f"{start!r} {time.time()!r}")
@@ -51,10 +49,8 @@ class FakeWarmHandler:
                    host=f"warm-{os.getpid()}-{self.generation}", gpu="fake GPU", gpu_uuid="fake-uuid")
         return {"type": "result", "result": result_to_dict(r), "healthy": True}
 
-    def retire_if_tainted(self):
-        if self.tainted:
-            self.generation += 1
-        self.tainted = False
+    def renew_subject_process(self):
+        self.generation += 1
 
     def loaded_families(self):
         return ["add2"]

@@ -13,9 +13,9 @@ one of:
     info     what this worker is: pid, GPU, age, idle time, the families its subject process loaded
     stop     exit now
 
-Isolation is that of a fresh worker: the judge never runs a subject's code, and the subject process
-is retired (a fresh one started) after a run in which any subject crashed, hung, or was INVALID
-(which covers every process-state and thread check), before the next connection is served.
+Isolation across runs is that of fresh workers: the judge never runs a subject's code, and the
+subject process is replaced after every run (the new one started at once, so that the next run finds
+it ready): no run's subjects share a process with an earlier run's.
 
     python -m cudabench.engine.warm --socket PATH --key KEY [--idle SECONDS] [--handler FILE:NAME]"""
 
@@ -65,11 +65,13 @@ class WarmWorker:
     def serve(self) -> str:
         """Connections one at a time until idle, stopped or replaced; why it ended."""
         while True:
-            self.listener.settimeout(self.idle)
             try:
+                self.listener.settimeout(self.idle)
                 conn, _ = self.listener.accept()
             except socket.timeout:
                 return "idle"
+            except OSError:
+                return "closed"  # its listener was closed under it
             conn.settimeout(None)
             with conn, conn.makefile("r", encoding="utf-8") as reader, \
                     conn.makefile("w", encoding="utf-8") as writer:
@@ -127,10 +129,11 @@ class WarmWorker:
         return "gone"
 
     def after_run(self) -> None:
-        """A subject process that ran a subject which crashed, hung or was INVALID is not used again."""
-        retire = getattr(self.handler, "retire_if_tainted", None)
-        if retire is not None:
-            retire()
+        """No subject process serves two runs: a fresh one is started for the next (see
+        Handler.renew_subject_process)."""
+        renew = getattr(self.handler, "renew_subject_process", None)
+        if renew is not None:
+            renew()
 
     def info(self) -> dict[str, Any]:
         loaded = getattr(self.handler, "loaded_families", lambda: [])()

@@ -162,6 +162,7 @@ def reach(path: Path, key: str, env: Optional[dict[str, str]], idle: float, hand
         with open(log_path, "wb" if fresh else "ab") as log:
             started = subprocess.Popen(warm_command(path, key, idle, handler), stdin=subprocess.DEVNULL, stdout=log,
                                        stderr=log, env=env, start_new_session=True, close_fds=True)
+        _STARTED[:] = [p for p in _STARTED if p.poll() is None] + [started]  # reaped, or kept (not collected)
         end = time.monotonic() + START_TIMEOUT
         while time.monotonic() < end and started.poll() is None:
             sock = connect(path)
@@ -170,6 +171,9 @@ def reach(path: Path, key: str, env: Optional[dict[str, str]], idle: float, hand
             time.sleep(0.02)
     why = "exited" if started.poll() is not None else f"did not listen within {START_TIMEOUT:g} s"
     raise WorkerLost(f"the warm worker {why}{log_tail(path)}")
+
+
+_STARTED: list[subprocess.Popen] = []  # warm workers this process started: they outlive it by design
 
 
 def log_tail(path: Path, lines: int = 3) -> str:
