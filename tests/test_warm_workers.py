@@ -204,3 +204,37 @@ def test_run_uses_warm_workers_unless_told_not_to(monkeypatch):
         runner.lanes[0].start_worker()
     assert made == [("warm", 42.0), ("fresh", "cudabench.engine.worker"), ("warm", 42.0),
                     ("fresh", "cudabench.engine.worker")]
+
+
+def test_a_subject_process_started_for_the_next_run_gets_that_runs_hello():
+    """It was started (and greeted) with the last run's hello; a run with other options (--nvtx, say)
+    sends its own before the first subject."""
+    from cudabench.engine.subject_link import SubjectLink
+
+    class Recorder:
+        def __init__(self):
+            self.sent, self.asked = [], []
+
+        def send(self, message):
+            self.sent.append(message)
+
+        def wait(self, timeout, on_status=None):
+            return {"type": "ready"}
+
+        def request(self, message, timeout, on_status=None):
+            self.asked.append(message)
+            return {"type": "ready"} if message["op"] == "hello" else {"type": "ok"}
+
+        def close(self):
+            pass
+
+    worker = Recorder()
+    link = SubjectLink(lambda: worker, {"op": "hello", "nvtx": False})
+    link.launch()                                   # at the end of run 1, for run 2
+    link.rehello({"op": "hello", "nvtx": True})     # run 2's hello
+    link.ask({"op": "open"}, 10)
+    assert worker.sent == [{"op": "hello", "nvtx": False}]
+    assert worker.asked == [{"op": "hello", "nvtx": True}, {"op": "open"}]
+    link.rehello({"op": "hello", "nvtx": True})     # the same again: nothing to send
+    link.ask({"op": "open"}, 10)
+    assert worker.asked[2:] == [{"op": "open"}]

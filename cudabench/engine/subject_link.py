@@ -25,7 +25,8 @@ class SubjectLink:
         self.hello = hello
         self.on_status = on_status
         self.worker: Optional[Worker] = None
-        self._greeted = False
+        self._greeted: Optional[bool] = False  # None: a hello sent, not yet answered
+        self._sent: dict[str, Any] = {}        # the hello last sent
         self.started = 0
 
     @classmethod
@@ -41,6 +42,7 @@ class SubjectLink:
             self._greeted = False
             if hasattr(self.worker, "send"):
                 self.worker.send(self.hello)
+                self._sent = self.hello
                 self._greeted = None  # sent, not yet answered
 
     def _ready(self, timeout: float) -> Worker:
@@ -48,11 +50,17 @@ class SubjectLink:
         worker = self.worker
         if self._greeted is True:
             return worker
+        if self._greeted is None:  # the hello sent at launch: its answer first
+            self._answered(lambda: worker.wait(min(timeout, HELLO_TIMEOUT), self.on_status))
+        if self._greeted is not True or self._sent != self.hello:  # (a later run's hello since then)
+            hello = self._sent = self.hello
+            self._answered(lambda: worker.request(hello, min(timeout, HELLO_TIMEOUT), self.on_status))
+        self._greeted = True
+        return worker
+
+    def _answered(self, reply_of: Callable[[], dict[str, Any]]) -> None:
         try:
-            if self._greeted is None:
-                reply = worker.wait(min(timeout, HELLO_TIMEOUT), self.on_status)
-            else:
-                reply = worker.request(self.hello, min(timeout, HELLO_TIMEOUT), self.on_status)
+            reply = reply_of()
         except WorkerLost as lost:
             self.drop()
             raise SubjectLost(f"the subject process could not start: {lost.reason}") from None
@@ -60,7 +68,6 @@ class SubjectLink:
             self.drop()
             raise SubjectLost(f"the subject process could not start: {reply.get('message', reply)}")
         self._greeted = True
-        return worker
 
     def ask(self, request: dict[str, Any], timeout: float) -> dict[str, Any]:
         worker = self._ready(timeout)
@@ -77,7 +84,7 @@ class SubjectLink:
         """A new run's hello: sent again before the next request (the process reads the kernels
         folders again and keeps everything else)."""
         self.hello = hello
-        if self._greeted is True:
+        if self._greeted is True and self._sent != hello:
             self._greeted = False
 
     def drop(self) -> None:
