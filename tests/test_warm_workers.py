@@ -146,7 +146,7 @@ def test_a_worker_that_cannot_serve_here_does_not_stay(monkeypatch):
 
 def test_stop_ends_every_warm_worker():
     pid, _ = invocation("ok")
-    assert stop_workers() == [pid] and not alive(pid) and warm_workers() == []
+    assert stop_workers() == [(pid, False)] and not alive(pid) and warm_workers() == []
 
 
 def test_a_folder_others_can_enter_is_refused():
@@ -238,3 +238,15 @@ def test_a_subject_process_started_for_the_next_run_gets_that_runs_hello():
     link.rehello({"op": "hello", "nvtx": True})     # the same again: nothing to send
     link.ask({"op": "open"}, 10)
     assert worker.asked[2:] == [{"op": "open"}]
+
+
+def test_it_answers_the_listing_at_once_while_it_serves_a_run():
+    invocation("ok")  # started
+    thread = threading.Thread(target=invocation, args=("sleep-2",))
+    thread.start()
+    try:
+        assert wait_until(lambda: any(info.get("busy") for _, info in warm_workers()), seconds=1.5)
+    finally:
+        thread.join(30)
+    [(_, info)] = warm_workers()
+    assert not info["busy"] and info["runs"] == 2

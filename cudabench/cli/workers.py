@@ -17,8 +17,9 @@ def workers_cmd(stop: bool = typer.Option(False, "--stop", help="Stop every warm
     from cudabench.engine.warm_client import stop_workers, warm_workers, worker_folder
 
     if stop:
-        pids = stop_workers()
-        say(f"stopped {len(pids)} warm worker(s)" + (f": pid {', '.join(map(str, pids))}" if pids else ""))
+        stopped = stop_workers()
+        say(f"stopped {len(stopped)} warm worker(s)" + (": " + ", ".join(
+            f"pid {pid}" + (" (after the run it serves)" if busy else "") for pid, busy in stopped) if stopped else ""))
         return
     found = warm_workers()
     if not found:
@@ -29,8 +30,10 @@ def workers_cmd(stop: bool = typer.Option(False, "--stop", help="Stop every warm
         table.add_column(column)
     now = time.time()
     for _, info in found:
+        busy = info.get("busy")
         table.add_row(info.get("gpu") or "(not started)", str(info["pid"]), _span(now - info["started"]),
-                      _span(info["idle"]), _span(max(0.0, info["idle_limit"] - info["idle"])), str(info["runs"]),
+                      "serving a run" if busy else _span(info["idle"]),
+                      "-" if busy else _span(max(0.0, info["idle_limit"] - info["idle"])), str(info["runs"]),
                       ", ".join(info["loaded"]) or "-")
     out.print(table)
     say(f"sockets in {worker_folder()} (0600, this user only); `cudabench workers --stop` ends them", style="dim")

@@ -4,14 +4,15 @@ torch imported, a CUDA context made and extensions loaded.
 
 It listens on a Unix socket in a folder only its user can enter (cudabench.engine.warm_client
 makes the path and starts it), serves one connection at a time (a second invocation waits its turn:
-two runs never share a GPU), and exits after `--idle` seconds without one. A connection starts with
+two runs never share a GPU, and a run that has to wait is told why), and exits after `--idle` seconds without one. A connection starts with
 one of:
 
     attach   {"key": ...}  a run: the key says which cudabench, Python, torch, kernels folders and
              environment the caller has; another key than this worker's own ends this worker (the
              caller starts one of its own). Then the worker protocol, as over a pipe, until "exit"
-    info     what this worker is: pid, GPU, age, idle time, the families its subject process loaded
-    stop     exit now
+    info     what this worker is: pid, GPU, age, idle time, runs, the families loaded (answered at
+             once, also while a run is being served)
+    stop     exit (after the run being served, if any)
 
 Isolation across runs is that of fresh workers: the judge never runs a subject's code, and the
 subject process is replaced after every run (the new one started at once, so that the next run finds
@@ -26,10 +27,12 @@ import importlib.util
 import json
 import os
 import socket
+import queue
 import struct
 import sys
+import threading
 import time
-from typing import Any, Callable, Optional, TextIO
+from typing import Any, Optional, TextIO
 
 from cudabench.engine.protocol import encode
 
@@ -53,65 +56,114 @@ class SocketChannel:
         self.stream.flush()
 
 
+class Caller:
+    """One accepted connection and its first message."""
+
+    def __init__(self, conn: socket.socket, first: dict[str, Any]) -> None:
+        self.conn, self.first = conn, first
+        self.reader = conn.makefile("r", encoding="utf-8")
+        self.channel = SocketChannel(conn.makefile("w", encoding="utf-8"))
+
+    def close(self) -> None:
+        for closable in (self.reader, self.channel.stream, self.conn):
+            try:
+                closable.close()
+            except OSError:
+                pass
+
+
 class WarmWorker:
-    def __init__(self, listener: socket.socket, key: str, handler: Any, idle: float,
-                 on_exit: Callable[[], None] = lambda: None) -> None:
+    """Runs one at a time (the main thread), while an acceptor thread answers `info` and `stop` at
+    once and tells a run that has to wait why it waits."""
+
+    def __init__(self, listener: socket.socket, key: str, handler: Any, idle: float) -> None:
         self.listener, self.key, self.handler, self.idle = listener, key, handler, idle
-        self.on_exit = on_exit
         self.started = time.time()
         self.last_used = time.time()
         self.runs = 0
+        self.busy = False
+        self.stopping = threading.Event()
+        self.waiting: queue.Queue[Caller] = queue.Queue()
 
     def serve(self) -> str:
-        """Connections one at a time until idle, stopped or replaced; why it ended."""
+        """Runs one at a time until idle, stopped or replaced; why it ended."""
+        acceptor = threading.Thread(target=self.accept, daemon=True)
+        acceptor.start()
         while True:
+            if self.stopping.is_set():
+                return "stop"
+            remaining = self.idle - (time.time() - self.last_used)
+            if remaining <= 0:
+                return "idle"
             try:
-                self.listener.settimeout(self.idle)
+                caller = self.waiting.get(timeout=min(remaining, 0.2))
+            except queue.Empty:
+                if not acceptor.is_alive():
+                    return "closed"  # its listener was closed under it
+                continue
+            self.busy = True
+            try:
+                outcome = self.run(caller)
+            except (OSError, ValueError):
+                outcome = "gone"  # the caller went away (Ctrl-C): serve the next one
+            finally:
+                caller.close()
+                self.busy = False
+                self.last_used = time.time()
+                self.handler.on_status = lambda text: None
+            if outcome in ("replaced", "unhealthy", "stop"):
+                return outcome
+            self.after_run()
+
+    def accept(self) -> None:
+        while not self.stopping.is_set():
+            try:
+                self.listener.settimeout(0.5)
                 conn, _ = self.listener.accept()
             except socket.timeout:
-                return "idle"
+                continue
             except OSError:
-                return "closed"  # its listener was closed under it
-            conn.settimeout(None)
-            with conn, conn.makefile("r", encoding="utf-8") as reader, \
-                    conn.makefile("w", encoding="utf-8") as writer:
-                channel = SocketChannel(writer)
-                try:
-                    if peer_uid(conn) != os.getuid():
-                        channel.send({"type": "error", "message": "refused: this worker serves its own user only"})
-                        continue
-                    outcome = self.connection(reader, channel)
-                except (OSError, ValueError):
-                    outcome = "gone"  # the caller went away (Ctrl-C): serve the next one
-                finally:
-                    self.last_used = time.time()
-                    self.handler.on_status = lambda text: None
-                if outcome in ("stop", "replaced", "unhealthy"):
-                    return outcome
-                self.after_run()
+                return
+            try:
+                self.greet(conn)
+            except (OSError, ValueError):
+                conn.close()
 
-    def connection(self, reader: TextIO, channel: SocketChannel) -> str:
-        line = reader.readline()
-        if not line:
-            return "gone"
-        first = json.loads(line)
-        op = first.get("op")
+    def greet(self, conn: socket.socket) -> None:
+        conn.settimeout(10.0)  # for its first message; a run then waits as long as it needs
+        if peer_uid(conn) != os.getuid():
+            conn.sendall(encode({"type": "error", "message": "refused: this worker serves its own user only"}).encode())
+            conn.close()
+            return
+        caller = Caller(conn, {})
+        line = caller.reader.readline()
+        caller.first = json.loads(line) if line.strip() else {}
+        op = caller.first.get("op")
         if op == "info":
-            channel.send({"type": "info", **self.info()})
-            return "info"
-        if op == "stop":
-            channel.send({"type": "stopped", "pid": os.getpid()})
-            return "stop"
-        if op != "attach":
-            channel.send({"type": "error", "message": f"expected attach, info or stop, got {op!r}"})
-            return "gone"
-        if first.get("key") != self.key:
+            caller.channel.send({"type": "info", **self.info()})
+        elif op == "stop":
+            caller.channel.send({"type": "stopped", "pid": os.getpid(), "after_run": self.busy})
+            self.stopping.set()
+        elif op == "attach":
+            conn.settimeout(None)
+            if self.busy or not self.waiting.empty():
+                caller.channel.send({"type": "status", "text": "waiting: this GPU's warm worker is serving "
+                                                              "another run"})
+            self.waiting.put(caller)
+            return
+        else:
+            caller.channel.send({"type": "error", "message": f"expected attach, info or stop, got {op!r}"})
+        caller.close()
+
+    def run(self, caller: Caller) -> str:
+        channel = caller.channel
+        if caller.first.get("key") != self.key:
             channel.send({"type": "mismatch", "pid": os.getpid()})
             return "replaced"
         channel.send({"type": "attached", "pid": os.getpid(), "runs": self.runs})
         self.runs += 1
         self.handler.on_status = lambda text: channel.send({"type": "status", "text": text})
-        return self.requests(reader, channel)
+        return self.requests(caller.reader, channel)
 
     def requests(self, reader: TextIO, channel: SocketChannel) -> str:
         for line in reader:
@@ -140,7 +192,7 @@ class WarmWorker:
         where = getattr(self.handler, "where", {})
         return {"pid": os.getpid(), "gpu": where.get("gpu", ""), "gpu_uuid": where.get("gpu_uuid", ""),
                 "started": self.started, "idle": time.time() - self.last_used, "idle_limit": self.idle,
-                "runs": self.runs, "loaded": loaded, "key": self.key}
+                "runs": self.runs, "busy": self.busy, "loaded": loaded, "key": self.key}
 
 
 def load_handler(spec: Optional[str]) -> Any:

@@ -245,7 +245,7 @@ class SocketWorker(ProcessWorker):
 
         for line in self.reader:
             message = decode(line)
-            if message is not None:
+            if message is not None and message.get("type") != "status":  # "waiting: ... another run"
                 return message
         return {"type": "error", "message": f"it closed the connection{log_tail(self.path)}"}
 
@@ -311,13 +311,14 @@ def warm_workers() -> list[tuple[Path, dict[str, Any]]]:
     return found
 
 
-def stop_workers() -> list[int]:
-    """Stop every warm worker of this user; their pids."""
+def stop_workers() -> list[tuple[int, bool]]:
+    """Stop every warm worker of this user: (pid, whether it ends only after the run it serves)."""
     stopped = []
     for path, _ in warm_workers():
-        reply = ask_once(path, {"op": "stop"}, timeout=600.0)
+        reply = ask_once(path, {"op": "stop"})
         if reply is not None and reply.get("type") == "stopped":
-            stopped.append(int(reply["pid"]))
-            _wait_gone(int(reply["pid"]))
+            pid = int(reply["pid"])
+            _wait_gone(pid, timeout=15.0 if not reply.get("after_run") else 2.0)
+            stopped.append((pid, running(pid)))  # still running: it ends after the run it serves
     return stopped
 
