@@ -50,7 +50,8 @@ class Handler:
         self.bench: Any = None
         self.judge: Any = None
         self.link: Any = None
-        self.families: set[str] = set()
+        # rebound, never changed in place: a warm worker's acceptor thread reads it while a run goes on
+        self.families: frozenset[str] = frozenset()
         self.where: dict[str, Any] = {"host": socket.gethostname(), "gpu": "", "gpu_index": -1, "gpu_uuid": ""}
 
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -145,7 +146,7 @@ class Handler:
         library function a subject could patch for a later one (a baseline's conv1d, say)."""
         if self.link is not None:
             self.link.drop()
-            self.families = set()
+            self.families = frozenset()
             self.link.launch()
 
     def loaded_families(self) -> list[str]:
@@ -163,7 +164,7 @@ class Handler:
             return {"type": "built", "ok": False, "message": lost.reason}
         if reply.get("type") == "error":
             return {"type": "built", "ok": False, "message": str(reply.get("message"))}
-        self.families.add(family.name)
+        self.families = self.families | {family.name}
         return {"type": "built", "ok": True, **{k: reply[k] for k in ("seconds", "cache_hit", "arch", "directory")}}
 
     def _subject(self, request: dict[str, Any]) -> dict[str, Any]:
