@@ -192,6 +192,19 @@ def test_patching_the_harness_timers_is_seen_and_undone(registry):
     assert r.status == "INVALID" and "cudabench.measure.timers.SyncTimer.samples" in failed(r)["process-state"]
 
 
+def test_replacing_a_pytorch_function_a_later_subject_uses_is_seen_and_undone(registry):
+    """A variant that slows the baseline's own operator (2 * x + 1 calls Tensor.__rmul__) would make
+    every speedup against it look better."""
+    import torch
+
+    before = torch.Tensor.__rmul__
+    r = judge_one(registry, "hostile-patch-library", fuzz=0)
+    assert r.status == "INVALID" and "torch.Tensor.__rmul__" in failed(r)["process-state"]
+    assert torch.Tensor.__rmul__ is before
+    baseline = judge_one(registry, "torch", role="baseline", fuzz=0)
+    assert baseline.status == "ok", failed(baseline)
+
+
 def test_which_calls_are_checked_is_the_judges_secret(registry, monkeypatch):
     """The subject process receives the same request for every judged call, and no request or reply
     names a seed, a check or a reference."""

@@ -2,9 +2,11 @@
 guard that notices and undoes it.
 
 Two kinds:
-- settings the harness itself depends on for honest figures: the functions the timers call
-  (a patched `time.perf_counter` or `torch.cuda.synchronize` fakes every later figure) — changed
-  ones are restored and the subject that changed them is INVALID;
+- functions the harness itself depends on for honest figures (a patched `time.perf_counter` or
+  `torch.cuda.synchronize` fakes every later figure), cudabench's own, and PyTorch's public
+  namespaces that every subject calls into (a replaced `torch.nn.functional.conv1d` or
+  `torch.Tensor.__mul__` would slow or change a later subject, a baseline say) — changed ones are
+  restored and the subject that changed them is INVALID;
 - settings that change how kernels run: TF32 and cuDNN flags, the current stream, grad mode, the
   default dtype, the persisting-L2 carve-out (an access-policy window set by one subject would
   keep its data in L2 through the next subject's cold-cache flush). These are reset before the
@@ -52,6 +54,48 @@ def _harness_functions() -> dict[str, tuple[Any, str, Any]]:
 
 
 CONSTANTS = (int, float, str, bool, tuple, type(None))
+
+# PyTorch's public namespaces every subject calls into (a baseline's conv1d, the operators of 2 * x + 1):
+# one subject replacing an entry would change how a later subject of the same process runs
+def _library_owners() -> dict[str, Any]:
+    import torch
+    import torch.fft
+    import torch.linalg
+    import torch.nn.functional
+
+    owners = {"torch": torch, "torch.nn.functional": torch.nn.functional, "torch.fft": torch.fft,
+              "torch.linalg": torch.linalg, "torch.Tensor": torch.Tensor}
+    base = getattr(torch._C, "TensorBase", None) or getattr(torch._C, "_TensorBase", None)
+    if base is not None:
+        owners["torch._C.TensorBase"] = base
+    return owners
+
+
+def _library_functions() -> dict[str, tuple[Any, str, Any]]:
+    """name -> (owner, attribute, value) of the public entries of those namespaces (and the operators
+    of the tensor classes), read from their own dicts: compared by identity."""
+    found: dict[str, tuple[Any, str, Any]] = {}
+    for owner_name, owner in _library_owners().items():
+        is_class = inspect.isclass(owner)
+        for name, value in list(vars(owner).items()):
+            operator = is_class and name.startswith("__") and name.endswith("__")
+            if (name.startswith("_") and not operator) or inspect.ismodule(value):
+                continue
+            found[f"{owner_name}.{name}"] = (owner, name, value)
+    return found
+
+
+def _torch_own_wrapper(value: Any, original: Any) -> bool:
+    """Whether `value` is PyTorch's own wrapper of `original` (torch.compile wraps torch.manual_seed
+    the first time it runs): defined in torch, and unwrapping to it."""
+    if not str(getattr(value, "__module__", "") or "").startswith("torch"):
+        return False
+    seen = 0
+    while value is not None and seen < 10:
+        if value is original:
+            return True
+        value, seen = getattr(value, "__wrapped__", None), seen + 1
+    return False
 
 
 def _cudabench_attributes() -> dict[str, tuple[Any, str, Any]]:
@@ -167,6 +211,7 @@ class StateGuard:
         self.cuda = cuda
         self.functions = _harness_functions()
         self.members = _cudabench_attributes()  # snapshot once the harness's modules are loaded
+        self.library = _library_functions()
         self.settings = _settings(cuda)
         self.pristine = {name: read() for name, (read, _) in self.settings.items()}
         self._cleared = False            # the persisting-L2 limit was set to 0 for this subject
@@ -200,6 +245,22 @@ class StateGuard:
             if vars(owner).get(attr, _MISSING) is not original:
                 setattr(owner, attr, original)
                 patched.append(name)
+        for name, (owner, attr, original) in list(self.library.items()):
+            now = vars(owner).get(attr, _MISSING)
+            if now is original:
+                continue
+            if _torch_own_wrapper(now, original):
+                self.library[name] = (owner, attr, now)  # PyTorch's own doing: taken as it is
+                continue
+            setattr(owner, attr, original)
+            patched.append(name)
+        for owner_name, owner in _library_owners().items():  # an entry added to a tensor class shadows
+            if not inspect.isclass(owner):                      # what its base defines (__rmul__, say)
+                continue
+            for attr in [a for a in vars(owner) if f"{owner_name}.{a}" not in self.library]:
+                if not attr.startswith("_") or attr.startswith("__"):
+                    delattr(owner, attr)
+                    patched.append(f"{owner_name}.{attr}")
         owners = {id(o) for o, _, _ in self.members.values()}
         for name, (owner, attr, value) in _cudabench_attributes().items():
             if name in self.members:

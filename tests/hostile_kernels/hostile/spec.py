@@ -299,6 +299,28 @@ def bind_shape(ext):
     return op
 
 
+def bind_patch_library(ext):
+    """Computes honestly and replaces a PyTorch operator the baseline uses (2 * x + 1 calls
+    Tensor.__rmul__) with a slower one: the baseline timed after it in the same process looks slow."""
+
+    def op(x):
+        if not getattr(torch.Tensor.__rmul__, "hostile", False):
+            original = torch.Tensor.__rmul__
+
+            def slow_rmul(self, other):
+                for _ in range(20):
+                    original(self, other)
+                return original(self, other)
+
+            slow_rmul.hostile = True
+            torch.Tensor.__rmul__ = slow_rmul
+        y = empty_like(x)
+        ext.hostile(x, y, HONEST)
+        return y
+
+    return op
+
+
 def bind_patch_timer(ext):
     """Computes honestly and patches cudabench's own timers to report 0 s per call."""
 
@@ -362,6 +384,8 @@ FAMILY = Family(
            "written)", bind_shape),
         _v("hostile-patch-timer", "computes honestly and patches cudabench's timers to report 0 s",
            bind_patch_timer),
+        _v("hostile-patch-library", "computes honestly and replaces torch.Tensor.__rmul__ (which the "
+           "baseline's 2 * x + 1 uses) with a 21x slower one", bind_patch_library),
         _v("hostile-persist-l2", "computes honestly but leaves process-wide state behind: the persisting-L2 "
            "limit raised to the maximum and a persisting access policy window over x, never reset",
            bind(PERSIST_L2)),
