@@ -7,6 +7,7 @@ GPU) ends it with exit 2, as run would. Every option but --interval is run's."""
 
 from __future__ import annotations
 
+import itertools
 import tempfile
 import time
 from pathlib import Path
@@ -32,7 +33,7 @@ def watch(ctx: typer.Context,
     watched = watched_paths(args)
     previous: Optional[Path] = None
     with tempfile.TemporaryDirectory(prefix="cudabench-watch-") as tmp:
-        for turn in range(1, 1 << 30):
+        for turn in itertools.count(1):
             out = Path(tmp) / f"run-{turn}.json"
             code = invoke(["run", *args, "--json", str(out)])
             if code == EXIT_USAGE and turn == 1:

@@ -243,6 +243,20 @@ def cupti_session(host_ops: bool = True) -> Iterator[Any]:
             yield prof
 
 
+def ranged_call(call: Call, before_each: Hook = None) -> Any:
+    """One call inside its CALL_RANGE, the device synchronised before and inside it, so all its GPU
+    work and nothing queued before lies in the range (see activity_per_call)."""
+    from torch.autograd.profiler import record_function
+
+    if before_each:
+        before_each()
+    torch.cuda.synchronize()
+    with record_function(CALL_RANGE):
+        value = call()
+        torch.cuda.synchronize()
+    return value
+
+
 class CuptiTimer:
     name = "cupti"
     last: Any = None   # what the last call returned, when sampled with keep
@@ -257,20 +271,13 @@ class CuptiTimer:
         self.batch = max(5, min(200, int(0.2 / max(estimate, 1e-6))))
 
     def samples(self, call: Call, count: int, before_each: Hook = None, keep: bool = False) -> list[float]:
-        from torch.autograd.profiler import record_function
-
         with cupti_session() as prof:
             # primer: CUPTI may miss activity at the very start of a session. A judged call (keep) is
             # primed with a kernel of the harness's: calling the subject first would hand it the
             # judge's new input values before the timed call
             torch.cuda._sleep(1000) if keep else call()
             for _ in range(count):
-                if before_each:
-                    before_each()
-                torch.cuda.synchronize()
-                with record_function(CALL_RANGE):
-                    value = call()
-                    torch.cuda.synchronize()
+                value = ranged_call(call, before_each)
                 self.last = value if keep else None
                 del value
         per_call = activity_per_call(recorded(prof))
@@ -297,15 +304,7 @@ class CuptiRound:
         torch.cuda._sleep(1000)  # primer: CUPTI may miss activity at the very start of a session
 
     def call(self, call: Call, before_each: Hook = None) -> Any:
-        if before_each:
-            before_each()
-        torch.cuda.synchronize()
-        from torch.autograd.profiler import record_function
-
-        with record_function(CALL_RANGE):
-            value = call()
-            torch.cuda.synchronize()
-        return value
+        return ranged_call(call, before_each)
 
     def end(self) -> list[float]:
         """Kernel time (summed durations) of each call of the round, in call order."""
