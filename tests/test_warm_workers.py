@@ -89,6 +89,28 @@ def test_a_killed_worker_leaves_a_stale_socket_that_the_next_invocation_replaces
     assert new != old and result.status == "ok"
 
 
+def test_a_worker_dying_as_the_caller_reaches_it_is_replaced():
+    """A killed worker's socket accepts until its last thread has ended, then resets the connection:
+    the caller reaches again and starts a fresh one."""
+    path = worker_folder() / "default.sock"
+    dying = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    dying.bind(str(path))
+    dying.listen(1)
+
+    def die_on_first_caller():
+        conn, _ = dying.accept()
+        time.sleep(0.2)  # the caller's attach is unread: closing resets the connection
+        dying.close()
+        conn.close()
+        path.unlink()
+
+    thread = threading.Thread(target=die_on_first_caller, daemon=True)
+    thread.start()
+    pid, [result] = invocation("ok")
+    thread.join(5)
+    assert result.status == "ok" and alive(pid)
+
+
 def test_a_hung_worker_is_killed_by_the_watchdog_and_the_next_invocation_starts_a_fresh_one():
     w = SocketWorker(None, (), handler=HANDLER)
     w.request({"op": "hello"}, 30)
@@ -198,9 +220,9 @@ def test_run_uses_warm_workers_unless_told_not_to(monkeypatch):
                         lambda gpu, dirs, env, idle: made.append(("warm", idle)) or "warm")
     monkeypatch.setattr(ProcessWorker, "__init__", lambda self, command, env=None: made.append(("fresh", command[-1])))
     monkeypatch.setenv("CUDABENCH_WORKER_IDLE", "42")
-    for warm, env in ((None, "1"), (None, "0"), (True, "0"), (False, "1")):
+    for choice, env in ((None, "1"), (None, "0"), (True, "0"), (False, "1")):
         monkeypatch.setenv("CUDABENCH_WARM", env)
-        runner = start_runner(RunOptions(), [], warm=warm)
+        runner = start_runner(RunOptions(), [], warm=choice)
         runner.lanes[0].start_worker()
     assert made == [("warm", 42.0), ("fresh", "cudabench.engine.worker"), ("warm", 42.0),
                     ("fresh", "cudabench.engine.worker")]

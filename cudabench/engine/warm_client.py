@@ -230,11 +230,16 @@ class SocketWorker(ProcessWorker):
             if reply.get("type") == "attached":
                 break
             self._drop_connection()
+            last = reply
+            if reply.get("type") == "gone":  # it was dying as this caller reached it (killed, or idle)
+                time.sleep(0.1)
+                continue
             if reply.get("type") != "mismatch":
                 raise WorkerLost(f"the warm worker refused this caller: {reply.get('message', reply)}")
             _wait_gone(int(reply.get("pid", 0)))  # another version: it exits, a new one starts
         else:
-            raise WorkerLost("the warm worker kept being replaced by another caller's")
+            raise WorkerLost("the warm worker " + (last["message"] if last.get("type") == "gone" else
+                                                   "kept being replaced by another caller's"))
         self.pid = int(reply["pid"])
         self._readers = [threading.Thread(target=self._read_messages, args=(self.reader,), daemon=True)]
         self._readers[0].start()
@@ -243,11 +248,14 @@ class SocketWorker(ProcessWorker):
         """The answer to attach; it comes once the warm worker is free (another run may hold it)."""
         from cudabench.engine.protocol import decode
 
-        for line in self.reader:
-            message = decode(line)
-            if message is not None and message.get("type") != "status":  # "waiting: ... another run"
-                return message
-        return {"type": "error", "message": f"it closed the connection{log_tail(self.path)}"}
+        try:
+            for line in self.reader:
+                message = decode(line)
+                if message is not None and message.get("type") != "status":  # "waiting: ... another run"
+                    return message
+        except OSError:
+            pass
+        return {"type": "gone", "message": f"it closed the connection{log_tail(self.path)}"}
 
     def _drop_connection(self) -> None:
         for closable in (self.reader, self.sock):
@@ -290,14 +298,24 @@ def _wait_gone(pid: int, timeout: float = 15.0) -> None:
 
 
 def running(pid: int) -> bool:
-    """Whether `pid` runs (an exited process its parent has not reaped yet does not)."""
+    """Whether any thread of `pid` still runs. An exited process its parent has not reaped does not;
+    but a killed process's main thread turns zombie before its other threads have ended, and until
+    the last one has, its files (a warm worker's listening socket) are still open."""
     try:
         os.kill(pid, 0)
-        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][:1] != "Z"
     except (ProcessLookupError, PermissionError):
         return False
-    except (OSError, IndexError):
-        return True
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return False  # reaped meanwhile
+    for task in tasks:
+        try:
+            if (task / "stat").read_text().split(") ", 1)[1][:1] not in "ZX":
+                return True
+        except (OSError, IndexError):
+            continue  # that thread ended meanwhile
+    return False
 
 
 def warm_workers() -> list[tuple[Path, dict[str, Any]]]:
