@@ -18,7 +18,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from cudabench.engine.protocol import MARK, encode  # noqa: E402
-from cudabench.engine.worker import case_from_dict  # noqa: E402
+from cudabench.results.export import case_from_dict  # noqa: E402
 from cudabench.results.export import result_to_dict  # noqa: E402
 from cudabench.results.model import Check, Measurement, Result  # noqa: E402
 from cudabench.results.stats import summarize  # noqa: E402

@@ -147,6 +147,6 @@ def test_on_a_cluster_of_two_gpu_models_each_case_stays_on_one_model(registry):
     assert len(results) == 12 and all(r.status == "ok" for r in results)
     by_case = {}
     for r in results:
-        by_case.setdefault(r.case.key(), set()).add(r.gpu)
+        by_case.setdefault(r.case.key, set()).add(r.gpu)
     assert all(len(models) == 1 for models in by_case.values()), by_case
     assert {m for models in by_case.values() for m in models} == {"NVIDIA A100", "NVIDIA H100"}  # both used

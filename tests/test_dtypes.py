@@ -26,7 +26,7 @@ def test_each_dtype_is_a_case_and_subjects_without_it_are_skipped_with_the_reaso
     tasks = plan(registry, ["timex"], SMALL, RunOptions(directions=("fwd",), dtypes=("float32", "bfloat16")))
     cases = tasks[0].cases
     assert [c.dtype for c in cases] == ["float32", "bfloat16"]
-    assert cases[1].key() == "timex[B=8,C=3,T=16,bfloat16]/fwd" and cases[0].key() == "timex[B=8,C=3,T=16]/fwd"
+    assert cases[1].key == "timex[B=8,C=3,T=16,bfloat16]/fwd" and cases[0].key == "timex[B=8,C=3,T=16]/fwd"
     # timex-fft takes every precision, timex-mma only the low ones; the direct-sum ladder is float32 only
     assert {s.name for s in subjects(tasks[0], cases[1])} == {"timex-fft", "timex-mma", "conv1d"}
     skipped = {name: why for name, _, why in skips(tasks[0], cases[1])}

@@ -356,7 +356,7 @@ def test_the_kind_a_judged_call_draws_is_random_and_never_the_cases_own(registry
 def test_every_family_takes_the_generic_input_kinds_and_honest_ops_pass_them(registry, kind):
     r = judge_one(registry, "hostile-honest", inputs=kind)
     assert r.status == "ok", (r.skipped, r.error, failed(r))
-    assert r.case.key().endswith(f"{kind}]/fwd")  # recorded: the kind is part of the case
+    assert r.case.key.endswith(f"{kind}]/fwd")  # recorded: the kind is part of the case
 
 
 def test_the_generic_kinds_are_what_they_say():

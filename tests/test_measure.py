@@ -1,6 +1,5 @@
 """The measurement loop and stop rules with a fake timer (no GPU, no wall-clock thresholds)."""
 
-import itertools
 
 import pytest
 

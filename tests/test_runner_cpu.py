@@ -1,7 +1,6 @@
 """The run logic end to end on the CPU, with baselines only and a fake timer: planning, the
 check, results, the JSON written after every result, and an interrupted run keeping its results."""
 
-import itertools
 import json
 from dataclasses import replace
 

@@ -35,7 +35,7 @@ def compare_sync_modes(
     """The four synchronize placements of the classic tutorial beside events, graphs and CUPTI."""
     from cudabench.engine.plan import plan_single
     from cudabench.engine.lane import HELLO_TIMEOUT
-    from cudabench.engine.worker import case_to_dict
+    from cudabench.results.export import case_to_dict
     from cudabench.engine.workers import ProcessWorker, WorkerLost, worker_command
     from cudabench.device import require_gpu
     from cudabench.errors import CudabenchError

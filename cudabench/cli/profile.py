@@ -35,7 +35,7 @@ def profile(
 ) -> None:
     """Run the kernel under Nsight Systems, Nsight Compute or torch.profiler; print its kernels and
     NVTX ranges."""
-    from cudabench.engine.worker import case_to_dict
+    from cudabench.results.export import case_to_dict
     from cudabench.engine.workers import run_one_shot
     from cudabench.profile.launch import TOOLS, ProfileRequest
     from cudabench.profile.view import profile_and_report

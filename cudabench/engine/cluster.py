@@ -22,10 +22,9 @@ from typing import Any, Callable, Optional, Sequence
 from cudabench.engine.lane import HELLO_TIMEOUT, Lane
 from cudabench.engine.plan import RunOptions, Subject, Task, skips, subjects
 from cudabench.engine.scheduler import expected_seconds
-from cudabench.engine.worker import case_to_dict
 from cudabench.engine.workers import ProcessWorker, worker_command
 from cudabench.errors import CudabenchError
-from cudabench.results.export import result_from_dict, result_to_dict
+from cudabench.results.export import case_from_dict, case_to_dict, result_from_dict, result_to_dict
 from cudabench.results.model import Result
 
 GPU = {"GPU": 1}
@@ -106,8 +105,6 @@ def run_subject(hello: dict[str, Any], command: Sequence[str], build: Optional[d
         name, role = request["subject"], request["role"]
 
         def lost(reason: str) -> Result:
-            from cudabench.engine.worker import case_from_dict
-
             return Result(case_from_dict(request["case"]), name, role, error=reason, **lane.where())
 
         try:
@@ -117,8 +114,6 @@ def run_subject(hello: dict[str, Any], command: Sequence[str], build: Optional[d
         else:
             failure = lane.build(build["family"], build.get("arch")) if build else ""
             if failure:
-                from cudabench.engine.worker import case_from_dict
-
                 result = Result(case_from_dict(request["case"]), name, role, skipped=f"build failed: {failure}",
                                 **lane.where())
             else:
@@ -242,7 +237,7 @@ class ClusterRunner:
         where = self._pin_cases([s for _, s in ranked])
         futures = {}
         for rank, (place, s) in enumerate(ranked):
-            allowed = where.get(s.case.key())
+            allowed = where.get(s.case.key)
             future = self.client.submit(run_subject, self.hello, self.command, self._build_request(s),
                                         self._request(s), self.options.timeout, resources=GPU, pure=False,
                                         priority=len(ranked) - rank, workers=allowed,
@@ -271,7 +266,7 @@ class ClusterRunner:
         load = dict.fromkeys(groups, 0.0)
         where: dict[str, list[str]] = {}
         for s in ranked:
-            key = s.case.key()
+            key = s.case.key
             if key not in where:
                 model = min(groups, key=lambda m: (load[m] + 1e-9) / len(groups[m]))
                 where[key] = groups[model]
@@ -329,7 +324,7 @@ class ClusterRunner:
             result = dataclasses.replace(result, subject=self.options.renames[result.subject])
         self.results.append(result)
         positions.append(place)
-        self.on_status(f"{result.case.key()}: {result.subject} {result.status}")
+        self.on_status(f"{result.case.key}: {result.subject} {result.status}")
         self.on_result(result)
 
     def close(self) -> None:

@@ -16,7 +16,7 @@ from typing import Any, Callable, Optional, Sequence
 from cudabench.engine.gpus import Gpu
 from cudabench.engine.lane import Lane, WorkerStartError
 from cudabench.engine.plan import RunOptions, Subject, Task, skips, subjects
-from cudabench.engine.worker import case_to_dict
+from cudabench.results.export import case_to_dict
 from cudabench.engine.workers import Worker
 from cudabench.results.model import Result
 
@@ -169,7 +169,7 @@ class Runner:
         if other is not None:
             raise other
         for position, s in list(queue):  # left when every lane of its GPU model failed to start
-            self._record(self._lost(s, {}, f"no worker could start on a {pinned.get(s.case.key(), 'GPU')}: "
+            self._record(self._lost(s, {}, f"no worker could start on a {pinned.get(s.case.key, 'GPU')}: "
                                            + "; ".join(e.message for e in starts)), position)
         queue.clear()
 
@@ -190,7 +190,7 @@ class Runner:
         while not self._stop.is_set():
             with self._lock:
                 index = next((i for i, (_, s) in enumerate(queue)
-                              if pinned is None or pinned.setdefault(s.case.key(), model) == model), None)
+                              if pinned is None or pinned.setdefault(s.case.key, model) == model), None)
                 if index is None:
                     return
                 planned, s = queue.pop(index)
@@ -210,7 +210,7 @@ class Runner:
             if failure:
                 return Result(s.case, s.name, s.role, skipped=f"build failed: {failure}")
         lane.ready()
-        lane.on_status(f"{s.case.key()}: {s.name}")
+        lane.on_status(f"{s.case.key}: {s.name}")
         request = {"op": "subject", "family": s.family.name, "case": case_to_dict(s.case), "subject": s.name,
                    "role": s.role, "settings": dataclasses.asdict(self.options.settings(self.seed))}
         return lane.subject(request, self.options.timeout, lambda reason: self._lost(s, lane.where(), reason))

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from cudabench.errors import CudabenchError
-from cudabench.results.model import Case
+from cudabench.results.export import case_from_dict
 
 
 class SubjectHandler:
@@ -51,7 +51,7 @@ class SubjectHandler:
         if op == "build":
             return r.build(request["family"], request.get("arch"))
         if op == "open":
-            return r.open(request["family"], Case.from_dict(request["case"]), request["subject"], request["role"],
+            return r.open(request["family"], case_from_dict(request["case"]), request["subject"], request["role"],
                           Settings(**request["settings"]), [(list(s), d) for s, d in request["outputs"]])
         if op == "call":
             return r.call(bool(request.get("eager", False)))

@@ -26,15 +26,8 @@ from typing import Any, Callable, Optional, TextIO
 from cudabench import nvtx
 from cudabench.engine.protocol import encode
 from cudabench.errors import CudabenchError
-from cudabench.results.export import result_to_dict
+from cudabench.results.export import case_from_dict, result_to_dict
 from cudabench.results.model import Case
-
-
-case_from_dict = Case.from_dict
-
-
-def case_to_dict(case: Case) -> dict[str, Any]:
-    return case.to_dict()
 
 
 class Handler:
@@ -219,7 +212,7 @@ class Handler:
         with nvtx.range(f"build and check {name}", "check"):
             call, check, case = self._checked_call(request)
         summary = profiled_region(call, name, request["tool"], request["iterations"], request.get("trace"))
-        summary.update(kernel=name, case=case.key(), check=dict(check.errors), nvtx_backend=nvtx.backend())
+        summary.update(kernel=name, case=case.key, check=dict(check.errors), nvtx_backend=nvtx.backend())
         return {"type": "profile", "summary": summary}
 
 

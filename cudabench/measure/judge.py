@@ -44,7 +44,7 @@ from cudabench.measure.check import compare, output_specs, reference_results
 from cudabench.measure.settings import Settings
 from cudabench.measure.subject import Phases, case_inputs, figure, own_work, work_of
 from cudabench.measure.transport import TransportError, forget_inline, open_shared
-from cudabench.results.export import measurement_from_dict
+from cudabench.results.export import case_to_dict, measurement_from_dict
 from cudabench.results.model import Case, Check, IntegrityCheck, Measurement, Result
 from cudabench.results.stats import summarize
 from cudabench.spec.family import UNIT_ROUNDOFF, Family
@@ -123,7 +123,7 @@ class Judge:
 
     def reference(self, family: Family, case: Case, draw: Draw, keep: bool) -> dict:
         """The fp64 reference on a draw; the first draw's is kept for the case's other subjects."""
-        key = (case.key(), draw.seed)
+        key = (case.key, draw.seed)
         if key in self._references:
             return self._references[key]
         with nvtx.range("reference", "check"):
@@ -209,7 +209,7 @@ class Session:
             reference = j.reference(family, case, self.first, keep=self.keep_reference)
         specs = output_specs(reference, case.dtype)
         try:
-            opened = self.ask({"op": "open", "family": family.name, "case": case.to_dict(),
+            opened = self.ask({"op": "open", "family": family.name, "case": case_to_dict(case),
                                "subject": base.subject, "role": base.role, "settings": settings.__dict__,
                                "outputs": specs})
         except SubjectError as exc:
@@ -222,7 +222,7 @@ class Session:
         if not self._same_inputs(self.first):
             return replace(base, error="the subject process made other inputs than the judge from the same seed "
                                        "(a family whose input maker is not deterministic?)")
-        j.on_status(f"{case.key()}: checking {base.subject}")
+        j.on_status(f"{case.key}: checking {base.subject}")
         try:
             with nvtx.range(f"check {base.subject}", "check"), self.phases("check"):
                 check, problems = self.judged_call(self.first, reference, keep_outputs=True)
@@ -244,7 +244,7 @@ class Session:
         with self.phases("check"):
             peak = self.ask({"op": "peak"})["peak_memory"]
         result = replace(result, peak_memory=int(peak))
-        j.on_status(f"{case.key()}: timing {result.subject}")
+        j.on_status(f"{case.key}: timing {result.subject}")
         self.write(self.first)
         start = time.perf_counter()
         hot = self.ask({"op": "hot"})
@@ -259,7 +259,7 @@ class Session:
         if not settings.integrity:
             self.finish()
             return result
-        j.on_status(f"{case.key()}: integrity of {result.subject}")
+        j.on_status(f"{case.key}: integrity of {result.subject}")
         self.judged_timing = self._judged_timing(result, cupti)
         with self.phases("integrity"):
             checks = self.integrity(result, reference, cupti)
@@ -487,7 +487,7 @@ class Session:
         if self.base.role != "variant":
             return None, None, None, "baselines are PyTorch's own"
         j, family, case = self.judge, self.family, self.case
-        kinds = [k for k in other_input_kinds(family, case) if (case.key(), k) not in j._ill_conditioned]
+        kinds = [k for k in other_input_kinds(family, case) if (case.key, k) not in j._ill_conditioned]
         j._rng.shuffle(kinds)
         for kind in kinds:
             kind_case = replace(case, inputs=kind)
@@ -496,7 +496,7 @@ class Session:
                 reference = j.reference(family, kind_case, draw, keep=False)
                 if honest_can_pass(family, kind_case, draw.inputs, draw.grad_out, reference):
                     return kind, draw, reference, ""
-            j._ill_conditioned.add((case.key(), kind))
+            j._ill_conditioned.add((case.key, kind))
         return None, None, None, "no other input kind is one a float32 kernel can get right at this case"
 
     def _fresh_verdict(self, checks: list[Check], result: Result) -> IntegrityCheck:

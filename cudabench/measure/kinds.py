@@ -59,7 +59,7 @@ def large_exponent(family: Any, case: Any, inputs: dict[str, Any], grad_out: Any
                    rounded: Callable[[dict], dict]) -> int:
     """The exponent for the case (searched once per case in this process). `inputs` are a first-kind
     draw in float32; `rounded(inputs)` rounds them to the case's precision."""
-    key = (family.name, case.key())
+    key = (family.name, case.key)
     if key not in _exponents:
         _exponents[key] = _search(family, case, inputs, grad_out, rounded)
     return _exponents[key]

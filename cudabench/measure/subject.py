@@ -147,7 +147,7 @@ class Bench:
 
     def reference(self, family: Family, case: Case, seed: int, inputs: dict, grad_out: Any) -> dict:
         """The fp64 reference of this case on the inputs drawn from `seed`, computed once."""
-        key = (case.key(), seed)
+        key = (case.key, seed)
         if key not in self._references:
             if any(k[0] != key[0] for k in self._references):
                 self._references.clear()  # free the previous case's references first

@@ -6,31 +6,22 @@ every field against cudabench.results.schema):
 
     schema, schema_version, command, seed, complete (false while the run is going, and for a run
                     ended early by Ctrl-C: some planned subjects are missing)
-    environment     gpu, gpu_index, gpu_uuid, capability, sm_count, l2_bytes, memory_bytes, driver, cuda_runtime, torch,
-                    python, cudabench, hostname, date (UTC, ISO 8601), settings {name: value}
+    environment     the Environment record
     source_hashes   {family: sha256 of its sources and cudabench's shared headers}
-    results[]       case {family, shape {param: int}, direction, dtype, inputs, key}, subject, role
-                    (variant | baseline), status (ok | SKIP | FAIL | ERROR | INVALID), skipped
-                    (reason or null), error (the crash, hang or exception's own text, or null),
-                    host, gpu, gpu_index, gpu_uuid (where it ran), integrity [{name, verdict (pass | fail | not run),
-                    detail}], peak_memory (bytes one call allocated beyond what was allocated before
-                    it, through PyTorch's allocator; -1 when not measured), flops, bytes, check {errors {output: rel error}, tolerance, passed} | null,
-                    stats {n, median, q1, q3, min, max, mean, stdev, iqr, noise, ci_low, ci_high,
-                    precision (half the median's 95 % interval over the median)} | null,
-                    measurement {timing, cache, unit, warmup_calls, warmup_seconds, stop_reason,
-                    calls_per_sample, clocks, extra, samples[]} | null
+    results[]       the Result records (case, check, stats, measurement, integrity inside)
 
-Version 2 added error, integrity, host and gpu (absent in version 1 files); stats.ci_low, ci_high and
-precision, the result's phases {name: seconds}, gpu_index, gpu_uuid, peak_memory and the document's complete came
-later in version 2 (absent in earlier version 2 files; readers treat them as unknown: index -1, UUID "", memory -1,
-complete true). Times are seconds per call. JSON has no NaN or infinity: they are written as "nan", "inf", "-inf".
+The records are those of cudabench.results.model, written as cudabench.results.codec says: their fields,
+and beside them what readers of a file want without recomputing (a case's key, a result's status, a
+check's passed, stats' iqr, noise and precision, a measurement's unit). Version 1 files lack error,
+integrity, host and gpu; fields added later in version 2 are absent from earlier files, and readers take
+their defaults (unknown); a missing `complete` reads true. Times are seconds per call. JSON has no NaN or
+infinity: they are written as "nan", "inf", "-inf".
 
 Files are written by cudabench.outputs; readers go through cudabench.files: a regular file of bounded size, parse failures as one message.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 from pathlib import Path
@@ -40,7 +31,8 @@ from cudabench import __version__
 from cudabench.errors import ConfigError
 from cudabench.files import parse_json, read_input
 from cudabench.outputs import write_text_atomic
-from cudabench.results.model import Case, Check, Environment, IntegrityCheck, Measurement, Result, Stats
+from cudabench.results.codec import from_data, to_data
+from cudabench.results.model import Case, Environment, Measurement, Result
 from cudabench.spec.family import Family
 
 SCHEMA = "cudabench.results"
@@ -49,70 +41,29 @@ READABLE_VERSIONS = (1, 2)
 
 
 def result_to_dict(r: Result) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "case": {"family": r.case.family, "shape": r.case.params, "direction": r.case.direction,
-                 "dtype": r.case.dtype, "inputs": r.case.inputs, "key": r.case.key()},
-        "subject": r.subject,
-        "role": r.role,
-        "status": r.status,
-        "skipped": r.skipped or None,
-        "error": r.error or None,
-        "host": r.host,
-        "gpu": r.gpu,
-        "gpu_index": r.gpu_index,
-        "gpu_uuid": r.gpu_uuid,
-        "integrity": [dataclasses.asdict(c) for c in r.integrity],
-        "phases": dict(r.phases),
-        "peak_memory": r.peak_memory,
-        "flops": r.flops,
-        "bytes": r.bytes,
-        "check": None,
-        "stats": None,
-        "measurement": None,
-    }
-    if r.check is not None:
-        d["check"] = {"errors": dict(r.check.errors), "tolerance": r.check.tolerance,
-                      "passed": r.check.passed}
-    if r.stats is not None:
-        d["stats"] = {**dataclasses.asdict(r.stats), "iqr": r.stats.iqr, "noise": r.stats.noise,
-                      "precision": r.stats.precision}
-    if r.measurement is not None:
-        d["measurement"] = measurement_to_dict(r.measurement)
-    return d
-
-
-def measurement_to_dict(m: Measurement) -> dict[str, Any]:
-    return {"timing": m.timing, "cache": m.cache, "unit": "seconds per call",
-            "warmup_calls": m.warmup_calls, "warmup_seconds": m.warmup_seconds,
-            "stop_reason": m.stop_reason, "calls_per_sample": m.calls_per_sample,
-            "clocks": dict(m.clocks), "extra": dict(m.extra), "samples": list(m.samples)}
-
-
-def measurement_from_dict(m: Mapping[str, Any]) -> Measurement:
-    return Measurement(
-        samples=tuple(map(float, m["samples"])), timing=m["timing"], warmup_calls=m["warmup_calls"],
-        warmup_seconds=m["warmup_seconds"], stop_reason=m["stop_reason"], cache=m["cache"],
-        calls_per_sample=m["calls_per_sample"], clocks=tuple((k, float(v)) for k, v in m["clocks"].items()),
-        extra=tuple((k, float(v)) for k, v in m["extra"].items()))
+    """A result as plain data, as files and worker messages carry it (cudabench.results.codec)."""
+    return to_data(r)
 
 
 def result_from_dict(d: Mapping[str, Any]) -> Result:
     """The inverse of result_to_dict (how a worker's result crosses the process boundary)."""
-    case = Case.from_dict(d["case"])
-    check = measurement = stats = None
-    if d.get("check"):
-        check = Check(tuple((k, float(v)) for k, v in d["check"]["errors"].items()), float(d["check"]["tolerance"]))
-    if d.get("stats"):
-        stats = Stats(**{f.name: d["stats"][f.name] for f in dataclasses.fields(Stats) if f.name in d["stats"]})
-    if d.get("measurement"):
-        measurement = measurement_from_dict(d["measurement"])
-    return Result(case, d["subject"], d["role"], check=check, measurement=measurement, stats=stats,
-                  skipped=d.get("skipped") or "", flops=float(d.get("flops", 0.0)), bytes=float(d.get("bytes", 0.0)),
-                  error=d.get("error") or "", host=d.get("host", ""), gpu=d.get("gpu", ""),
-                  gpu_index=int(d.get("gpu_index", -1)), gpu_uuid=d.get("gpu_uuid", ""),
-                  integrity=tuple(IntegrityCheck(**i) for i in d.get("integrity", ())),
-                  phases=tuple((k, float(v)) for k, v in (d.get("phases") or {}).items()),
-                  peak_memory=int(d.get("peak_memory", -1)))
+    return from_data(Result, d)
+
+
+def case_to_dict(case: Case) -> dict[str, Any]:
+    return to_data(case)
+
+
+def case_from_dict(d: Mapping[str, Any]) -> Case:
+    return from_data(Case, d)
+
+
+def measurement_to_dict(m: Measurement) -> dict[str, Any]:
+    return to_data(m)
+
+
+def measurement_from_dict(m: Mapping[str, Any]) -> Measurement:
+    return from_data(Measurement, m)
 
 
 def document(results: Iterable[Result], env: Environment, command: str = "",
@@ -126,7 +77,7 @@ def document(results: Iterable[Result], env: Environment, command: str = "",
         "command": command,
         "seed": seed,
         "complete": complete,
-        "environment": {**dataclasses.asdict(env), "settings": dict(env.settings)},
+        "environment": to_data(env),
         "source_hashes": dict(source_hashes or {}),
         "results": [result_to_dict(r) for r in results],
     }

@@ -1,11 +1,15 @@
-"""The records that flow through a run. Plain frozen dataclasses: no torch, easy to test and export."""
+"""The records that flow through a run, defined once: plain frozen dataclasses (no torch). Their fields
+and type hints are also the results file's format, the worker messages' and the schema a file is
+checked against (cudabench.results.codec, cudabench.results.schema)."""
 
 from __future__ import annotations
 
 import math
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional
+from typing import Literal, Optional
+
+from cudabench.results.codec import blank_as_null, later, written, written_later
 
 DIRECTIONS = ("fwd", "bwd", "fwdbwd")
 
@@ -38,22 +42,13 @@ class Case:
     def shape_text(self) -> str:
         return ",".join(f"{k}={v}" for k, v in self.shape)
 
+    @written
     def key(self) -> str:
         """e.g. timex[B=32,C=768,T=768]/fwd; other input kinds and precisions than the defaults are
         named too: timex[B=32,C=768,T=768,rwkv,bfloat16]/fwdbwd."""
         kind = "" if self.inputs == "uniform" else f",{self.inputs}"
         dtype = "" if self.dtype == "float32" else f",{self.dtype}"
         return f"{self.family}[{self.shape_text}{kind}{dtype}]/{self.direction}"
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain data, as requests between processes carry it."""
-        return {"family": self.family, "shape": self.params, "direction": self.direction, "dtype": self.dtype,
-                "inputs": self.inputs}
-
-    @staticmethod
-    def from_dict(d: Mapping[str, Any]) -> "Case":
-        return Case(d["family"], tuple((k, int(v)) for k, v in d["shape"].items()), d["direction"],
-                    d.get("dtype", "float32"), d.get("inputs", "uniform"))
 
 
 @dataclass(frozen=True)
@@ -66,23 +61,23 @@ class Stats:
     max: float
     mean: float
     stdev: float
-    ci_low: float = math.nan    # 95 % confidence interval of the median (results/stats.median_interval)
-    ci_high: float = math.nan
+    ci_low: float = later(math.nan)    # 95 % confidence interval of the median (results/stats.median_interval)
+    ci_high: float = later(math.nan)
 
-    @property
+    @written
+    def iqr(self) -> float:
+        return self.q3 - self.q1
+
+    @written
+    def noise(self) -> float:
+        """Relative spread: IQR over median (robust to the odd slow sample)."""
+        return self.iqr / self.median if self.median > 0 else float("inf")
+
+    @written_later
     def precision(self) -> float:
         """Half the width of the median's 95 % interval, relative to the median: how well the
         median is known (what the adaptive stop rule targets). NaN where not recorded."""
         return (self.ci_high - self.ci_low) / 2 / self.median if self.median > 0 else math.nan
-
-    @property
-    def iqr(self) -> float:
-        return self.q3 - self.q1
-
-    @property
-    def noise(self) -> float:
-        """Relative spread: IQR over median (robust to the odd slow sample)."""
-        return self.iqr / self.median if self.median > 0 else float("inf")
 
 
 @dataclass(frozen=True)
@@ -98,6 +93,10 @@ class Measurement:
     calls_per_sample: int = 1
     clocks: tuple[tuple[str, float], ...] = ()
     extra: tuple[tuple[str, float], ...] = ()   # mode-specific figures (e.g. per-call launch cost)
+
+    @written
+    def unit(self) -> str:
+        return "seconds per call"
 
 
 @dataclass(frozen=True)
@@ -116,7 +115,7 @@ class Check:
             return float("nan")
         return max(vals)
 
-    @property
+    @written
     def passed(self) -> bool:
         w = self.worst
         return w == w and w <= self.tolerance
@@ -127,7 +126,7 @@ class IntegrityCheck:
     """One integrity check of a timed subject (see cudabench.measure.integrity)."""
 
     name: str                 # stale-output | stream-order | timed-window | no-work | impossible | process-state
-    verdict: str              # pass | fail | not run
+    verdict: Literal["pass", "fail", "not run"]
     detail: str = ""          # the figures it compared, or why it did not run
 
     @property
@@ -141,24 +140,24 @@ class Result:
 
     case: Case
     subject: str
-    role: str                       # "variant" | "baseline"
+    role: Literal["variant", "baseline"]
     check: Optional[Check] = None
     measurement: Optional[Measurement] = None
     stats: Optional[Stats] = None
-    skipped: str = ""               # why it was not measured, if it was not
+    skipped: str = blank_as_null()  # why it was not measured, if it was not
     flops: float = 0.0
     bytes: float = 0.0
-    error: str = ""                 # it crashed, hung or raised: the error's own text
-    integrity: tuple[IntegrityCheck, ...] = ()
-    host: str = ""                  # where it ran: host name, GPU name, NVML index and UUID
-    gpu: str = ""
-    gpu_index: int = -1
-    gpu_uuid: str = ""
-    phases: tuple[tuple[str, float], ...] = ()  # seconds per phase in the worker (measure.subject.PHASES)
-    peak_memory: int = -1           # bytes one call allocated beyond what was allocated before it; -1: not measured
+    error: str = later("", blank_as_null=True)  # it crashed, hung or raised: the error's own text
+    integrity: tuple[IntegrityCheck, ...] = later(())
+    host: str = later("")           # where it ran: host name, GPU name, NVML index and UUID
+    gpu: str = later("")
+    gpu_index: int = later(-1)
+    gpu_uuid: str = later("")
+    phases: tuple[tuple[str, float], ...] = later(())  # seconds per phase in the worker (measure.subject.PHASES)
+    peak_memory: int = later(-1)    # bytes one call allocated beyond what was allocated before it; -1: not measured
 
-    @property
-    def status(self) -> str:
+    @written
+    def status(self) -> Literal["ok", "SKIP", "FAIL", "ERROR", "INVALID"]:
         """ok | SKIP (not run: constraint, build) | FAIL (wrong result) | ERROR (crashed, hung,
         raised) | INVALID (measured, but an integrity check says the figure cannot be trusted)."""
         if self.error:
@@ -185,8 +184,8 @@ class Result:
 @dataclass(frozen=True)
 class Environment:
     gpu: str = ""
-    gpu_index: int = -1         # NVML's index (nvidia-smi's), whatever CUDA_VISIBLE_DEVICES says
-    gpu_uuid: str = ""
+    gpu_index: int = later(-1)  # NVML's index (nvidia-smi's), whatever CUDA_VISIBLE_DEVICES says
+    gpu_uuid: str = later("")
     capability: str = ""
     sm_count: int = 0
     l2_bytes: int = 0

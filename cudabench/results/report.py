@@ -144,7 +144,7 @@ def optional_cell(r: Result, key: str) -> str:
 
 def gpu_model(r: Result, ran_on: dict[str, str]) -> str:
     """The GPU model a result ran on; one skipped before it ran takes its case's."""
-    return r.gpu or ran_on.get(r.case.key(), "")
+    return r.gpu or ran_on.get(r.case.key, "")
 
 
 def tables(results: Iterable[Result], wide: bool = False) -> list[Table]:
@@ -153,7 +153,7 @@ def tables(results: Iterable[Result], wide: bool = False) -> list[Table]:
     in one precision."""
     out = []
     ordered = list(results)
-    ran_on = {r.case.key(): r.gpu for r in ordered if r.gpu}
+    ran_on = {r.case.key: r.gpu for r in ordered if r.gpu}
     models = list(dict.fromkeys(gpu_model(r, ran_on) for r in ordered if gpu_model(r, ran_on)))
     grouped = [(gpu_model(r, ran_on) if len(models) > 1 else "", r.case.family, r.case.shape_text, r.case.dtype)
                for r in ordered]

@@ -1,20 +1,27 @@
-"""The results document as one declared schema (pydantic v2), for readers only: `load_results` in
+"""The results document's schema check (pydantic v2), for readers only: `load_results` in
 cudabench.results.export imports this module when it reads a file, so `cudabench run` and the worker
 never import pydantic.
 
-The models mirror what `result_to_dict` and `document()` write (see the docstring of
-cudabench.results.export). Validation is strict: a string is never read as a number nor a number as a
-string, so a hand-edited or foreign file fails with the path of the first wrong field instead of a
-traceback deep in compare or plot. Two leniencies: the "nan", "inf" and "-inf" strings that JSON needs
-read back as floats, and version 1 files (no error, integrity, host, gpu) get those fields' defaults.
-Unknown keys are kept as they are, so a file from a later minor change still reads.
+The models are made from the records of cudabench.results.model (their fields and type hints, read as
+cudabench.results.codec writes them), so they cannot drift from what is written. Validation is strict:
+a string is never read as a number nor a number as a string, so a hand-edited or foreign file fails
+with the path of the first wrong field instead of a traceback deep in compare or plot. Every field is
+required but those added after a file format was first written (`later` in the records), which read
+as their defaults; null only where the record allows it. Two leniencies: the "nan", "inf" and "-inf"
+strings that JSON needs read back as floats, and unknown keys are kept as they are, so a file from a
+later minor change still reads.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 from typing import Annotated, Any, Literal, Optional
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, create_model
+
+from cudabench.results import model
+from cudabench.results.codec import BLANK_AS_NULL, LATER, Kind, default_data, hints, kind_of, written_properties
 
 NON_FINITE = ("nan", "inf", "-inf")  # how export.json_safe writes NaN and infinities
 MAX_REPORTED = 5                     # wrong fields named in one message
@@ -26,100 +33,42 @@ def _non_finite_float(value: Any) -> Any:
 
 Number = Annotated[float, BeforeValidator(_non_finite_float)]
 Int = Annotated[int, Field(ge=-2**63, lt=2**63)]  # what the results store and NumPy hold: no 400-digit counts
+SCALARS = {float: Number, int: Int, str: str, bool: bool}
 
 
 class _Record(BaseModel):
     model_config = ConfigDict(strict=True, extra="allow", populate_by_name=True)
 
 
-class Environment(_Record):
-    gpu: str
-    gpu_index: Int = -1
-    gpu_uuid: str = ""
-    capability: str
-    sm_count: Int
-    l2_bytes: Int
-    memory_bytes: Int
-    driver: str
-    cuda_runtime: str
-    torch: str
-    python: str
-    cudabench: str
-    hostname: str
-    date: str
-    settings: dict[str, str]
+def file_type(kind: Kind) -> Any:
+    """The pydantic type of what a field of this kind is in a file."""
+    if kind.form == "optional":
+        return Optional[file_type(kind.inner)]
+    if kind.form == "mapping":
+        return dict[str, file_type(kind.inner)]
+    if kind.form == "list":
+        return list[file_type(kind.inner)]
+    if kind.form == "record":
+        return model_of(kind.inner)
+    if kind.form == "literal":
+        return Literal[kind.values]
+    return SCALARS[kind.inner]
 
 
-class Case(_Record):
-    family: str
-    shape: dict[str, Int]
-    direction: str
-    dtype: str
-    inputs: str
-    key: str
-
-
-class IntegrityItem(_Record):
-    name: str
-    verdict: Literal["pass", "fail", "not run"]
-    detail: str
-
-
-class Check(_Record):
-    errors: dict[str, Number]
-    tolerance: Number
-    passed: bool
-
-
-class Stats(_Record):
-    n: Int
-    median: Number
-    q1: Number
-    q3: Number
-    min: Number
-    max: Number
-    mean: Number
-    stdev: Number
-    iqr: Number
-    noise: Number
-    ci_low: Optional[Number] = None      # the median's 95 % interval; absent in files before it was recorded
-    ci_high: Optional[Number] = None
-    precision: Optional[Number] = None
-
-
-class Measurement(_Record):
-    timing: str
-    cache: str
-    unit: str
-    warmup_calls: Int
-    warmup_seconds: Number
-    stop_reason: str
-    calls_per_sample: Int
-    clocks: dict[str, Number]
-    extra: dict[str, Number]
-    samples: list[Number]
-
-
-class Result(_Record):
-    case: Case
-    subject: str
-    role: Literal["variant", "baseline"]
-    status: Literal["ok", "SKIP", "FAIL", "ERROR", "INVALID"]
-    skipped: Optional[str]
-    flops: Number
-    bytes: Number
-    check: Optional[Check]
-    stats: Optional[Stats]
-    measurement: Optional[Measurement]
-    # added in version 2
-    error: Optional[str] = None
-    host: str = ""
-    gpu: str = ""
-    gpu_index: Int = -1     # added with --gpus: NVML's index of the GPU it ran on, and its UUID
-    gpu_uuid: str = ""
-    integrity: list[IntegrityItem] = []
-    phases: dict[str, Number] = {}  # added later in version 2: seconds per phase of the subject
-    peak_memory: Int = -1           # added later in version 2: bytes one call allocated beyond its inputs
+@functools.lru_cache(maxsize=None)
+def model_of(record: type) -> type[BaseModel]:
+    """The pydantic model of one record class, as files hold it."""
+    fields: dict[str, Any] = {}
+    for f in dataclasses.fields(record):
+        kind = kind_of(hints(record)[f.name])
+        typed, default = file_type(kind), default_data(f, kind) if f.metadata.get(LATER) else ...
+        if f.metadata.get(BLANK_AS_NULL) or default is None:  # null: no text, or not known (NaN)
+            typed = Optional[typed]
+        fields[f.name] = (typed, default)
+    for name, hint, later in written_properties(record):
+        typed = file_type(kind_of(hint))
+        fields[name] = (Optional[typed], None) if later else (typed, ...)
+    return create_model(record.__name__, __base__=_Record, **fields)
 
 
 class Document(_Record):
@@ -128,9 +77,9 @@ class Document(_Record):
     command: str
     seed: Optional[Int]
     complete: bool = True
-    environment: Environment
+    environment: model_of(model.Environment)  # type: ignore[valid-type]
     source_hashes: dict[str, str]
-    results: list[Result]
+    results: list[model_of(model.Result)]  # type: ignore[valid-type]
 
 
 def normalised(doc: Any) -> dict[str, Any]:
