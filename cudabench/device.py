@@ -10,7 +10,7 @@ from typing import Optional
 
 from cudabench import __version__
 from cudabench.errors import NO_GPU_HINT, NoGPUError
-from cudabench.results.model import Environment
+from cudabench.results.records.model import Environment
 
 
 def require_gpu() -> None:

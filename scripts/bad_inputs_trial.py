@@ -114,9 +114,9 @@ def valid_document() -> dict:
     """A small sweep (add2 and its baseline at three sizes) as `run --json` writes it."""
     import numpy as np
 
-    from cudabench.results.export import document, json_safe
-    from cudabench.results.model import Case as RCase, Check, Environment, Measurement, Result
-    from cudabench.results.stats import summarize
+    from cudabench.results.exporters.json_document import document, json_safe
+    from cudabench.results.records.model import Case as RCase, Check, Environment, Measurement, Result
+    from cudabench.results.records.stats import summarize
 
     env = Environment(gpu="NVIDIA H100 80GB HBM3", capability="9.0", sm_count=132, driver="550.54.15",
                       cuda_runtime="12.4", torch="2.4.0", cudabench="0.1.0", date="2024-06-01T12:00:00+00:00")
@@ -139,7 +139,7 @@ def make_store(doc: dict, runs: int = 2, after: Optional[Callable[[sqlite3.Conne
     """A Maker of a store holding `runs` copies of `doc`, then changed by after(connection), left in
     `journal` mode (cudabench's own stores are WAL) with no -wal or -shm file beside it."""
     def make(path: Path) -> None:
-        from cudabench.results.store import Provenance, Store
+        from cudabench.results.store.database import Provenance, Store
 
         with Store(path) as store:
             for i in range(runs):

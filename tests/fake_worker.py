@@ -18,10 +18,10 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from cudabench.engine.protocol import MARK, encode  # noqa: E402
-from cudabench.results.export import case_from_dict  # noqa: E402
-from cudabench.results.export import result_to_dict  # noqa: E402
-from cudabench.results.model import Check, Measurement, Result  # noqa: E402
-from cudabench.results.stats import summarize  # noqa: E402
+from cudabench.results.exporters.json_document import case_from_dict  # noqa: E402
+from cudabench.results.exporters.json_document import result_to_dict  # noqa: E402
+from cudabench.results.records.model import Check, Measurement, Result  # noqa: E402
+from cudabench.results.records.stats import summarize  # noqa: E402
 
 
 GPU = os.environ.get("FAKE_GPU_NAME", "fake GPU")

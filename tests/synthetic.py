@@ -1,11 +1,11 @@
-"""Synthetic results documents for the compare, plot and export tests: real `cudabench.results.model`
-records through `cudabench.results.export.document()`, with samples drawn around a chosen median."""
+"""Synthetic results documents for the compare, plot and export tests: real `cudabench.results.records.model`
+records through `cudabench.results.exporters.json_document.document()`, with samples drawn around a chosen median."""
 
 import numpy as np
 
-from cudabench.results.export import document
-from cudabench.results.model import Case, Check, Environment, Measurement, Result
-from cudabench.results.stats import summarize
+from cudabench.results.exporters.json_document import document
+from cudabench.results.records.model import Case, Check, Environment, Measurement, Result
+from cudabench.results.records.stats import summarize
 
 ENV = Environment(gpu="NVIDIA H100 80GB HBM3", capability="9.0", sm_count=132, driver="550.54.15",
                   cuda_runtime="12.4", torch="2.4.0", cudabench="0.1.0", date="2024-06-01T12:00:00+00:00")

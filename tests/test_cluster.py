@@ -12,7 +12,7 @@ import dask  # noqa: E402
 from cudabench.engine.cluster import ClusterError, ClusterRunner  # noqa: E402
 from cudabench.engine.plan import RunOptions, Task  # noqa: E402
 from cudabench.measure.stop import FixedCount  # noqa: E402
-from cudabench.results.model import Case  # noqa: E402
+from cudabench.results.records.model import Case  # noqa: E402
 from cudabench.spec.family import Variant  # noqa: E402
 
 FAKE = [sys.executable, str(Path(__file__).parent / "fake_worker.py")]

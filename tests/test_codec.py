@@ -1,4 +1,4 @@
-"""One definition of a record (cudabench.results.codec): a field added to a record reaches the file,
+"""One definition of a record (cudabench.results.records.codec): a field added to a record reaches the file,
 the worker messages and the schema check with that one edit, and files without it still read."""
 
 import dataclasses
@@ -8,10 +8,10 @@ from typing import Optional
 import pytest
 from pydantic import ValidationError
 
-from cudabench.results.codec import from_data, later, to_data, written
-from cudabench.results.export import result_from_dict, result_to_dict
-from cudabench.results.model import Case, Check, IntegrityCheck, Result
-from cudabench.results.schema import model_of
+from cudabench.results.records.codec import from_data, later, to_data, written
+from cudabench.results.exporters.json_document import result_from_dict, result_to_dict
+from cudabench.results.records.model import Case, Check, IntegrityCheck, Result
+from cudabench.results.records.schema import model_of
 from synthetic import measured
 
 SHAPE = {"B": 2, "C": 3, "T": 4}

@@ -9,9 +9,9 @@ import pytest
 from typer.testing import CliRunner
 
 from cudabench.cli.app import app
-from cudabench.results.compare import bootstrap_medians, compare_documents, parse_threshold, verdict, verdict_text
-from cudabench.results.export import write_json_atomic
-from cudabench.results.model import IntegrityCheck
+from cudabench.results.compare.verdicts import bootstrap_medians, compare_documents, parse_threshold, verdict, verdict_text
+from cudabench.results.exporters.json_document import write_json_atomic
+from cudabench.results.records.model import IntegrityCheck
 from cudabench.errors import ConfigError
 from synthetic import doc, measured, skipped, timex_sweep
 
@@ -169,7 +169,7 @@ def crashed():
 
 def wrong():
     """Timed under --force although its output is wrong: FAIL, with samples."""
-    from cudabench.results.model import Check
+    from cudabench.results.records.model import Check
 
     return replace(measured("timex", SHAPE, "timex-v4", 1e-3), check=Check((("out", 0.5),), 1e-5))
 
@@ -355,7 +355,7 @@ def test_a_gpu_model_measured_in_old_only_is_missing_in_new():
 
 
 def test_one_model_against_another_is_a_deliberate_comparison_across_gpus():
-    from cudabench.results.model import Environment
+    from cudabench.results.records.model import Environment
 
     new_env = replace(Environment(), gpu="NVIDIA H200")
     comparison = compare_documents(one(1e-3), doc([measured("timex", SHAPE, "timex-v4", 0.7e-3)], env=new_env))

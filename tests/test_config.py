@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cudabench.results.config import MAX_SUITE_SHAPES, expand_shape, load_suite, swept_parameters
+from cudabench.engine.suite_file import MAX_SUITE_SHAPES, expand_shape, load_suite, swept_parameters
 from cudabench.errors import ConfigError
 
 CONFIGS = sorted((Path(__file__).resolve().parent.parent / "configs").glob("*.toml"))

@@ -11,10 +11,10 @@ from cudabench.errors import ShapeError
 from cudabench.measure.loop import Warmup
 from cudabench.measure.stop import FixedCount
 from cudabench.measure.subject import case_inputs, work_of
-from cudabench.results import report
-from cudabench.results.export import document
-from cudabench.results.rows import flat_rows
-from cudabench.results.model import Case
+from cudabench.results.report import terminal as report
+from cudabench.results.exporters.json_document import document
+from cudabench.results.exporters.rows import flat_rows
+from cudabench.results.records.model import Case
 from runs import inline_runner
 from synthetic import ENV
 from fakes import FakeTimer
@@ -85,7 +85,7 @@ def test_a_bfloat16_run_checks_the_baseline_at_its_tolerance_and_says_so_everywh
 
 
 def test_compare_keeps_precisions_apart():
-    from cudabench.results.compare import compare_documents
+    from cudabench.results.compare.verdicts import compare_documents
     from synthetic import doc, measured
 
     fp32 = measured("timex", SMALL, "conv1d", 1e-3, role="baseline")
@@ -101,7 +101,7 @@ def test_suite_dtypes_key_and_the_command_line(tmp_path):
 
     from cudabench.cli.app import app
     from cudabench.errors import ConfigError
-    from cudabench.results.config import load_suite
+    from cudabench.engine.suite_file import load_suite
 
     path = tmp_path / "s.toml"
     path.write_text('[[case]]\nkernels = ["timex"]\ndtypes = ["float32", "bfloat16"]\n')

@@ -16,7 +16,7 @@ from cudabench.engine.protocol import MARK, ProtocolError, decode, encode
 from cudabench.engine.scheduler import Runner, WorkerStartError
 from cudabench.engine.workers import ProcessWorker, WorkerLost, describe_exit
 from cudabench.measure.stop import FixedCount, rule_from_dict, rule_to_dict
-from cudabench.results.model import Case
+from cudabench.results.records.model import Case
 from cudabench.spec.family import Variant
 
 FAKE = [sys.executable, str(Path(__file__).parent / "fake_worker.py")]
@@ -178,8 +178,8 @@ def test_planning_in_the_parent_does_not_import_torch():
             "from cudabench.cli import app, run\n"
             "from cudabench.engine import plan, scheduler, suite, workers\n"
             "from cudabench.measure.settings import Settings\n"
-            "from cudabench.results.model import TIMINGS\n"
-            "from cudabench.results import config\n"
+            "from cudabench.results.records.model import TIMINGS\n"
+            "from cudabench.engine import suite_file\n"
             "from cudabench.spec import shapes\n"
             "run.gpu_likely()\n"
             "print('torch' in sys.modules)")
@@ -190,8 +190,8 @@ def test_planning_in_the_parent_does_not_import_torch():
 
 def test_timer_names_match_the_timers():
     from cudabench.measure.timers import TIMERS
-    from cudabench.results import config
-    from cudabench.results.model import TIMINGS
+    from cudabench.engine import suite_file as config
+    from cudabench.results.records.model import TIMINGS
 
     assert set(TIMINGS) == set(TIMERS)
     assert all(TIMERS[name].describes == TIMINGS[name] for name in TIMINGS)

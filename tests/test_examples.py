@@ -10,7 +10,7 @@ import torch
 
 from cudabench.spec.build import check_compile, compiler_errors
 from cudabench.measure.check import check_workload
-from cudabench.results.model import Case
+from cudabench.results.records.model import Case
 from cudabench.spec.registry import discover
 from cudabench.measure.subject import case_data
 from cudabench.measure.workload import make_workload

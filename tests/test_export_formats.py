@@ -11,10 +11,10 @@ import pytest
 
 from cudabench.errors import ConfigError
 from cudabench.outputs import check_output_path, write_text_atomic, writes_to_stdout
-from cudabench.results.csv_format import to_csv
-from cudabench.results.export import SCHEMA, SCHEMA_VERSION, load_results, source_hash, write_json_atomic
-from cudabench.results.markdown import to_markdown
-from cudabench.results.rows import flat_rows
+from cudabench.results.exporters.csv_file import to_csv
+from cudabench.results.exporters.json_document import SCHEMA, SCHEMA_VERSION, load_results, source_hash, write_json_atomic
+from cudabench.results.exporters.markdown_file import to_markdown
+from cudabench.results.exporters.rows import flat_rows
 from synthetic import doc, measured, skipped
 
 SHAPE = {"B": 32, "C": 768, "T": 768}
@@ -204,7 +204,7 @@ def test_dash_and_dev_stdout_write_to_standard_output(capsys, name):
 def test_peak_memory_travels_through_json_csv_and_markdown():
     from dataclasses import replace
 
-    from cudabench.results.export import result_from_dict, result_to_dict
+    from cudabench.results.exporters.json_document import result_from_dict, result_to_dict
 
     timed = replace(measured("timex", SHAPE, "timex-v4", 20e-6, n=20), peak_memory=75 << 20)
     unmeasured = measured("timex", SHAPE, "conv1d", 4.47e-3, role="baseline")
@@ -229,7 +229,7 @@ def test_bytes_are_shown_in_binary_units(count, text):
 def test_markdown_strikes_through_the_figures_of_an_untrusted_subject():
     from dataclasses import replace
 
-    from cudabench.results.model import IntegrityCheck
+    from cudabench.results.records.model import IntegrityCheck
 
     shape = {"B": 32, "C": 768, "T": 768}
     bad = replace(measured("timex", shape, "hostile-cached", 1.31e-6),

@@ -246,7 +246,7 @@ def results_file(tmp_path, text, name="r.json"):
     ('{"schema": "cudabench.results",\n "schema_version": 2,,}', "at line 2, column 22"),
 ])
 def test_load_results_turns_every_parse_failure_into_one_message(tmp_path, text, fragment):
-    from cudabench.results.export import load_results
+    from cudabench.results.exporters.json_document import load_results
 
     path = results_file(tmp_path, text)
     with pytest.raises(ConfigError) as info:
@@ -258,7 +258,7 @@ def test_load_results_bounds_every_integer(tmp_path):
     """Below the digit limit, a 400-digit count still reads as a number; the schema stops it there."""
     import json
 
-    from cudabench.results.export import json_safe, load_results
+    from cudabench.results.exporters.json_document import json_safe, load_results
     from synthetic import doc, measured
 
     document = json_safe(doc([measured("add2", {"n": 1024}, "add2", 1e-3)]))
@@ -277,7 +277,7 @@ def test_commands_refuse_devices_and_fifos_at_once(tmp_path, args):
 
     from cudabench.cli.app import app
 
-    from cudabench.results.export import write_json_atomic
+    from cudabench.results.exporters.json_document import write_json_atomic
     from synthetic import doc, measured
 
     os.mkfifo(tmp_path / "fifo")

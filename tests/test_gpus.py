@@ -14,7 +14,7 @@ from cudabench.engine.scheduler import Runner, WorkerStartError, expected_second
 from cudabench.engine.workers import ProcessWorker
 from cudabench.errors import ShapeError
 from cudabench.measure.stop import FixedCount
-from cudabench.results.model import Case
+from cudabench.results.records.model import Case
 from cudabench.spec.family import Variant
 
 FAKE = [sys.executable, str(Path(__file__).parent / "fake_worker.py")]

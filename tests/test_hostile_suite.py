@@ -105,7 +105,7 @@ def valid_doc() -> dict:
     results = [measured("add2", {"n": n}, subject, scale * n * 1e-9, role=role, n=30, seed=i)
                for i, n in enumerate((1024, 4096, 16384))
                for subject, role, scale in (("add2", "variant", 1.0), ("torch-add", "baseline", 1.3))]
-    from cudabench.results.export import json_safe
+    from cudabench.results.exporters.json_document import json_safe
 
     return json.loads(json.dumps(json_safe(document(results))))
 
@@ -389,7 +389,7 @@ def test_an_output_that_is_an_input_is_refused(tmp_path, valid_doc, how, case):
     suite = tmp_path / "suite.toml"
     suite.write_text('[[case]]\nkernels = ["add2"]\n')
     store = tmp_path / "store.db"
-    from cudabench.results.store import Provenance, Store
+    from cudabench.results.store.database import Provenance, Store
 
     with Store(store) as opened:
         opened.append(valid_doc, Provenance("ab" * 20, False), "2024-06-01T12:00:00+00:00")
@@ -564,7 +564,7 @@ def test_a_store_that_is_not_one(tmp_path, kind, what):
 def test_a_stored_run_that_is_not_a_results_document(tmp_path, valid_doc, document):
     import sqlite3
 
-    from cudabench.results.store import Provenance, Store
+    from cudabench.results.store.database import Provenance, Store
 
     store = tmp_path / "store.db"
     with Store(store) as opened:

@@ -8,8 +8,8 @@ import pytest
 from typer.testing import CliRunner
 
 from cudabench.cli.app import app
-from cudabench.results.html import Figure, page
-from cudabench.results.store import Provenance, Store
+from cudabench.results.report.html import Figure, page
+from cudabench.results.store.database import Provenance, Store
 from synthetic import doc, measured, timex_sweep
 
 
@@ -124,7 +124,7 @@ def test_an_untrusted_subjects_figures_are_struck_through_on_the_page():
     import re
     from dataclasses import replace
 
-    from cudabench.results.model import IntegrityCheck
+    from cudabench.results.records.model import IntegrityCheck
 
     shape = {"B": 32, "C": 768, "T": 768}
     bad = replace(measured("timex", shape, "hostile-cached", 1.31e-6),

@@ -19,7 +19,7 @@ from cudabench.engine.workers import InlineWorker
 from cudabench.measure import judge as judge_module
 from cudabench.measure.judge import Judge
 from cudabench.measure.settings import Settings
-from cudabench.results.model import Case
+from cudabench.results.records.model import Case
 from cudabench.spec.registry import discover
 
 HOSTILE = Path(__file__).resolve().parent / "hostile_kernels"
@@ -245,8 +245,8 @@ def bare_session(timing="sync"):
 
 
 def hot_result(median):
-    from cudabench.results.model import Result
-    from cudabench.results.stats import summarize
+    from cudabench.results.records.model import Result
+    from cudabench.results.records.stats import summarize
 
     return Result(Case("hostile", (("n", 1),)), "s", "variant", stats=summarize([median] * 20))
 
@@ -319,7 +319,7 @@ def test_a_timing_verdict_stands_only_if_a_second_round_of_judged_calls_fails_to
 
 def test_a_first_round_failure_is_confirmed_by_either_timing_check_of_the_second():
     from cudabench.measure.judge import _confirmed
-    from cudabench.results.model import IntegrityCheck as C
+    from cudabench.results.records.model import IntegrityCheck as C
 
     first = [C("fresh-inputs", "fail", "new slower"), C("hot-loop", "pass", "ok")]
     # a cache that stops caching once it sees more judged calls than a round has: hot-loop fails
@@ -460,7 +460,7 @@ def test_a_call_that_recorded_no_kernel_time_is_judged_not_a_crash():
     """A subject whose work runs outside its call (a thread of its own) records no kernel in the CUPTI
     pass: the hot-loop verdict names it instead of dividing by zero."""
     from cudabench.measure import integrity
-    from cudabench.results.stats import summarize
+    from cudabench.results.records.stats import summarize
 
     check = integrity.hot_loop(summarize([0.0] * 5), summarize([10e-6] * 8), 0.1, 3e-6)
     assert check.verdict == "fail" and "infinitely faster" in check.detail

@@ -1,5 +1,6 @@
 """The package's layout reads as its pipeline: no cycle between its subpackages (cli, engine, measure,
-spec, profile, results and the top-level modules), counting imports inside functions too."""
+spec, profile, results and the top-level modules), nor between the concerns inside results (records,
+exporters, store, compare, report, plots), counting imports inside functions too."""
 
 import ast
 from pathlib import Path
@@ -7,15 +8,17 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "cudabench"
 
 
-def part_of(module: str) -> str:
-    """cudabench.results.report -> results; cudabench.files -> files."""
-    return module.split(".")[1] if module.count(".") else module
+def part_of(module: str, depth: int = 1) -> str:
+    """cudabench.results.report.terminal -> results (depth 2: results.report); cudabench.files -> files."""
+    parts = module.split(".")
+    return ".".join(parts[1:1 + depth]) if len(parts) > 1 else module
 
 
-def edges() -> dict[str, set[str]]:
+def edges(inside: str = "", depth: int = 1) -> dict[str, set[str]]:
+    """Imports between the parts of the package (of `inside`, one level further down, when given)."""
     graph: dict[str, set[str]] = {}
-    for path in PACKAGE.rglob("*.py"):
-        here = part_of(".".join(("cudabench", *path.relative_to(PACKAGE).with_suffix("").parts)))
+    for path in (PACKAGE / inside).rglob("*.py"):
+        here = part_of(".".join(("cudabench", *path.relative_to(PACKAGE).with_suffix("").parts)), depth)
         for node in ast.walk(ast.parse(path.read_text())):
             names = []
             if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("cudabench."):
@@ -25,8 +28,8 @@ def edges() -> dict[str, set[str]]:
             elif isinstance(node, ast.Import):
                 names = [a.name for a in node.names if a.name.startswith("cudabench.")]
             for name in names[:1]:  # the module itself; its imported names are members of it
-                there = part_of(name)
-                if there != here:
+                there = part_of(name, depth)
+                if there != here and (not inside or there.startswith(inside + ".")):
                     graph.setdefault(here, set()).add(there)
     return graph
 
@@ -50,3 +53,14 @@ def test_no_cycle_between_the_subpackages():
     graph = edges()
     assert "results" in graph and "spec" in graph  # the graph was read
     assert cycles(graph) == []
+
+
+def test_no_cycle_between_the_concerns_of_results():
+    graph = edges("results", depth=2)
+    assert "results.report" in graph and "results.store" in graph  # the graph was read
+    assert cycles(graph) == []
+
+
+def test_a_planted_cycle_is_found():
+    assert cycles({"results.compare": {"results.report"}, "results.report": {"results.compare"}}) != []
+

@@ -5,7 +5,7 @@ import pytest
 
 from cudabench.measure.loop import Warmup, measure
 from cudabench.measure.stop import Adaptive, FixedCount, MinTime
-from cudabench.results.model import noisy
+from cudabench.results.records.model import noisy
 from fakes import FakeTimer
 
 

@@ -72,7 +72,7 @@ def test_call_timeline_draws_the_first_calls_with_their_launches_syncs_and_kerne
     assert call_timeline(report, " no such range", 2) == []
 
     pytest.importorskip("matplotlib")
-    from cudabench.results.timeline import plot_timeline
+    from cudabench.results.plots.timeline import plot_timeline
 
     path = plot_timeline(spans, {"profiled": ("timex-v4", True)}, "nsys", tmp_path / "t.png")
     assert path.read_bytes()[:4] == b"\x89PNG"

@@ -9,9 +9,9 @@ from typer.testing import CliRunner
 
 from cudabench.cli.app import app
 from cudabench.errors import ConfigError, ToolNotFoundError
-from cudabench.results.export import write_json_atomic
-from cudabench.results.model import IntegrityCheck
-from cudabench.results.plot import plot_sweep, speedups, sweep_axes, sweep_panels
+from cudabench.results.exporters.json_document import write_json_atomic
+from cudabench.results.records.model import IntegrityCheck
+from cudabench.results.plots.sweep import plot_sweep, speedups, sweep_axes, sweep_panels
 from synthetic import doc, measured, skipped, timex_sweep
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -160,7 +160,7 @@ def test_peak_memory_gets_its_own_row_of_panels(tmp_path, monkeypatch):
     """With peak memory recorded, a third row draws it against the swept parameter (N² against N
     shows as slopes 2 and 1 on the log axes); without it, two rows as before."""
     pytest.importorskip("matplotlib")
-    from cudabench.results import plot
+    from cudabench.results.plots import sweep as plot
 
     doc_with = timex_sweep()
     for r in doc_with["results"]:

@@ -7,10 +7,11 @@ from dataclasses import replace
 import pytest
 from rich.console import Console
 
-from cudabench.results import report, units
+from cudabench.results import units
+from cudabench.results.report import terminal as report
 from cudabench.device import environment
 from cudabench.errors import ShapeError
-from cudabench.results.export import SCHEMA_VERSION, document, write_json_atomic
+from cudabench.results.exporters.json_document import SCHEMA_VERSION, document, write_json_atomic
 from cudabench.measure.loop import Warmup
 from cudabench.measure.stop import FixedCount
 from cudabench.engine.plan import RunOptions, plan
@@ -98,7 +99,7 @@ def test_record_as_files_a_subject_under_another_name(registry):
 def test_an_invalid_subject_shows_no_figure_and_enters_no_speedup():
     from synthetic import measured
 
-    from cudabench.results.model import IntegrityCheck
+    from cudabench.results.records.model import IntegrityCheck
 
     shape = {"n": 64}
     cheat = replace(measured("add2", shape, "add2", 1e-9),
@@ -117,7 +118,7 @@ def test_an_invalid_subject_shows_no_figure_and_enters_no_speedup():
 
 def test_each_result_says_where_its_time_went_and_the_breakdown_adds_up(registry):
     from cudabench.measure.subject import INTEGRITY_PARTS, PHASES
-    from cudabench.results.export import result_from_dict, result_to_dict
+    from cudabench.results.exporters.json_document import result_from_dict, result_to_dict
 
     runner, results = cpu_run(registry, ["add2"], {"n": 64})
     timed = [r for r in results if r.measurement is not None]

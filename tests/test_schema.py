@@ -1,4 +1,4 @@
-"""Results files are read through one declared schema (cudabench.results.schema): every wrong type or
+"""Results files are read through one declared schema (cudabench.results.records.schema): every wrong type or
 missing field is a ConfigError naming the file and the field, `compare` and `plot` turn it into one
 paragraph and exit 2, and whatever loads is safe for every consumer."""
 
@@ -16,13 +16,13 @@ from typer.testing import CliRunner
 
 from cudabench.cli.app import app
 from cudabench.errors import ConfigError
-from cudabench.results.compare import compare_documents, to_json, to_markdown as verdicts_markdown
-from cudabench.results.csv_format import to_csv
-from cudabench.results.export import (json_safe, check_document, document, load_results, result_from_dict,
+from cudabench.results.compare.verdicts import compare_documents, to_json, to_markdown as verdicts_markdown
+from cudabench.results.exporters.csv_file import to_csv
+from cudabench.results.exporters.json_document import (json_safe, check_document, document, load_results, result_from_dict,
                                       write_json_atomic)
-from cudabench.results.markdown import to_markdown
-from cudabench.results.model import Check, IntegrityCheck
-from cudabench.results.plot import sweep_panels
+from cudabench.results.exporters.markdown_file import to_markdown
+from cudabench.results.records.model import Check, IntegrityCheck
+from cudabench.results.plots.sweep import sweep_panels
 from synthetic import ENV, doc, measured, skipped, timex_sweep
 
 SHAPE = {"B": 32, "C": 768, "T": 768}
@@ -268,6 +268,6 @@ def test_any_edit_either_loads_and_every_consumer_copes_or_is_a_config_error(edi
 
 
 def test_run_and_the_worker_never_import_pydantic():
-    code = ("import sys, cudabench.cli.app, cudabench.engine.worker, cudabench.results.export; "
+    code = ("import sys, cudabench.cli.app, cudabench.engine.worker, cudabench.results.exporters.json_document; "
             "sys.exit('pydantic' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0

@@ -2,7 +2,7 @@ import statistics
 
 import pytest
 
-from cudabench.results.stats import relative_noise, speedup, summarize, throughput
+from cudabench.results.records.stats import relative_noise, speedup, summarize, throughput
 
 
 def test_summary_matches_the_statistics_module():
@@ -40,7 +40,7 @@ def test_speedup_and_throughput():
 def test_median_interval_covers_the_true_median_about_95_percent_of_the_time():
     import numpy as np
 
-    from cudabench.results.stats import median_interval
+    from cudabench.results.records.stats import median_interval
 
     rng = np.random.default_rng(7)
     true_median = np.log(2)  # of the exponential distribution with mean 1: skewed, like timings
@@ -52,7 +52,7 @@ def test_median_interval_covers_the_true_median_about_95_percent_of_the_time():
 def test_median_interval_narrows_with_more_samples_and_is_the_range_for_few():
     import numpy as np
 
-    from cudabench.results.stats import median_interval
+    from cudabench.results.records.stats import median_interval
 
     rng = np.random.default_rng(1)
     xs = 1e-3 * (1 + 0.05 * rng.standard_normal(10_000))

@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 
 from cudabench.cli.app import app, optional_value
 from cudabench.errors import ConfigError
-from cudabench.results.history import select, series
-from cudabench.results.store import MIGRATIONS, SCHEMA_VERSION, Provenance, Store, check_readable
+from cudabench.results.store.history import select, series
+from cudabench.results.store.database import MIGRATIONS, SCHEMA_VERSION, Provenance, Store, check_readable
 from synthetic import doc, measured
 
 SHAPE = {"B": 32, "C": 768, "T": 768}
@@ -81,7 +81,7 @@ def test_a_store_from_a_newer_cudabench_or_not_a_store_is_refused(tmp_path):
 WRITER = """
 import sys
 sys.path[:0] = [sys.argv[3]]
-from cudabench.results.store import Provenance, Store
+from cudabench.results.store.database import Provenance, Store
 from synthetic import doc, measured
 with Store(sys.argv[1]) as store:
     for i in range(int(sys.argv[2])):
@@ -180,7 +180,7 @@ def test_store_alone_means_the_default_store():
 
 def test_a_store_that_cannot_take_the_run_keeps_it_in_a_file_and_says_so(tmp_path, monkeypatch):
     """Nothing measured is lost: a store locked past the wait (or full, or Ctrl-C while waiting)."""
-    import cudabench.results.store as store_module
+    import cudabench.results.store.database as store_module
     from cudabench.cli.run import Outputs
 
     monkeypatch.chdir(tmp_path)
@@ -278,7 +278,7 @@ def test_a_malformed_stored_run_is_one_paragraph_naming_the_store_and_the_run(tm
 
 
 def test_a_run_removed_meanwhile_is_one_message(tmp_path):
-    from cudabench.results.store import StoredRun
+    from cudabench.results.store.database import StoredRun
 
     path = tmp_path / "r.db"
     fill(path, [1.0e-3])
@@ -341,7 +341,7 @@ time.sleep(float(sys.argv[2]))
 
 
 def test_waiting_for_a_locked_store_is_said_within_two_seconds_and_names_the_holder(tmp_path, monkeypatch):
-    import cudabench.results.store as store_module
+    import cudabench.results.store.database as store_module
 
     path = tmp_path / "busy.db"
     Store(path).close()
@@ -366,7 +366,7 @@ def test_waiting_for_a_locked_store_is_said_within_two_seconds_and_names_the_hol
 
 
 def test_the_default_wait_notice_is_one_line_on_stderr(tmp_path, monkeypatch, capsys):
-    import cudabench.results.store as store_module
+    import cudabench.results.store.database as store_module
 
     monkeypatch.setattr(store_module, "WAIT_SECONDS", 0.3)
     path = tmp_path / "busy.db"

@@ -8,8 +8,8 @@ import pytest
 from typer.testing import CliRunner
 
 from cudabench.cli.app import app
-from cudabench.results.config import TimingPolicy, load_suite
-from cudabench.results.export import write_json_atomic
+from cudabench.engine.suite_file import TimingPolicy, load_suite
+from cudabench.results.exporters.json_document import write_json_atomic
 from cudabench.engine.plan import RunOptions
 from cudabench.engine.suite import effective_timing, plan_suite
 from synthetic import doc, measured, timex_sweep

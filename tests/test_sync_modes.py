@@ -85,7 +85,7 @@ def test_timeline_spans_sort_api_calls_marks_and_kernels_into_their_modes(tmp_pa
     assert [s["mode"] for s in spans] == ["both"] * 6 + ["none"] * 3
 
     pytest.importorskip("matplotlib")
-    from cudabench.results.timeline import plot_timeline
+    from cudabench.results.plots.timeline import plot_timeline
 
     path = plot_timeline(spans, {"both": ("sync both: 15 µs", True), "none": ("sync none: 2 µs", False)}, "add2", tmp_path / "t.png")
     assert path.read_bytes()[:4] == b"\x89PNG"

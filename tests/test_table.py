@@ -8,9 +8,10 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from cudabench.cli.app import app
-from cudabench.results import report, units
-from cudabench.results.export import write_json_atomic
-from cudabench.results.model import IntegrityCheck
+from cudabench.results import units
+from cudabench.results.report import terminal as report
+from cudabench.results.exporters.json_document import write_json_atomic
+from cudabench.results.records.model import IntegrityCheck
 from synthetic import doc, measured
 
 SHAPE = {"B": 32, "C": 768, "T": 768}

@@ -16,7 +16,7 @@ from cudabench.engine import warm
 from cudabench.engine.warm_client import (SocketWorker, WorkerFolderError, ask_once, running, stop_workers,
                                           warm_workers, worker_folder)
 from cudabench.engine.workers import WorkerLost
-from cudabench.results.export import result_from_dict
+from cudabench.results.exporters.json_document import result_from_dict
 
 HANDLER = f"{Path(__file__).parent / 'fake_warm.py'}:FakeWarmHandler"
 CASE = {"family": "add2", "shape": {"n": 64}, "direction": "fwd"}

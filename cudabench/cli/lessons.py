@@ -35,18 +35,18 @@ def compare_sync_modes(
     """The four synchronize placements of the classic tutorial beside events, graphs and CUPTI."""
     from cudabench.engine.plan import plan_single
     from cudabench.engine.lane import HELLO_TIMEOUT
-    from cudabench.results.export import case_to_dict
+    from cudabench.results.exporters.json_document import case_to_dict
     from cudabench.engine.workers import ProcessWorker, WorkerLost, worker_command
     from cudabench.device import require_gpu
     from cudabench.errors import CudabenchError
     from cudabench.measure import sync_modes
-    from cudabench.results import report
+    from cudabench.results.report import terminal as report
     from cudabench.spec.shapes import parse_shape
 
     if iters < 2 or show < 1:
         raise ShapeError("--iters must be at least 2 (the first iteration is shown apart) and --show at least 1.")
     if timeline:
-        from cudabench.results.plot import check_image_path, matplotlib_classes
+        from cudabench.results.plots.sweep import check_image_path, matplotlib_classes
 
         check_image_path(timeline)
         matplotlib_classes()  # missing matplotlib is said now, not after the measurement
@@ -82,7 +82,7 @@ def compare_sync_modes(
     out.print(report.iteration_view(results[:len(sync_modes.PLACEMENTS)], show))
     out.print(sync_modes.EXPLANATION)
     if timeline:
-        from cudabench.results.timeline import plot_timeline
+        from cudabench.results.plots.timeline import plot_timeline
 
         headings = {m.name.removeprefix("sync "): (f"{m.name}: median {m.rest_median * 1e6:.1f} µs per call ("
                                                    + ("a measurement of the call" if m.valid else
@@ -155,9 +155,9 @@ def compare_transfer(
     from cudabench.engine.workers import ProcessWorker, WorkerLost, worker_command
     from cudabench.errors import CudabenchError
     from cudabench.measure import transfer
-    from cudabench.results import report
+    from cudabench.results.report import terminal as report
 
-    from cudabench.results.export import write_json_atomic
+    from cudabench.results.exporters.json_document import write_json_atomic
 
     from cudabench.outputs import check_output_path
 

@@ -35,7 +35,7 @@ def profile(
 ) -> None:
     """Run the kernel under Nsight Systems, Nsight Compute or torch.profiler; print its kernels and
     NVTX ranges."""
-    from cudabench.results.export import case_to_dict
+    from cudabench.results.exporters.json_document import case_to_dict
     from cudabench.engine.workers import run_one_shot
     from cudabench.profile.launch import TOOLS, ProfileRequest
     from cudabench.profile.view import profile_and_report
@@ -52,7 +52,7 @@ def profile(
         raise ConfigError(f"--timeline reads an Nsight Systems report (this is --tool {tool}).",
                           "Use --tool nsys, or compare-sync-modes --timeline for a timeline from CUPTI.")
     if timeline:
-        from cudabench.results.plot import check_image_path, matplotlib_classes
+        from cudabench.results.plots.sweep import check_image_path, matplotlib_classes
 
         check_image_path(timeline)
         matplotlib_classes()  # missing matplotlib is said now, not after profiling

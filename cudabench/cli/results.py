@@ -37,8 +37,8 @@ def compare(
     is slower beyond the threshold, its peak memory grew beyond the memory threshold, a subject measured in old is not measured in new, a result is
     INVALID or crashed, or a file has nothing measured: usable as a CI gate. With --json - or
     --markdown -, standard output carries only that; the table and notes go to standard error."""
-    from cudabench.results import report
-    from cudabench.results.compare import compare_documents, describe, parse_threshold
+    from cudabench.results.report import terminal as report
+    from cudabench.results.compare.verdicts import compare_documents, describe, parse_threshold
 
     limit, memory_limit = parse_threshold(threshold), parse_threshold(memory_threshold)
     console = _check_outputs(json_path, markdown_path, inputs=[w for w in (old, new) if not w.startswith("@")]
@@ -73,8 +73,8 @@ def compare(
 
 def _load(where: str, store: Optional[Path]) -> tuple[dict, Optional[int]]:
     """A results document from a file, or from the store for `@REF` (with its run's id)."""
-    from cudabench.results.export import check_document, load_results
-    from cudabench.results.store import Store, default_path
+    from cudabench.results.exporters.json_document import check_document, load_results
+    from cudabench.results.store.database import Store, default_path
 
     if not where.startswith("@"):
         return load_results(Path(where)), None
@@ -99,16 +99,16 @@ def history(
 ) -> None:
     """A subject's median over the stored runs, oldest first, each judged against the run before with
     compare's noise-aware test: the change points are where it got slower or faster."""
-    from cudabench.results import report
-    from cudabench.results.compare import parse_threshold
-    from cudabench.results.history import select, series
-    from cudabench.results.store import Store, default_path
+    from cudabench.results.report import terminal as report
+    from cudabench.results.compare.verdicts import parse_threshold
+    from cudabench.results.store.history import select, series
+    from cudabench.results.store.database import Store, default_path
 
     limit = parse_threshold(threshold)
     path = Path(store) if store else default_path()
     if plot_path:
         from cudabench.outputs import check_outputs
-        from cudabench.results.plot import check_image_path
+        from cudabench.results.plots.sweep import check_image_path
 
         check_image_path(plot_path)
         check_outputs([plot_path], [path])  # a plot path that is the store (a link to it) would replace it
@@ -124,7 +124,7 @@ def history(
     changes = sum(step.changed for steps in found.values() for step in steps)
     detail(f"{len(found)} series, {changes} change point(s) beyond {threshold} (store: {path})")
     if plot_path:
-        from cudabench.results.plot import plot_history
+        from cudabench.results.plots.sweep import plot_history
 
         out.print(f"wrote {plot_history(found, plot_path)}")
 
@@ -139,10 +139,10 @@ def report_cmd(
 ) -> None:
     """One HTML page: the run's tables, its sweep plot, and its subjects' history across the stored runs."""
     from cudabench.outputs import check_outputs
-    from cudabench.results.export import load_results
+    from cudabench.results.exporters.json_document import load_results
     from cudabench.outputs import write_text_atomic
-    from cudabench.results.html import page
-    from cudabench.results.store import default_path
+    from cudabench.results.report.html import page
+    from cudabench.results.store.database import default_path
 
     path = Path(store) if store else default_path()
     check_outputs([html_path], [results, path])
@@ -161,9 +161,9 @@ def report_cmd(
 
 
 def _history_of(doc: dict, path: Path) -> dict:
-    """History series (see cudabench.results.history) of the subjects and cases `doc` measured."""
-    from cudabench.results.history import select, series
-    from cudabench.results.store import Store
+    """History series (see cudabench.results.store.history) of the subjects and cases `doc` measured."""
+    from cudabench.results.store.history import select, series
+    from cudabench.results.store.database import Store
 
     wanted = {(r["case"]["key"], r["subject"]) for r in doc.get("results", [])}
     with Store(path, read_only=True) as opened:
@@ -176,8 +176,8 @@ def _report_figures(doc: dict, history: dict) -> tuple[list, str]:
     import tempfile
 
     from cudabench.errors import ToolNotFoundError
-    from cudabench.results.html import Figure
-    from cudabench.results.plot import plot_history, plot_sweep
+    from cudabench.results.report.html import Figure
+    from cudabench.results.plots.sweep import plot_history, plot_sweep
 
     figures = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -211,15 +211,15 @@ def _check_outputs(json_path: Optional[Path], markdown_path: Optional[Path], inp
 
 
 def _default_store() -> Path:
-    from cudabench.results.store import default_path
+    from cudabench.results.store.database import default_path
 
     return default_path()
 
 
 def _write_verdicts(comparison: Any, json_path: Optional[Path], markdown_path: Optional[Path],
                     console: Console) -> None:
-    from cudabench.results.compare import to_json, to_markdown
-    from cudabench.results.export import write_json_atomic
+    from cudabench.results.compare.verdicts import to_json, to_markdown
+    from cudabench.results.exporters.json_document import write_json_atomic
     from cudabench.outputs import write_text_atomic, writes_to_stdout
 
     if json_path:
@@ -240,9 +240,9 @@ def plot(
 ) -> None:
     """Time per call against the swept parameter for each kernel, and speedup over the baseline."""
     from cudabench.outputs import check_outputs
-    from cudabench.results.export import load_results
+    from cudabench.results.exporters.json_document import load_results
     from cudabench.outputs import writes_to_stdout
-    from cudabench.results.plot import check_image_path, plot_sweep
+    from cudabench.results.plots.sweep import check_image_path, plot_sweep
 
     check_image_path(output)  # before reading: a wrong path should not wait for a large file
     check_outputs([output], [results])
@@ -259,9 +259,9 @@ def show(
 ) -> None:
     """Print a results file's tables and notes the way `run` printed them: read a CI log's or a
     colleague's run without a GPU."""
-    from cudabench.results import report
-    from cudabench.results.export import load_results, result_from_dict
-    from cudabench.results.model import Environment
+    from cudabench.results.report import terminal as report
+    from cudabench.results.exporters.json_document import load_results, result_from_dict
+    from cudabench.results.records.model import Environment
 
     doc = load_results(results, allow_stdin=True)
     runs = [result_from_dict(r) for r in doc["results"]]

@@ -39,14 +39,14 @@ def stop_rule(repeat: Optional[int], min_time: Optional[float], noise: float, ma
 
 def warmup_of(text: str):
     from cudabench.measure.loop import Warmup
-    from cudabench.results.config import parse_warmup
+    from cudabench.engine.suite_file import parse_warmup
 
     return Warmup(*parse_warmup(text))
 
 
 def command_line_timing(*values: Any):
     """The timing settings given on the command line, checked with the suite files' own bounds."""
-    from cudabench.results.config import TimingPolicy, check_timing
+    from cudabench.engine.suite_file import TimingPolicy, check_timing
 
     return check_timing(TimingPolicy(*values), lambda key: "--" + key.replace("_", "-"))
 
@@ -118,7 +118,7 @@ class Outputs:
             check_writable(path)
         check_outputs([*paths, self.store], inputs)
         if self.store is not None:
-            from cudabench.results.store import check_readable
+            from cudabench.results.store.database import check_readable
 
             check_writable(self.store)  # its folder can be made and written (the file may not exist yet)
             check_readable(self.store)
@@ -140,9 +140,9 @@ class Outputs:
                 out.file = None  # back to whatever sys.stdout is
 
     def save(self, doc: dict, final: bool = False) -> None:
-        from cudabench.results.csv_format import to_csv
-        from cudabench.results.export import write_json_atomic
-        from cudabench.results.markdown import to_markdown
+        from cudabench.results.exporters.csv_file import to_csv
+        from cudabench.results.exporters.json_document import write_json_atomic
+        from cudabench.results.exporters.markdown_file import to_markdown
         from cudabench.outputs import write_text_atomic
 
         for path, text in ((self.json, None), (self.csv, to_csv), (self.markdown, to_markdown)):
@@ -161,7 +161,7 @@ class Outputs:
         import sqlite3
 
         from cudabench.errors import CudabenchError
-        from cudabench.results.export import write_json_atomic
+        from cudabench.results.exporters.json_document import write_json_atomic
 
         try:
             self.stored_as = append_to_store(self.store, doc)
@@ -189,7 +189,7 @@ def append_to_store(path: Path, doc: dict) -> int:
     """Append the finished run, with the git commit of this work tree, to the store at `path`."""
     from datetime import datetime, timezone
 
-    from cudabench.results.store import Provenance, Store
+    from cudabench.results.store.database import Provenance, Store
 
     with Store(path) as store:
         return store.append(doc, Provenance.here(), datetime.now(timezone.utc).isoformat(timespec="seconds"))
@@ -271,7 +271,7 @@ def run(
     from cudabench.device import require_gpu
     from cudabench.engine.plan import RunOptions, plan
     from cudabench.engine.suite import effective_timing, plan_suite
-    from cudabench.results.config import load_suite
+    from cudabench.engine.suite_file import load_suite
     from cudabench.spec.shapes import parse_shape
 
     if bool(kernel) == bool(config):
@@ -346,7 +346,7 @@ def store_path(option: Optional[str]) -> Optional[Path]:
     if is_stdout(option):
         raise ShapeError("--store needs a file: a results store is a SQLite database, not a stream.",
                          "Give --store PATH, or --store alone for the default store.")
-    from cudabench.results.store import default_path
+    from cudabench.results.store.database import default_path
 
     return Path(option) if option else default_path()
 
@@ -362,8 +362,8 @@ def execute(runner: Any, tasks: list, outputs: Outputs, command: str, policy: An
             started: Optional[float] = None, wide: bool = False) -> None:
     """Run the planned tasks in workers; print tables and notes; exit non-zero when a subject failed.
     `started`: when the command began (perf_counter), for the time breakdown."""
-    from cudabench.results import report
-    from cudabench.results.export import document, source_hash
+    from cudabench.results.report import terminal as report
+    from cudabench.results.exporters.json_document import document, source_hash
 
     hashes = {t.family.name: source_hash(t.family) for t in tasks}
     env: list = []
@@ -411,15 +411,15 @@ def execute(runner: Any, tasks: list, outputs: Outputs, command: str, policy: An
 
 
 def environment_record(data: dict):
-    from cudabench.results.model import Environment
+    from cudabench.results.records.model import Environment
 
     return Environment(**{**data, "settings": tuple(sorted((data.get("settings") or {}).items()))})
 
 
 def print_notes(runner: Any, options: Any, policy: Any) -> None:
     from cudabench.measure.ceilings import Ceilings
-    from cudabench.results.model import TIMINGS
-    from cudabench.results import report
+    from cudabench.results.records.model import TIMINGS
+    from cudabench.results.report import terminal as report
 
     cache = "cold L2 (flushed before each call)" if policy.cold else "hot L2"
     detail(f"timing: {policy.timing} — {TIMINGS[policy.timing]}; {cache}; inputs seed {runner.seed}")
@@ -489,7 +489,7 @@ def check(
     """Check kernels against the fp64 reference on fresh random inputs, without timing them."""
     from cudabench.device import require_gpu
     from cudabench.engine.plan import RunOptions, plan
-    from cudabench.results import report
+    from cudabench.results.report import terminal as report
     from cudabench.spec.shapes import parse_shape
 
     options = RunOptions(directions=split(direction), baselines=None if baselines else (), seed=seed, time=False,

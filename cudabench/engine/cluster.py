@@ -24,8 +24,8 @@ from cudabench.engine.plan import RunOptions, Subject, Task, skips, subjects
 from cudabench.engine.scheduler import expected_seconds
 from cudabench.engine.workers import ProcessWorker, worker_command
 from cudabench.errors import CudabenchError
-from cudabench.results.export import case_from_dict, case_to_dict, result_from_dict, result_to_dict
-from cudabench.results.model import Result
+from cudabench.results.exporters.json_document import case_from_dict, case_to_dict, result_from_dict, result_to_dict
+from cudabench.results.records.model import Result
 
 GPU = {"GPU": 1}
 CONNECT_TIMEOUT = "8s"  # the whole refusal, start-up included, within 10 s

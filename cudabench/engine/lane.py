@@ -11,8 +11,8 @@ from typing import Any, Callable, Optional
 
 from cudabench.engine.workers import Worker, WorkerLost
 from cudabench.errors import CudabenchError
-from cudabench.results.export import result_from_dict
-from cudabench.results.model import Result
+from cudabench.results.exporters.json_document import result_from_dict
+from cudabench.results.records.model import Result
 
 HELLO_TIMEOUT = 300.0    # a worker's start: Python, torch, CUDA, and the ceilings measured once per GPU
 BUILD_TIMEOUT = 1800.0   # a family's first JIT build (nvcc and the torch binding)

@@ -10,7 +10,7 @@ from cudabench.errors import ShapeError
 from cudabench.measure.loop import Warmup
 from cudabench.measure.stop import Adaptive, StopRule, rule_to_dict
 from cudabench.measure.settings import Settings
-from cudabench.results.model import Case
+from cudabench.results.records.model import Case
 from cudabench.spec.family import DTYPES, Baseline, Family, Variant
 from cudabench.spec.registry import Registry
 from cudabench.spec.shapes import check_shape, complete_shape, violation

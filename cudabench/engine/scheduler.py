@@ -16,9 +16,9 @@ from typing import Any, Callable, Optional, Sequence
 from cudabench.engine.gpus import Gpu
 from cudabench.engine.lane import Lane, WorkerStartError
 from cudabench.engine.plan import RunOptions, Subject, Task, skips, subjects
-from cudabench.results.export import case_to_dict
+from cudabench.results.exporters.json_document import case_to_dict
 from cudabench.engine.workers import Worker
-from cudabench.results.model import Result
+from cudabench.results.records.model import Result
 
 __all__ = ["Runner", "WorkerStartError", "expected_seconds"]
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from cudabench.errors import CudabenchError
-from cudabench.results.export import case_from_dict
+from cudabench.results.exporters.json_document import case_from_dict
 
 
 class SubjectHandler:

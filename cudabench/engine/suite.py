@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Optional
 
 from cudabench.errors import ConfigError
-from cudabench.results.config import Suite, TimingPolicy
+from cudabench.engine.suite_file import Suite, TimingPolicy
 from cudabench.spec.registry import Registry
 from cudabench.engine.plan import DEFAULT_TIMEOUT, RunOptions, Task, plan
 

@@ -26,8 +26,8 @@ from typing import Any, Callable, Optional, TextIO
 from cudabench import nvtx
 from cudabench.engine.protocol import encode
 from cudabench.errors import CudabenchError
-from cudabench.results.export import case_from_dict, result_to_dict
-from cudabench.results.model import Case
+from cudabench.results.exporters.json_document import case_from_dict, result_to_dict
+from cudabench.results.records.model import Case
 
 
 class Handler:

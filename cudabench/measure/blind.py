@@ -45,9 +45,9 @@ from cudabench.measure.subject import case_inputs
 from cudabench.measure.timers import CuptiRound, make_timer, sleep_cycles
 from cudabench.measure.transport import describe, share
 from cudabench.measure.workload import make_workload
-from cudabench.results.export import measurement_to_dict
-from cudabench.results.model import Case
-from cudabench.results.stats import summarize
+from cudabench.results.exporters.json_document import measurement_to_dict
+from cudabench.results.records.model import Case
+from cudabench.results.records.stats import summarize
 from cudabench.spec.build import build
 from cudabench.spec.family import Family
 from cudabench.spec.registry import Registry

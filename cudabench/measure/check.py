@@ -7,7 +7,7 @@ from typing import Any, Mapping
 
 import torch
 
-from cudabench.results.model import Check
+from cudabench.results.records.model import Check
 from cudabench.measure.poison import poison
 from cudabench.spec.family import Family
 from cudabench.measure.workload import Workload, make_workload

@@ -39,7 +39,7 @@ from __future__ import annotations
 import statistics
 from typing import Any, Sequence
 
-from cudabench.results.model import Check, IntegrityCheck
+from cudabench.results.records.model import Check, IntegrityCheck
 
 WINDOW_SHARE = 0.8          # the timer may see down to this share of CUPTI's busy time (noise)
 WINDOW_SLACK = 2e-6         # ... minus this many seconds (profiler timestamp granularity)

@@ -44,9 +44,9 @@ from cudabench.measure.check import compare, output_specs, reference_results
 from cudabench.measure.settings import Settings
 from cudabench.measure.subject import Phases, case_inputs, figure, own_work, work_of
 from cudabench.measure.transport import TransportError, forget_inline, open_shared
-from cudabench.results.export import case_to_dict, measurement_from_dict
-from cudabench.results.model import Case, Check, IntegrityCheck, Measurement, Result
-from cudabench.results.stats import summarize
+from cudabench.results.exporters.json_document import case_to_dict, measurement_from_dict
+from cudabench.results.records.model import Case, Check, IntegrityCheck, Measurement, Result
+from cudabench.results.records.stats import summarize
 from cudabench.spec.family import UNIT_ROUNDOFF, Family
 from cudabench.spec.registry import Registry
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional, Protocol
 
 from cudabench.measure.stop import StopRule
-from cudabench.results.model import Measurement
+from cudabench.results.records.model import Measurement
 
 Call = Callable[[], Any]
 Hook = Optional[Callable[[], None]]

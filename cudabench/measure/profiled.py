@@ -10,7 +10,7 @@ from cudabench import nvtx
 from cudabench.measure.loop import Warmup, measure
 from cudabench.measure.stop import FixedCount
 from cudabench.measure.timers import EventTimer, cupti_session, gpu_activity, recorded
-from cudabench.results.stats import summarize
+from cudabench.results.records.stats import summarize
 
 CALL_SUFFIX = nvtx.CALL_SUFFIX
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Optional, Protocol, Sequence
 
-from cudabench.results.stats import summarize
+from cudabench.results.records.stats import summarize
 
 
 class StopRule(Protocol):

@@ -13,7 +13,7 @@ from cudabench import nvtx
 from cudabench.errors import CheckFailedError
 from cudabench.measure.check import check_workload, reference_results
 from cudabench.measure.workload import make_workload
-from cudabench.results.model import Case, Check, Result
+from cudabench.results.records.model import Case, Check, Result
 from cudabench.spec.build import build
 from cudabench.spec.distributions import LARGE
 from cudabench.spec.family import Family

@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterator, Optional
 
 import torch
 
-from cudabench.results.model import TIMINGS
+from cudabench.results.records.model import TIMINGS
 
 Call = Callable[[], Any]
 Hook = Optional[Callable[[], None]]

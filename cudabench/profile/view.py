@@ -103,7 +103,7 @@ TIMELINE_CALLS = 3  # calls drawn by profile --timeline: enough to see the patte
 def draw_timeline(req: ProfileRequest, data: nsys_report.Report, summary: dict, out: Console) -> None:
     """The first profiled calls from the nsys report: NVTX call ranges, launch and synchronize API
     calls on the host, kernels on the GPU."""
-    from cudabench.results.timeline import plot_timeline
+    from cudabench.results.plots.timeline import plot_timeline
 
     spans = nsys_report.call_timeline(data, CALL_SUFFIX, TIMELINE_CALLS)
     if not spans:

@@ -6,7 +6,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cudabench.cli.app import app
-from cudabench.results.store import Store
+from cudabench.results.store.database import Store
 
 pytestmark = pytest.mark.gpu
 

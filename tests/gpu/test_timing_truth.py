@@ -103,7 +103,7 @@ def test_compare_sync_modes_draws_the_timeline(tmp_path, monkeypatch):
     """--timeline: every mode has its launches on the host and its kernels on the GPU, and "both"
     has a synchronize before each clock span; the picture is written."""
     pytest.importorskip("matplotlib")
-    from cudabench.results import timeline
+    from cudabench.results.plots import timeline
 
     drawn = {}
     real = timeline.plot_timeline

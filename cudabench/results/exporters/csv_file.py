@@ -1,4 +1,4 @@
-"""The CSV export: a header and one row per result (cudabench.results.rows), full precision."""
+"""The CSV export: a header and one row per result (cudabench.results.exporters.rows), full precision."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import csv
 import io
 from typing import Any, Mapping
 
-from cudabench.results.rows import COLUMNS, flat_rows
+from cudabench.results.exporters.rows import COLUMNS, flat_rows
 
 
 def to_csv(doc: Mapping[str, Any]) -> str:

@@ -18,7 +18,7 @@ def plot_timeline(spans: Sequence[Mapping[str, Any]], headings: Mapping[str, tup
     """Draw `spans` (dicts: mode, lane "host" or "gpu", kind, start, end in µs), one panel per mode
     headed by headings[mode] = (text, whether its figure is a measurement: the clock brackets are
     green if so, else red), to exactly `out_path`."""
-    from cudabench.results.plot import check_image_path, matplotlib_classes, save_figure
+    from cudabench.results.plots.sweep import check_image_path, matplotlib_classes, save_figure
 
     Figure, Canvas, _, _ = matplotlib_classes()
     image_format = check_image_path(out_path)

@@ -1,9 +1,9 @@
 """The results document's schema check (pydantic v2), for readers only: `load_results` in
-cudabench.results.export imports this module when it reads a file, so `cudabench run` and the worker
+cudabench.results.exporters.json_document imports this module when it reads a file, so `cudabench run` and the worker
 never import pydantic.
 
-The models are made from the records of cudabench.results.model (their fields and type hints, read as
-cudabench.results.codec writes them), so they cannot drift from what is written. Validation is strict:
+The models are made from the records of cudabench.results.records.model (their fields and type hints, read as
+cudabench.results.records.codec writes them), so they cannot drift from what is written. Validation is strict:
 a string is never read as a number nor a number as a string, so a hand-edited or foreign file fails
 with the path of the first wrong field instead of a traceback deep in compare or plot. Every field is
 required but those added after a file format was first written (`later` in the records), which read
@@ -20,8 +20,8 @@ from typing import Annotated, Any, Literal, Optional
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, create_model
 
-from cudabench.results import model
-from cudabench.results.codec import BLANK_AS_NULL, LATER, Kind, default_data, hints, kind_of, written_properties
+from cudabench.results.records import model
+from cudabench.results.records.codec import BLANK_AS_NULL, LATER, Kind, default_data, hints, kind_of, written_properties
 
 NON_FINITE = ("nan", "inf", "-inf")  # how export.json_safe writes NaN and infinities
 MAX_REPORTED = 5                     # wrong fields named in one message

@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from cudabench.results.units import fmt_bytes, fmt_error, fmt_time
-from cudabench.results.rows import TIME_COLUMNS, UNTRUSTED, flat_rows
+from cudabench.results.exporters.rows import TIME_COLUMNS, flat_rows
+from cudabench.results.records.model import UNTRUSTED
 
 
 def markdown_header(doc: Mapping[str, Any]) -> str:

@@ -9,9 +9,9 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from cudabench.results.model import Environment, Result, noisy, throttle_warning
-from cudabench.results.compare import median_text, memory_change, verdict_text
-from cudabench.results.stats import speedup, throughput
+from cudabench.results.records.model import Environment, Result, noisy, throttle_warning
+from cudabench.results.compare.verdicts import median_text, memory_change, verdict_text
+from cudabench.results.records.stats import speedup, throughput
 from cudabench.results.units import fmt_bytes, fmt_decimal_bytes, fmt_error, fmt_share, fmt_time
 
 

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
 from cudabench.errors import ConfigError, ToolNotFoundError
+from cudabench.results.records.model import UNTRUSTED
 
 Result = Mapping[str, Any]
-UNTRUSTED = ("INVALID", "ERROR")   # a figure that is in the file but must not be shown
 
 
 @dataclass(frozen=True)

@@ -50,7 +50,7 @@ from typing import Any, Callable, NoReturn, Optional, Sequence
 
 from cudabench.errors import ConfigError
 from cudabench.files import parse_toml, read_input
-from cudabench.results.model import DIRECTIONS, TIMINGS
+from cudabench.results.records.model import DIRECTIONS, TIMINGS
 from cudabench.spec.family import DTYPES
 from cudabench.spec.shapes import LARGEST, parse_value
 

@@ -1,6 +1,6 @@
-"""Records as plain data and back, for every frozen dataclass of cudabench.results.model, read from the
+"""Records as plain data and back, for every frozen dataclass of cudabench.results.records.model, read from the
 records' own fields and type hints: a field added to a record is in the files, the worker messages
-and the schema check (cudabench.results.schema) with no other edit.
+and the schema check (cudabench.results.records.schema) with no other edit.
 
 How a field's type reads as data:
 

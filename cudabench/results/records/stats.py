@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from cudabench.results.model import Stats
+from cudabench.results.records.model import Stats
 
 
 def summarize(samples: Sequence[float]) -> Stats:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping, Optional
 
-UNTRUSTED = ("INVALID", "ERROR")  # statuses whose figures are not results
 
 COLUMNS = ("family", "shape", "direction", "dtype", "subject", "role", "status", "rel_error", "median", "ci_low",
            "ci_high", "q1", "q3", "min", "mean", "stdev", "n", "kernel_time", "kernels_per_call", "tflops", "gbps",

@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Optional
 
-from cudabench.results.compare import compare_pair, measured_samples
-from cudabench.results.store import Point
+from cudabench.results.compare.verdicts import compare_pair, measured_samples
+from cudabench.results.store.database import Point
 
 Series = tuple[str, str, str]  # (GPU model, case key, subject) of results timed alike
 

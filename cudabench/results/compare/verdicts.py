@@ -1,4 +1,4 @@
-"""Noise-aware comparison of two results documents (see cudabench.results.export): for each subject on each
+"""Noise-aware comparison of two results documents (see cudabench.results.exporters.json_document): for each subject on each
 case measured in both, a bootstrap confidence interval of median(new) / median(old) and a verdict.
 
 Verdict, for the 95 % interval [lo, hi] of the ratio and threshold t (5 % = 0.05), first match wins:
@@ -59,6 +59,7 @@ from typing import Any, Iterable, Mapping, Optional
 import numpy as np
 
 from cudabench.errors import ConfigError
+from cudabench.results.records.model import UNTRUSTED
 from cudabench.results.units import fmt_bytes, fmt_time
 
 RESAMPLES = 2000
@@ -217,7 +218,6 @@ def verdict(low: float, high: float, threshold: float) -> str:
 
 # ---- documents -----------------------------------------------------------------------------------
 
-UNTRUSTED = ("INVALID", "ERROR")
 
 
 def _failure(result: Optional[Mapping[str, Any]], side: str = "") -> Optional[str]:

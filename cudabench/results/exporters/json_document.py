@@ -1,8 +1,8 @@
 """Results as plain data: a versioned JSON document with every sample, its codec, and its reading back
-(the CSV, Markdown and HTML renderings are cudabench.results.csv_format, .markdown and .html).
+(the CSV, Markdown and HTML renderings are cudabench.results.exporters.csv_file, .markdown and .html).
 
 Schema "cudabench.results", version 2 (a reader refuses other names and versions, reads 1 too, and checks
-every field against cudabench.results.schema):
+every field against cudabench.results.records.schema):
 
     schema, schema_version, command, seed, complete (false while the run is going, and for a run
                     ended early by Ctrl-C: some planned subjects are missing)
@@ -10,7 +10,7 @@ every field against cudabench.results.schema):
     source_hashes   {family: sha256 of its sources and cudabench's shared headers}
     results[]       the Result records (case, check, stats, measurement, integrity inside)
 
-The records are those of cudabench.results.model, written as cudabench.results.codec says: their fields,
+The records are those of cudabench.results.records.model, written as cudabench.results.records.codec says: their fields,
 and beside them what readers of a file want without recomputing (a case's key, a result's status, a
 check's passed, stats' iqr, noise and precision, a measurement's unit). Version 1 files lack error,
 integrity, host and gpu; fields added later in version 2 are absent from earlier files, and readers take
@@ -31,8 +31,8 @@ from cudabench import __version__
 from cudabench.errors import ConfigError
 from cudabench.files import parse_json, read_input
 from cudabench.outputs import write_text_atomic
-from cudabench.results.codec import from_data, to_data
-from cudabench.results.model import Case, Environment, Measurement, Result
+from cudabench.results.records.codec import from_data, to_data
+from cudabench.results.records.model import Case, Environment, Measurement, Result
 from cudabench.spec.family import Family
 
 SCHEMA = "cudabench.results"
@@ -41,7 +41,7 @@ READABLE_VERSIONS = (1, 2)
 
 
 def result_to_dict(r: Result) -> dict[str, Any]:
-    """A result as plain data, as files and worker messages carry it (cudabench.results.codec)."""
+    """A result as plain data, as files and worker messages carry it (cudabench.results.records.codec)."""
     return to_data(r)
 
 
@@ -120,7 +120,7 @@ def _not_results(path: Path | str, why: str) -> ConfigError:
 
 
 def check_document(doc: Any, path: Path | str) -> dict[str, Any]:
-    """`doc` validated against the results schema (cudabench.results.schema) and normalised: every
+    """`doc` validated against the results schema (cudabench.results.records.schema) and normalised: every
     field present and typed, NaN strings as floats. ConfigError naming `path` (a file, or any label
     such as a stored run's) and the wrong field."""
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
@@ -132,7 +132,7 @@ def check_document(doc: Any, path: Path | str) -> dict[str, Any]:
                           "Use the cudabench version that wrote it, or run the benchmark again.")
     from pydantic import ValidationError
 
-    from cudabench.results import schema  # pydantic only where files are read, never in `run`
+    from cudabench.results.records import schema  # pydantic only where files are read, never in `run`
 
     try:
         return schema.normalised(doc)

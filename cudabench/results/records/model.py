@@ -1,6 +1,6 @@
 """The records that flow through a run, defined once: plain frozen dataclasses (no torch). Their fields
 and type hints are also the results file's format, the worker messages' and the schema a file is
-checked against (cudabench.results.codec, cudabench.results.schema)."""
+checked against (cudabench.results.records.codec, cudabench.results.records.schema)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Literal, Optional
 
-from cudabench.results.codec import blank_as_null, later, written, written_later
+from cudabench.results.records.codec import blank_as_null, later, written, written_later
 
 DIRECTIONS = ("fwd", "bwd", "fwdbwd")
 
@@ -21,6 +21,7 @@ TIMINGS = {
     "graph": "GPU time per call from CUDA-graph replays of R calls (no per-call launch cost)",
     "cupti": "kernel time per call: CUPTI kernel durations (torch.profiler) summed per call",
 }
+UNTRUSTED = ("INVALID", "ERROR")  # statuses whose figures are kept for the record but are not results
 THROTTLE_FRACTION = 0.9  # warn when the SM clock during a run falls below this share of its max
 
 

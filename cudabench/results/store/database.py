@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterator, Mapping, Optional
 
 from cudabench.errors import ConfigError
 from cudabench.files import kind_of, parse_json
-from cudabench.results.export import check_document, json_safe
+from cudabench.results.exporters.json_document import check_document, json_safe
 
 ENV_VAR = "CUDABENCH_STORE"
 DEFAULT_NAME = Path(".cudabench") / "results.db"

@@ -1,0 +1,1 @@
+"""Comparing two runs: noise-aware verdicts per subject."""

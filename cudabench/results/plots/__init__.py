@@ -1,0 +1,1 @@
+"""Pictures: the sweep and history plots, the sync lesson's timeline."""

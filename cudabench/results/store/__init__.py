@@ -1,0 +1,1 @@
+"""The results store (SQLite) and the history of a subject across stored runs."""
