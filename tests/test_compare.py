@@ -9,7 +9,9 @@ import pytest
 from typer.testing import CliRunner
 
 from cudabench.cli.app import app
-from cudabench.results.compare.verdicts import bootstrap_medians, compare_documents, parse_threshold, verdict, verdict_text
+from cudabench.results.compare.bootstrap import bootstrap_medians, verdict
+from cudabench.results.compare.render import verdict_text
+from cudabench.results.compare.verdicts import compare_documents, parse_threshold
 from cudabench.results.exporters.json_document import write_json_atomic
 from cudabench.results.records.model import IntegrityCheck
 from cudabench.errors import ConfigError

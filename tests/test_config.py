@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from cudabench.engine.suite_file import MAX_SUITE_SHAPES, expand_shape, load_suite, swept_parameters
+from cudabench.engine.suite_file import MAX_SUITE_SHAPES, load_suite, swept_parameters
+from cudabench.engine.suite_shapes import expand_shape
 from cudabench.errors import ConfigError
 
 CONFIGS = sorted((Path(__file__).resolve().parent.parent / "configs").glob("*.toml"))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cudabench.cli.run import Outputs
+from cudabench.cli.run_outputs import Outputs
 from cudabench.cli.supervise import unfinished_message
 
 EXITS = {

@@ -13,7 +13,8 @@ from cudabench.engine.plan import RunOptions
 from cudabench.engine.suite import plan_suite
 from cudabench.errors import CudabenchError
 from cudabench.results.compare.verdicts import parse_threshold
-from cudabench.engine.suite_file import load_suite, parse_warmup
+from cudabench.engine.suite_file import load_suite
+from cudabench.engine.suite_values import parse_warmup
 from cudabench.spec.registry import discover
 from cudabench.spec.shapes import LARGEST, parse_shape
 

@@ -168,7 +168,7 @@ def test_a_variant_without_backward_is_skipped_at_planning_for_backward_directio
 
 def test_run_outputs_to_stdout_once_at_the_end(tmp_path, capsys):
     from cudabench.cli.common import out
-    from cudabench.cli.run import Outputs
+    from cudabench.cli.run_outputs import Outputs
     from synthetic import doc as document
 
     outputs = Outputs(json=__import__("pathlib").Path("-"), csv=tmp_path / "deep" / "r.csv", markdown=None)

@@ -389,7 +389,8 @@ def test_an_output_that_is_an_input_is_refused(tmp_path, valid_doc, how, case):
     suite = tmp_path / "suite.toml"
     suite.write_text('[[case]]\nkernels = ["add2"]\n')
     store = tmp_path / "store.db"
-    from cudabench.results.store.database import Provenance, Store
+    from cudabench.results.store.database import Store
+    from cudabench.results.store.provenance import Provenance
 
     with Store(store) as opened:
         opened.append(valid_doc, Provenance("ab" * 20, False), "2024-06-01T12:00:00+00:00")
@@ -564,7 +565,8 @@ def test_a_store_that_is_not_one(tmp_path, kind, what):
 def test_a_stored_run_that_is_not_a_results_document(tmp_path, valid_doc, document):
     import sqlite3
 
-    from cudabench.results.store.database import Provenance, Store
+    from cudabench.results.store.database import Store
+    from cudabench.results.store.provenance import Provenance
 
     store = tmp_path / "store.db"
     with Store(store) as opened:

@@ -9,7 +9,8 @@ from typer.testing import CliRunner
 
 from cudabench.cli.app import app
 from cudabench.results.report.html import Figure, page
-from cudabench.results.store.database import Provenance, Store
+from cudabench.results.store.database import Store
+from cudabench.results.store.provenance import Provenance
 from synthetic import doc, measured, timex_sweep
 
 

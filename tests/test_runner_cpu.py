@@ -8,7 +8,7 @@ import pytest
 from rich.console import Console
 
 from cudabench.results import units
-from cudabench.results.report import terminal as report
+from cudabench.results.report import lesson_tables, terminal as report
 from cudabench.device import environment
 from cudabench.errors import ShapeError
 from cudabench.results.exporters.json_document import SCHEMA_VERSION, document, write_json_atomic
@@ -86,9 +86,9 @@ def test_time_format(seconds, text):
 
 
 def test_bars():
-    assert report.bar(1.0, 1.0, width=4) == "████"
-    assert report.bar(0.5, 1.0, width=4) == "██"
-    assert report.bar(0.0, 1.0) == "▏"
+    assert lesson_tables.bar(1.0, 1.0, width=4) == "████"
+    assert lesson_tables.bar(0.5, 1.0, width=4) == "██"
+    assert lesson_tables.bar(0.0, 1.0) == "▏"
 
 
 def test_record_as_files_a_subject_under_another_name(registry):

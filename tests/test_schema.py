@@ -16,7 +16,8 @@ from typer.testing import CliRunner
 
 from cudabench.cli.app import app
 from cudabench.errors import ConfigError
-from cudabench.results.compare.verdicts import compare_documents, to_json, to_markdown as verdicts_markdown
+from cudabench.results.compare.render import to_json, to_markdown as verdicts_markdown
+from cudabench.results.compare.verdicts import compare_documents
 from cudabench.results.exporters.csv_file import to_csv
 from cudabench.results.exporters.json_document import (json_safe, check_document, document, load_results, result_from_dict,
                                       write_json_atomic)

@@ -14,7 +14,8 @@ from typer.testing import CliRunner
 from cudabench.cli.app import app, optional_value
 from cudabench.errors import ConfigError
 from cudabench.results.store.history import select, series
-from cudabench.results.store.database import MIGRATIONS, SCHEMA_VERSION, Provenance, Store, check_readable
+from cudabench.results.store.database import MIGRATIONS, SCHEMA_VERSION, Store, check_readable
+from cudabench.results.store.provenance import Provenance
 from synthetic import doc, measured
 
 SHAPE = {"B": 32, "C": 768, "T": 768}
@@ -81,7 +82,8 @@ def test_a_store_from_a_newer_cudabench_or_not_a_store_is_refused(tmp_path):
 WRITER = """
 import sys
 sys.path[:0] = [sys.argv[3]]
-from cudabench.results.store.database import Provenance, Store
+from cudabench.results.store.database import Store
+from cudabench.results.store.provenance import Provenance
 from synthetic import doc, measured
 with Store(sys.argv[1]) as store:
     for i in range(int(sys.argv[2])):
@@ -157,7 +159,7 @@ def test_compare_resolves_git_names_through_git(tmp_path):
 
 
 def test_run_appends_to_the_store_with_this_work_trees_commit(tmp_path):
-    from cudabench.cli.run import Outputs
+    from cudabench.cli.run_outputs import Outputs
 
     path = tmp_path / "run.db"
     outputs = Outputs(None, None, None, store=path)
@@ -181,7 +183,7 @@ def test_store_alone_means_the_default_store():
 def test_a_store_that_cannot_take_the_run_keeps_it_in_a_file_and_says_so(tmp_path, monkeypatch):
     """Nothing measured is lost: a store locked past the wait (or full, or Ctrl-C while waiting)."""
     import cudabench.results.store.database as store_module
-    from cudabench.cli.run import Outputs
+    from cudabench.cli.run_outputs import Outputs
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(store_module, "WAIT_SECONDS", 0.2)
@@ -199,7 +201,7 @@ def test_a_store_that_cannot_take_the_run_keeps_it_in_a_file_and_says_so(tmp_pat
 
 
 def test_a_store_that_cannot_be_created_is_refused_before_the_run(tmp_path):
-    from cudabench.cli.run import Outputs
+    from cudabench.cli.run_outputs import Outputs
 
     (tmp_path / "file").write_text("")
     with pytest.raises(ConfigError, match="Cannot write"):

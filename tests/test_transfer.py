@@ -10,7 +10,7 @@ from cudabench.cli.app import app
 from cudabench.cli.lessons import parse_size
 from cudabench.errors import ShapeError
 from cudabench.measure.transfer import METHODS, CopyResult, Overlap, is_valid
-from cudabench.results.report.terminal import overlap_table, transfer_table
+from cudabench.results.report.lesson_tables import overlap_table, transfer_table
 
 
 @pytest.mark.parametrize("text, size", [("1MB", 10**6), ("256MiB", 256 << 20), ("1GB", 10**9), ("4096", 4096),

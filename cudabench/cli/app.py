@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 
 from cudabench import __version__
-from cudabench.cli import build, doctor, lessons, listing, profile, results, run, watch, workers
+from cudabench.cli import build, check, doctor, lessons, listing, profile, results, run, watch, workers
 from cudabench.cli.common import FLAGS, report_errors
 
 app = typer.Typer(
@@ -55,7 +55,7 @@ COMMANDS = [
     ("list", listing.list_kernels),
     ("doctor", doctor.doctor_cmd),
     ("build", build.build_cmd),
-    ("check", run.check),
+    ("check", check.check),
     ("run", run.run),
     ("compare", results.compare),
     ("history", results.history),

@@ -40,7 +40,7 @@ def compare_sync_modes(
     from cudabench.device import require_gpu
     from cudabench.errors import CudabenchError
     from cudabench.measure import sync_modes
-    from cudabench.results.report import terminal as report
+    from cudabench.results.report import lesson_tables, terminal as report
     from cudabench.spec.shapes import parse_shape
 
     if iters < 2 or show < 1:
@@ -78,8 +78,8 @@ def compare_sync_modes(
               f"error {worst:.1e}. {iters} iterations per mode, each mode after {warmup} "
               f"unsynchronised warm-up calls" + (f" queued behind {busy_ms:g} ms of earlier GPU work." if busy_ms
                                                  else " (the tutorial exactly)."))
-    out.print(report.sync_modes_table(results))
-    out.print(report.iteration_view(results[:len(sync_modes.PLACEMENTS)], show))
+    out.print(lesson_tables.sync_modes_table(results))
+    out.print(lesson_tables.iteration_view(results[:len(sync_modes.PLACEMENTS)], show))
     out.print(sync_modes.EXPLANATION)
     if timeline:
         from cudabench.results.plots.timeline import plot_timeline
@@ -155,7 +155,7 @@ def compare_transfer(
     from cudabench.engine.workers import ProcessWorker, WorkerLost, worker_command
     from cudabench.errors import CudabenchError
     from cudabench.measure import transfer
-    from cudabench.results.report import terminal as report
+    from cudabench.results.report import lesson_tables, terminal as report
 
     from cudabench.results.exporters.json_document import write_json_atomic
 
@@ -192,6 +192,6 @@ def compare_transfer(
     overlap = transfer.Overlap(**{**overlap, "sequential": tuple(overlap["sequential"]),
                                   "overlapped": tuple(overlap["overlapped"])})
     out.print(f"{iters} copies per row, each from an idle GPU; medians.")
-    out.print(report.transfer_table(copies))
-    out.print(report.overlap_table(overlap))
+    out.print(lesson_tables.transfer_table(copies))
+    out.print(lesson_tables.overlap_table(overlap))
     out.print(transfer.EXPLANATION)

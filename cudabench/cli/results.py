@@ -37,8 +37,9 @@ def compare(
     is slower beyond the threshold, its peak memory grew beyond the memory threshold, a subject measured in old is not measured in new, a result is
     INVALID or crashed, or a file has nothing measured: usable as a CI gate. With --json - or
     --markdown -, standard output carries only that; the table and notes go to standard error."""
-    from cudabench.results.report import terminal as report
-    from cudabench.results.compare.verdicts import compare_documents, describe, parse_threshold
+    from cudabench.results.report import compare_tables
+    from cudabench.results.compare.render import describe
+    from cudabench.results.compare.verdicts import compare_documents, parse_threshold
 
     limit, memory_limit = parse_threshold(threshold), parse_threshold(memory_threshold)
     console = _check_outputs(json_path, markdown_path, inputs=[w for w in (old, new) if not w.startswith("@")]
@@ -53,10 +54,10 @@ def compare(
             say(("note: ", "yellow"), f"the {side} run ({where}) did not finish (interrupted, or still going "
                 f"when written): it has {len(doc['results'])} result(s), and what it did not reach is missing.",
                 console=console)
-    for line in report.environment_differences(old_doc, new_doc):
+    for line in compare_tables.environment_differences(old_doc, new_doc):
         say(("note: ", "yellow"), line, console=console)
     if comparison.rows:
-        console.print(report.compare_table(comparison))
+        console.print(compare_tables.compare_table(comparison))
     else:
         console.print("no subject was measured in both files", style="dim")
     notes = [("only in new: ", comparison.only_new), ("measured in neither: ", comparison.unmeasured)]
@@ -74,7 +75,8 @@ def compare(
 def _load(where: str, store: Optional[Path]) -> tuple[dict, Optional[int]]:
     """A results document from a file, or from the store for `@REF` (with its run's id)."""
     from cudabench.results.exporters.json_document import check_document, load_results
-    from cudabench.results.store.database import Store, default_path
+    from cudabench.results.store.access import default_path
+    from cudabench.results.store.database import Store
 
     if not where.startswith("@"):
         return load_results(Path(where)), None
@@ -99,10 +101,11 @@ def history(
 ) -> None:
     """A subject's median over the stored runs, oldest first, each judged against the run before with
     compare's noise-aware test: the change points are where it got slower or faster."""
-    from cudabench.results.report import terminal as report
+    from cudabench.results.report import compare_tables
     from cudabench.results.compare.verdicts import parse_threshold
     from cudabench.results.store.history import select, series
-    from cudabench.results.store.database import Store, default_path
+    from cudabench.results.store.access import default_path
+    from cudabench.results.store.database import Store
 
     limit = parse_threshold(threshold)
     path = Path(store) if store else default_path()
@@ -119,7 +122,7 @@ def history(
         found = series(select(opened.points(), kernel or (), case, gpu), limit)
     if not found:
         raise ConfigError(f"No measured result in {path} matches.", "`cudabench history` alone lists them all.")
-    for table in report.history_tables(found):
+    for table in compare_tables.history_tables(found):
         out.print(table)
     changes = sum(step.changed for steps in found.values() for step in steps)
     detail(f"{len(found)} series, {changes} change point(s) beyond {threshold} (store: {path})")
@@ -142,7 +145,7 @@ def report_cmd(
     from cudabench.results.exporters.json_document import load_results
     from cudabench.outputs import write_text_atomic
     from cudabench.results.report.html import page
-    from cudabench.results.store.database import default_path
+    from cudabench.results.store.access import default_path
 
     path = Path(store) if store else default_path()
     check_outputs([html_path], [results, path])
@@ -211,14 +214,14 @@ def _check_outputs(json_path: Optional[Path], markdown_path: Optional[Path], inp
 
 
 def _default_store() -> Path:
-    from cudabench.results.store.database import default_path
+    from cudabench.results.store.access import default_path
 
     return default_path()
 
 
 def _write_verdicts(comparison: Any, json_path: Optional[Path], markdown_path: Optional[Path],
                     console: Console) -> None:
-    from cudabench.results.compare.verdicts import to_json, to_markdown
+    from cudabench.results.compare.render import to_json, to_markdown
     from cudabench.results.exporters.json_document import write_json_atomic
     from cudabench.outputs import write_text_atomic, writes_to_stdout
 

@@ -1,20 +1,20 @@
-"""`cudabench run` and `cudabench check`: plan here, run every subject in an isolated worker
+"""`cudabench run`: plan here, run every subject in an isolated worker
 process, print the tables, and keep the results files current after each result."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shlex
 import sys
 import time
-from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Iterator, List, Optional
+from typing import Any, List, Optional
 
 import typer
 
-from cudabench.cli.common import FLAGS, KernelsDir, check_writable, detail, err, is_stdout, out, registry, say, split
+from cudabench.cli.common import FLAGS, KernelsDir, detail, err, out, registry, say, split
+from cudabench.cli.run_outputs import Outputs, store_path
+from cudabench.cli.runner import failed, gpus_of, start_runner
 from cudabench.errors import RunFailedError, ShapeError
 
 
@@ -39,7 +39,7 @@ def stop_rule(repeat: Optional[int], min_time: Optional[float], noise: float, ma
 
 def warmup_of(text: str):
     from cudabench.measure.loop import Warmup
-    from cudabench.engine.suite_file import parse_warmup
+    from cudabench.engine.suite_values import parse_warmup
 
     return Warmup(*parse_warmup(text))
 
@@ -59,140 +59,6 @@ def renames(pairs: Optional[List[str]]) -> dict[str, str]:
             raise ShapeError(f"Cannot read --record-as '{pair}'.", "Write VARIANT=NAME, e.g. timex-v3=timex-v4.")
         found[old.strip()] = new.strip()
     return found
-
-
-def start_runner(options: Any, kernels_dirs: Any, settings: Optional[dict] = None, gpus: Any = (),
-                 cluster: Optional[str] = None, warm: Optional[bool] = None):
-    """A Runner with one worker per GPU of `gpus` (none: the default GPU): the GPU's warm worker
-    (cudabench.engine.warm), started if none runs, or with `warm` False a fresh
-    `python -m cudabench.engine.worker` process; or on the Dask cluster at `cluster`."""
-    if cluster:
-        from cudabench.engine.cluster import ClusterRunner
-
-        return ClusterRunner(cluster, options, kernels_dirs, settings)
-    from cudabench.engine.scheduler import Runner
-    from cudabench.engine.warm_client import SocketWorker, warm_by_default, worker_idle
-    from cudabench.engine.workers import ProcessWorker, worker_command
-
-    warm = warm_by_default() if warm is None else warm
-
-    def start(gpu):
-        env = {**os.environ, **gpu.env()} if gpu is not None else dict(os.environ)
-        if warm:
-            return SocketWorker(gpu, kernels_dirs or (), env, idle=worker_idle())
-        return ProcessWorker(worker_command(), env=env)
-
-    return Runner(options, start, kernels_dirs, settings, gpus=gpus)
-
-
-def gpus_of(spec: Optional[str]) -> list:
-    """The GPUs --gpus names (nothing: the default GPU alone)."""
-    if not spec:
-        return []
-    from cudabench.engine.gpus import detect, select
-
-    return select(spec, detect())
-
-
-@dataclass
-class Outputs:
-    """The results files of a run, rewritten atomically after each result. An output given as `-`
-    goes to standard output once, at the end; the tables then go to stderr so stdout stays parseable."""
-
-    json: Optional[Path]
-    csv: Optional[Path]
-    markdown: Optional[Path]
-    store: Optional[Path] = None   # a results store the run is appended to, at the end
-    stored_as: Optional[int] = None
-    store_problem: str = ""        # why the append failed, and where the run was kept instead
-
-    def check(self, inputs: tuple = ()) -> None:
-        """Before any work: each output can be written and none is one of `inputs` (the suite file) or
-        another output (the store included)."""
-        from cudabench.outputs import check_outputs
-
-        paths = [p for p in (self.json, self.csv, self.markdown) if p is not None]
-        if sum(is_stdout(p) for p in paths) > 1:
-            raise ShapeError("Only one of --json, --csv and --markdown can go to standard output (-).")
-        for path in paths:
-            check_writable(path)
-        check_outputs([*paths, self.store], inputs)
-        if self.store is not None:
-            from cudabench.results.store.database import check_readable
-
-            check_writable(self.store)  # its folder can be made and written (the file may not exist yet)
-            check_readable(self.store)
-
-    def missing(self) -> list[Path]:
-        """The results files asked for that do not exist (standard output aside)."""
-        return [p for p in (self.json, self.csv, self.markdown) if p is not None and not is_stdout(p) and not p.exists()]
-
-    @contextlib.contextmanager
-    def tables_elsewhere(self) -> Iterator[None]:
-        """While a document goes to standard output, the tables and notes go to stderr."""
-        claimed = any(is_stdout(p) for p in (self.json, self.csv, self.markdown))
-        if claimed:
-            out.file = sys.stderr
-        try:
-            yield
-        finally:
-            if claimed:
-                out.file = None  # back to whatever sys.stdout is
-
-    def save(self, doc: dict, final: bool = False) -> None:
-        from cudabench.results.exporters.csv_file import to_csv
-        from cudabench.results.exporters.json_document import write_json_atomic
-        from cudabench.results.exporters.markdown_file import to_markdown
-        from cudabench.outputs import write_text_atomic
-
-        for path, text in ((self.json, None), (self.csv, to_csv), (self.markdown, to_markdown)):
-            if path is None or (is_stdout(path) and not final):
-                continue  # standard output gets the whole document once, at the end
-            if text is None:
-                write_json_atomic(path, doc)  # `-` is written to stdout directly
-            else:
-                write_text_atomic(path, text(doc))
-        if final and self.store is not None:
-            self._store(doc)
-
-    def _store(self, doc: dict) -> None:
-        """Append the run; if that fails (a locked or full store, Ctrl-C while waiting for it), keep
-        the run in a JSON file beside it instead and say so: nothing measured is lost."""
-        import sqlite3
-
-        from cudabench.errors import CudabenchError
-        from cudabench.results.exporters.json_document import write_json_atomic
-
-        try:
-            self.stored_as = append_to_store(self.store, doc)
-            return
-        except (CudabenchError, sqlite3.Error, OSError, KeyboardInterrupt) as exc:
-            why = exc.message if isinstance(exc, CudabenchError) else f"{type(exc).__name__}: {exc}".rstrip(": ")
-        kept = Path(f"cudabench-unstored-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.json")
-        try:
-            write_json_atomic(kept, doc)
-            self.store_problem = f"could not append the run to {self.store} ({why}); it is kept in {kept}."
-        except OSError as exc:
-            self.store_problem = f"could not append the run to {self.store} ({why}), nor keep it in {kept} ({exc})."
-
-    def tell(self) -> None:
-        for label, path in (("results", self.json), ("csv", self.csv), ("markdown", self.markdown)):
-            if path and not is_stdout(path):
-                detail(f"{label}: {path}")
-        if self.stored_as is not None:
-            detail(f"store: {self.store} (run {self.stored_as})")
-        if self.store_problem:
-            say(("warning: ", "yellow"), self.store_problem, console=err)
-
-
-def append_to_store(path: Path, doc: dict) -> int:
-    """Append the finished run, with the git commit of this work tree, to the store at `path`."""
-    from datetime import datetime, timezone
-
-    from cudabench.results.store.database import Provenance, Store
-
-    with Store(path) as store:
-        return store.append(doc, Provenance.here(), datetime.now(timezone.utc).isoformat(timespec="seconds"))
 
 
 def run(
@@ -321,36 +187,6 @@ def run(
             execute(runner, tasks, outputs, "cudabench " + shlex.join(sys.argv[1:]), policy, started, wide)
 
 
-def fuzz_tasks(reg: Any, tasks: list, count: int, options: Any, seed: Optional[int]) -> list:
-    """`check --fuzz N`: each planned variant again at N random shapes within its constraints."""
-    import random
-
-    from cudabench.engine.plan import plan
-    from cudabench.spec.fuzz import random_shapes
-
-    if count <= 0:
-        return []
-    rng = random.Random(seed)
-    extra = []
-    for task in tasks:
-        for variant in task.variants:
-            for shape in random_shapes(task.family, variant, count, rng):
-                extra += plan(reg, [variant.name], shape, replace(options, baselines=()))
-    return extra
-
-
-def store_path(option: Optional[str]) -> Optional[Path]:
-    """The store `--store` names: its path, or the default for `--store` alone (an empty value)."""
-    if option is None:
-        return None
-    if is_stdout(option):
-        raise ShapeError("--store needs a file: a results store is a SQLite database, not a stream.",
-                         "Give --store PATH, or --store alone for the default store.")
-    from cudabench.results.store.database import default_path
-
-    return Path(option) if option else default_path()
-
-
 def gpu_likely() -> bool:
     """Whether an NVIDIA driver is present, without importing torch (which would delay the worker's
     start by the time of that import): only decides whether to start a worker early."""
@@ -436,10 +272,6 @@ def print_notes(runner: Any, options: Any, policy: Any) -> None:
         say((line, "yellow"), console=err)
 
 
-def failed(results: list) -> bool:
-    return any(r.status != "ok" and not r.skipped.startswith(("constraint", "dtype")) for r in results)
-
-
 class progress_for:
     """A Rich progress bar over every subject of every case on a terminal; status lines otherwise."""
 
@@ -470,39 +302,3 @@ class progress_for:
     def __exit__(self, *exc) -> None:
         if self.bar is not None:
             self.bar.stop()
-
-
-def check(
-    kernel: List[str] = typer.Option(..., "--kernel", "-k", help="Kernel or family (repeatable or "
-                                     "comma-separated)."),
-    shape: str = typer.Option("", "--shape", "-s", help="Shape parameters (each family takes its own)."),
-    direction: Optional[List[str]] = typer.Option(None, "--direction", "-d", help="fwd, bwd or fwdbwd."),
-    baselines: bool = typer.Option(False, "--baselines", help="Check the family's default baselines too."),
-    inputs: str = typer.Option("uniform", "--inputs", help=INPUTS_HELP),
-    dtype: Optional[List[str]] = typer.Option(None, "--dtype", help=DTYPE_HELP),
-    seed: Optional[int] = typer.Option(None, "--seed", min=0, max=2**31 - 1, help="Seed of the random inputs "
-                                       "(default: fresh)."),
-    fuzz: int = typer.Option(0, "--fuzz", min=0, max=1000, help="Also check each variant at N random shapes "
-                             "within its constraints (ragged sizes included), one row each."),
-    kernels_dir: Optional[List[Path]] = KernelsDir,
-) -> None:
-    """Check kernels against the fp64 reference on fresh random inputs, without timing them."""
-    from cudabench.device import require_gpu
-    from cudabench.engine.plan import RunOptions, plan
-    from cudabench.results.report import terminal as report
-    from cudabench.spec.shapes import parse_shape
-
-    options = RunOptions(directions=split(direction), baselines=None if baselines else (), seed=seed, time=False,
-                         inputs=inputs, dtypes=split(dtype))
-    reg = registry(kernels_dir)
-    tasks = plan(reg, split(kernel), parse_shape(shape), options)
-    tasks += fuzz_tasks(reg, tasks, fuzz, options, seed)
-    require_gpu()
-    with start_runner(options, kernels_dir or []) as runner:
-        results = runner.run(tasks)
-    out.print(report.check_table(results))
-    for line in report.notes(results):
-        out.print(line, style="dim")
-    if failed(results):
-        raise typer.Exit(1)
-

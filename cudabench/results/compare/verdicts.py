@@ -34,37 +34,24 @@ The exit code is 1 (a CI gate) when any of these holds, else 0:
 - a subject measured in old is missing, SKIP, FAIL, ERROR or INVALID in new, unless allow_missing
   (`--allow-missing`), which relaxes only this rule.
 
-`to_json` gives the verdicts as a small object, "cudabench.compare" version 1:
-
-    schema, schema_version, threshold (a fraction: 0.05 is 5 %), memory_threshold, allow_missing, exit_code,
-    problems[]      why the exit code is 1, one sentence each (empty when it is 0)
-    rows[]          key, subject, role, old_median, new_median (seconds per call), old_n, new_n,
-                    ratio (new/old), low, high (its 95 % interval), verdict, regressed, note, gpu
-                    (the GPU model matched on; "" when all results share one, or matched across models), old_precision,
-                    new_precision (half the recorded 95 % interval of each median, relative; NaN if
-                    not recorded), old_memory, new_memory (peak bytes; -1 if not recorded),
-                    memory_regressed
-    only_old[], only_new[], unmeasured[], failed[]      {key, subject, reason, gpu}: measured in old only,
-                    in new only, in neither (or timed differently), INVALID or ERROR
+The verdicts as text, JSON and Markdown: cudabench.results.compare.render; the bootstrap:
+cudabench.results.compare.bootstrap.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any, Mapping, Optional
 
 import numpy as np
 
 from cudabench.errors import ConfigError
+from cudabench.results.compare.bootstrap import ratio_interval, verdict
 from cudabench.results.records.model import UNTRUSTED
-from cudabench.results.units import fmt_bytes, fmt_time
+from cudabench.results.units import fmt_bytes
 
-RESAMPLES = 2000
-CONFIDENCE = 0.95
-SEED = 20240601       # fixed: the same two files always give the same verdicts
 MIN_SAMPLES = 3
 MEMORY_FLOOR = 1 << 20  # a peak-memory rise smaller than this never counts as a regression
 VERDICTS = ("same", "slower", "faster", "too noisy")
@@ -131,16 +118,16 @@ class Comparison:
     def problems(self) -> tuple[str, ...]:
         """Why the gate fails, one sentence each; empty when it passes."""
         lines = list(self.nothing_measured)
-        lines += [f"failed: {u.key}{_on(u.gpu)} {u.subject}: {u.reason}" for u in self.failed]
+        lines += [f"failed: {u.key}{on_gpu(u.gpu)} {u.subject}: {u.reason}" for u in self.failed]
         if not self.allow_missing:
             failed = {(u.key, u.subject, u.gpu) for u in self.failed}
-            lines += [f"missing in new: {u.key}{_on(u.gpu)} {u.subject} was measured in old, now {u.reason}"
+            lines += [f"missing in new: {u.key}{on_gpu(u.gpu)} {u.subject} was measured in old, now {u.reason}"
                       for u in self.only_old if (u.key, u.subject, u.gpu) not in failed]
         if self.regressions:
-            names = ", ".join(f"{r.subject} {r.key}{_on(r.gpu)}" for r in self.regressions)
+            names = ", ".join(f"{r.subject} {r.key}{on_gpu(r.gpu)}" for r in self.regressions)
             lines.append(f"regression beyond {percent(self.threshold)}: {names}")
         if self.memory_regressions:
-            names = ", ".join(f"{r.subject} {r.key}{_on(r.gpu)} ({memory_change(r)})" for r in self.memory_regressions)
+            names = ", ".join(f"{r.subject} {r.key}{on_gpu(r.gpu)} ({memory_change(r)})" for r in self.memory_regressions)
             lines.append(f"peak memory regression beyond {percent(self.memory_threshold)}: {names}")
         return tuple(lines)
 
@@ -149,7 +136,7 @@ class Comparison:
         return 1 if self.problems else 0
 
 
-def _on(gpu: str) -> str:
+def on_gpu(gpu: str) -> str:
     return f" on {gpu}" if gpu else ""
 
 
@@ -173,47 +160,6 @@ def parse_threshold(text: str) -> float:
         raise ConfigError(f"Threshold '{text}' is ambiguous: a fraction must be below 1.",
                           f"Write {t}% for {t} percent, or a fraction such as 0.05.")
     return value / 100 if percent else value
-
-
-# ---- statistics ----------------------------------------------------------------------------------
-
-def bootstrap_medians(samples: np.ndarray, rng: np.random.Generator, count: int = RESAMPLES) -> np.ndarray:
-    """Medians of `count` bootstrap resamples (n draws with replacement) of `samples`, drawn
-    exactly without building the resamples: the k-th smallest of n uniform draws is
-    Beta(k, n+1-k)-distributed, and floor(n·u) maps uniform draws to resampled positions in
-    order. Costs a sort plus O(count): milliseconds even for 100 000 samples."""
-    xs = np.sort(np.asarray(samples, dtype=np.float64))
-    n = xs.size
-    k = (n + 1) // 2                       # the (lower) middle order statistic, 1-based
-    u_k = rng.beta(k, n + 1 - k, size=count)
-    if n % 2:
-        return xs[_position(u_k, n)]
-    # even n: the next order statistic is the smallest of the n-k draws above u_k
-    u_next = u_k + (1 - u_k) * rng.beta(1, n - k, size=count)
-    return (xs[_position(u_k, n)] + xs[_position(u_next, n)]) / 2
-
-
-def _position(u: np.ndarray, n: int) -> np.ndarray:
-    return np.minimum((u * n).astype(np.int64), n - 1)
-
-
-def ratio_interval(old: np.ndarray, new: np.ndarray, confidence: float = CONFIDENCE) -> tuple[float, float]:
-    """Percentile bootstrap interval of median(new) / median(old); deterministic (fixed seed)."""
-    rng = np.random.default_rng(SEED)
-    ratios = bootstrap_medians(new, rng) / bootstrap_medians(old, rng)
-    tail = (1 - confidence) / 2 * 100
-    low, high = np.percentile(ratios, [tail, 100 - tail])
-    return float(low), float(high)
-
-
-def verdict(low: float, high: float, threshold: float) -> str:
-    if 1 / (1 + threshold) <= low and high <= 1 + threshold:
-        return "same"
-    if low > 1:
-        return "slower"
-    if high < 1:
-        return "faster"
-    return "too noisy"
 
 
 # ---- documents -----------------------------------------------------------------------------------
@@ -371,77 +317,3 @@ def compare_documents(old: Mapping[str, Any], new: Mapping[str, Any], threshold:
     nothing = _nothing_measured(old, "old") + _nothing_measured(new, "new")
     return Comparison(tuple(rows), tuple(only_old), tuple(only_new), tuple(unmeasured), threshold, tuple(failed),
                       tuple(nothing), allow_missing, memory_threshold)
-
-
-def _change(ratio: float) -> str:
-    return f"{(ratio - 1) * 100:+.1f}%"
-
-
-def median_text(median: float, precision: float) -> str:
-    """'1.00 ms ±0.3%': a median with half its recorded 95 % interval, when recorded."""
-
-    return fmt_time(median) + (f" ±{precision:.1%}" if precision == precision else "")
-
-
-def verdict_text(row: Row) -> str:
-    """e.g. 'slower +12.3% [+10.1%, +14.0%] REGRESSION' or 'same -0.4% [-1.0%, +0.2%]'."""
-    text = f"{row.verdict} {_change(row.ratio)} [{_change(row.low)}, {_change(row.high)}]"
-    return text + (" REGRESSION" if row.regressed else "")
-
-
-def describe(items: Iterable[Unmatched]) -> list[str]:
-    """Plain lines for results that could not be compared."""
-    return [f"{u.key}{_on(u.gpu)} {u.subject}: {u.reason}" for u in items]
-
-
-# ---- machine-readable and Markdown verdicts ------------------------------------------------------------
-
-JSON_SCHEMA = "cudabench.compare"
-JSON_VERSION = 1
-
-
-def to_json(comparison: Comparison) -> dict[str, Any]:
-    """The verdicts as plain data (documented in the module docstring)."""
-    def unmatched(items: Iterable[Unmatched]) -> list[dict[str, str]]:
-        return [dataclasses.asdict(u) for u in items]
-
-    return {"schema": JSON_SCHEMA, "schema_version": JSON_VERSION, "threshold": comparison.threshold,
-            "memory_threshold": comparison.memory_threshold, "allow_missing": comparison.allow_missing, "exit_code": comparison.exit_code,
-            "problems": list(comparison.problems), "rows": [dataclasses.asdict(r) for r in comparison.rows],
-            "only_old": unmatched(comparison.only_old), "only_new": unmatched(comparison.only_new),
-            "unmeasured": unmatched(comparison.unmeasured), "failed": unmatched(comparison.failed)}
-
-
-def _cell(text: Any) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ") or "-"
-
-
-def to_markdown(comparison: Comparison) -> str:
-    """A pull-request comment: the outcome, the verdict table, then why it fails and what was not compared."""
-    outcome = "**FAIL** (exit 1)" if comparison.exit_code else "**pass** (exit 0)"
-    lines = [f"**cudabench compare**: {outcome} · threshold {percent(comparison.threshold)} · "
-             "interval: 95 % bootstrap of the ratio of medians", ""]
-    if comparison.rows:
-        memory = any(r.old_memory >= 0 or r.new_memory >= 0 for r in comparison.rows)
-        lines += ["| case | kernel | old median | new median | new/old | verdict | " + ("peak memory | " if memory
-                                                                                       else "") + "note |",
-                  "|---|---|---:|---:|---:|---|" + ("---|" if memory else "") + "---|"]
-        for r in comparison.rows:
-            text = f"**{verdict_text(r)}**" if r.regressed else verdict_text(r)
-            cells = [r.key + _on(r.gpu), r.subject, median_text(r.old_median, r.old_precision),
-                     median_text(r.new_median, r.new_precision), f"{r.ratio:.3f}", text]
-            if memory:
-                cells.append(memory_change(r) + (" **REGRESSION**" if r.memory_regressed else ""))
-            cells.append(r.note)
-            lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
-    else:
-        lines.append("No subject was measured in both files.")
-    sections = [("Why it fails", list(comparison.problems)),
-                ("Measured in old only" + (" (allowed)" if comparison.allow_missing else ""),
-                 describe(comparison.only_old) if comparison.allow_missing else []),
-                ("Measured in new only", describe(comparison.only_new)),
-                ("Not compared", describe(comparison.unmeasured))]
-    for title, items in sections:
-        if items:
-            lines += ["", f"**{title}**", *(f"- {_cell(item)}" for item in items)]
-    return "\n".join(lines) + "\n"

@@ -11,7 +11,7 @@ import html
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
-from cudabench.results.compare.verdicts import median_text
+from cudabench.results.compare.render import median_text
 from cudabench.results.exporters.rows import flat_rows
 from cudabench.results.records.model import UNTRUSTED
 from cudabench.results.units import fmt_bytes, fmt_time

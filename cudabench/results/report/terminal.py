@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 from itertools import groupby
-from typing import Any, Iterable, Optional, Sequence
+from typing import Iterable, Optional, Sequence
 
 from rich import box
 from rich.table import Table
 from rich.text import Text
 
 from cudabench.results.records.model import Environment, Result, noisy, throttle_warning
-from cudabench.results.compare.verdicts import median_text, memory_change, verdict_text
 from cudabench.results.records.stats import speedup, throughput
-from cudabench.results.units import fmt_bytes, fmt_decimal_bytes, fmt_error, fmt_share, fmt_time
+from cudabench.results.units import fmt_bytes, fmt_error, fmt_share, fmt_time
 
 
 def environment_line(env: Environment) -> str:
@@ -261,75 +260,6 @@ def stop_summary(results: Sequence[Result]) -> str:
     return f"sampling: {met} of {len(reasons)} subjects reached the precision target" if reasons else ""
 
 
-# ---- compare-sync-modes ------------------------------------------------------------------------------
-
-def sync_modes_table(results: Sequence[Any]) -> Table:
-    table = Table(title="synchronize placements and timers", title_justify="left", header_style="bold")
-    for col, justify in [("mode", "left"), ("1st iter", "right"), ("median (rest)", "right"),
-                         ("valid measurement", "left"), ("what the figure contains", "left")]:
-        table.add_column(col, justify=justify, no_wrap=col != "what the figure contains")
-    for r in results:
-        valid = Text("yes", style="green") if r.valid else Text("no", style="bold red")
-        table.add_row(r.name, fmt_time(r.first), fmt_time(r.rest_median), valid, r.contains)
-    return table
-
-
-def transfer_table(copies: Sequence[Any]) -> Table:
-    """compare-transfer: one row per size, source, non_blocking and method; GB/s against the link's
-    measured peak (the fastest valid figure); invalid methods marked."""
-    peak = max((c.gbps for c in copies if c.valid), default=0.0)
-    table = Table(title=f"host → device copies (link peak measured here: {peak:.1f} GB/s)", title_justify="left",
-                  header_style="bold")
-    for col in ("size", "from", "non_blocking", "method", "median", "GB/s", "% of link", "valid"):
-        table.add_column(col, justify="right" if col in ("size", "median", "GB/s", "% of link") else "left")
-    for c in copies:
-        share = f"{c.gbps / peak:.0%}" if peak and c.valid else "-"
-        verdict = Text("yes", style="green") if c.valid else Text("NO: the copy may still be running",
-                                                                  style="bold red")
-        table.add_row(fmt_decimal_bytes(c.size), "pinned" if c.pinned else "pageable", str(c.non_blocking), c.method,
-                      fmt_time(c.median), f"{c.gbps:.1f}", share, verdict)
-    return table
-
-
-def overlap_table(o: Any) -> Table:
-    """compare-transfer: the next batch's copy and a kernel, one after the other and overlapped."""
-    import statistics
-
-    seq, both = statistics.median(o.sequential), statistics.median(o.overlapped)
-    table = Table(title=f"overlap: copy {fmt_decimal_bytes(o.size)} (pinned, non_blocking) {fmt_time(o.copy)} and "
-                        f"{o.kernel_name} {fmt_time(o.kernel)} (wall time, synchronized host clock)",
-                  title_justify="left", header_style="bold")
-    for col in ("schedule", "median wall", "saved"):
-        table.add_column(col, justify="left" if col == "schedule" else "right")
-    table.add_row("one stream: copy, then kernel", fmt_time(seq), "-")
-    table.add_row("copy on a second stream during the kernel", fmt_time(both), f"{1 - both / seq:.0%}")
-    return table
-
-
-def bar(value: float, top: float, width: int = 18) -> str:
-    """A horizontal bar of `value` on a scale where `top` fills `width` cells (eighth-cell steps)."""
-    if top <= 0 or value != value:
-        return ""
-    eighths = round(8 * width * min(value, top) / top)
-    full, part = divmod(eighths, 8)
-    return "█" * full + ("▏▎▍▌▋▊▉"[part - 1] if part else "") or "▏"
-
-
-def iteration_view(results: Sequence[Any], show: int) -> Table:
-    """The first `show` iterations of each placement as bars on one scale."""
-    shown = [r.samples[:show] for r in results]
-    top = max(max(s) for s in shown)
-    table = Table(title=f"first {show} iterations (one scale: a full bar = {fmt_time(top)})",
-                  title_justify="left", header_style="bold")
-    table.add_column("iter", justify="right")
-    for r in results:
-        table.add_column(r.name, no_wrap=True)
-    for i in range(max(len(s) for s in shown)):
-        cells = [f"{bar(s[i], top)} {fmt_time(s[i])}" if i < len(s) else "" for s in shown]
-        table.add_row(str(i + 1), *cells)
-    return table
-
-
 # ---- check -------------------------------------------------------------------------------------------
 
 def check_table(results: Sequence[Result]) -> Table:
@@ -347,66 +277,3 @@ def check_table(results: Sequence[Result]) -> Table:
         table.add_row(f"{r.case.shape_text} {r.case.direction}", r.subject, *cells,
                       f"{r.check.tolerance:g}" if r.check else "-", verdict)
     return table
-
-
-# ---- compare -----------------------------------------------------------------------------------------
-
-VERDICT_STYLE = {"same": "green", "faster": "bold green", "slower": "bold red", "too noisy": "yellow"}
-
-
-def compare_table(comparison: Any) -> Table:
-    """One row per case and subject measured in both files: medians, ratio, its 95 % interval."""
-
-    memory = any(r.old_memory >= 0 or r.new_memory >= 0 for r in comparison.rows)
-    table = Table(title=f"new vs old (threshold {comparison.threshold:.0%}"
-                        + (f", peak memory {comparison.memory_threshold:.0%}" if memory else "")
-                        + "; interval: 95 % bootstrap of the ratio of medians)", title_justify="left",
-                  header_style="bold")
-    columns = ("case", "kernel", "old median", "new median", "new/old", "verdict", *(["peak memory"] if memory else []),
-               "note")
-    for col in columns:
-        table.add_column(col, justify="right" if col in ("old median", "new median", "new/old") else "left")
-    for r in comparison.rows:
-        cells = [r.key + (f" on {r.gpu}" if r.gpu else ""), r.subject, median_text(r.old_median, r.old_precision),
-                 median_text(r.new_median, r.new_precision), f"{r.ratio:.3f}",
-                 Text(verdict_text(r), style=VERDICT_STYLE.get(r.verdict, ""))]
-        if memory:
-            cells.append(Text(memory_change(r) + (" REGRESSION" if r.memory_regressed else ""),
-                              style="bold red" if r.memory_regressed else ""))
-        table.add_row(*cells, r.note)
-    return table
-
-
-def environment_differences(old: dict, new: dict) -> list[str]:
-    """What differs between the two runs' machines and software (a reason for a difference)."""
-    lines = []
-    a, b = old.get("environment", {}), new.get("environment", {})
-    for key in ("gpu", "driver", "torch", "cuda_runtime", "cudabench"):
-        if a.get(key) != b.get(key):
-            lines.append(f"{key} differs: {a.get(key)} (old) vs {b.get(key)} (new)")
-    changed = sorted(f for f, h in new.get("source_hashes", {}).items()
-                     if old.get("source_hashes", {}).get(f, h) != h)
-    if changed:
-        lines.append("kernel sources changed: " + ", ".join(changed))
-    return lines
-
-
-def history_tables(histories: Any) -> list[Table]:
-    """One table per (GPU, case, subject): its median per stored run, oldest first, and the verdict
-    against the run before (a change point where it got slower or faster)."""
-
-    tables = []
-    for (gpu, key, subject), steps in histories.items():
-        table = Table(title=f"{subject}  {key}" + (f"  on {gpu}" if gpu else ""), title_justify="left",
-                      header_style="bold")
-        for col in ("run", "commit", "date", "median", "vs run before", "verdict"):
-            table.add_column(col, justify="right" if col in ("run", "median", "vs run before") else "left")
-        for step in steps:
-            run = step.point.run
-            verdict = Text(("CHANGE: " if step.changed else "") + step.verdict,
-                           style=VERDICT_STYLE.get(step.verdict, "")) if step.verdict else Text("")
-            table.add_row(str(run.id), run.label(), run.created[:19].replace("T", " "),
-                          median_text(step.median, step.precision),
-                          f"{step.ratio:.3f}" if step.verdict else "", verdict)
-        tables.append(table)
-    return tables

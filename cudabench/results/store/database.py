@@ -19,27 +19,21 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import sqlite3
-import stat
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Optional
 
 from cudabench.errors import ConfigError
-from cudabench.files import kind_of, parse_json
+from cudabench.files import parse_json
 from cudabench.results.exporters.json_document import check_document, json_safe
+from cudabench.results.store.provenance import Provenance, git
+from cudabench.results.store.access import (ENV_VAR, busy, cannot_use, check_path, lock_holder, make_folder, not_ours,
+                                           other_tables)
 
-ENV_VAR = "CUDABENCH_STORE"
-DEFAULT_NAME = Path(".cudabench") / "results.db"
 WAIT_SECONDS = 60.0   # how long a writer waits for another one's transaction
 NOTICE_SECONDS = 1.0  # after this long waiting for a lock, say so (on_wait)
-SQLITE_HEADER = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite database
-WAL_WRITE_LOCK = 120         # the byte of the -shm file a WAL writer locks (SQLite's WALINDEX_LOCK_OFFSET)
-RESERVED_BYTE = 0x40000001   # the byte of the database a rollback-journal writer locks
-ANOTHER = "another process"  # the lock's holder when /proc/locks does not tell
 
 # Version n+1 from version n. Never edit a released step: add one.
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
@@ -70,30 +64,6 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
-def default_path(cwd: Optional[Path] = None) -> Path:
-    """$CUDABENCH_STORE, else .cudabench/results.db at the top of the git work tree (or here)."""
-    if os.environ.get(ENV_VAR):
-        return Path(os.environ[ENV_VAR])
-    cwd = cwd or Path.cwd()
-    top = _git(["rev-parse", "--show-toplevel"], cwd)
-    return Path(top or cwd) / DEFAULT_NAME
-
-
-@dataclass(frozen=True)
-class Provenance:
-    """Where the code that ran came from: the work tree's commit and whether it had changes."""
-
-    commit: str
-    dirty: bool
-
-    @staticmethod
-    def here(cwd: Optional[Path] = None) -> "Provenance":
-        cwd = cwd or Path.cwd()
-        commit = _git(["rev-parse", "HEAD"], cwd) or ""
-        status = _git(["status", "--porcelain", "--untracked-files=no"], cwd)
-        return Provenance(commit, bool(status))
-
-
 @dataclass(frozen=True)
 class StoredRun:
     id: int
@@ -119,18 +89,18 @@ def check_readable(path: Path) -> int:
     """Refuse, before a run starts, a store this cudabench cannot append to (a folder, a device, not
     SQLite, another program's database, or newer). Its schema version (0: new or empty), read
     without writing a byte."""
-    if not _check_path(path):
+    if not check_path(path):
         return 0
     try:  # read-only, through a URI escaped as one ('#', '?' and '%' in a name stay in the name)
         with contextlib.closing(_read_only(path)) as db:
             version = int(db.execute("PRAGMA user_version").fetchone()[0])
-            foreign = _other_tables(db) if version == 0 else []
+            foreign = other_tables(db) if version == 0 else []
     except sqlite3.Error as exc:
-        raise _cannot_use(path, exc) from None
+        raise cannot_use(path, exc) from None
     if version > SCHEMA_VERSION:
         raise _newer(path, version)
     if foreign:
-        raise _not_ours(path, foreign)
+        raise not_ours(path, foreign)
     return version
 
 
@@ -160,13 +130,13 @@ class Store:
             try:
                 self.db = _read_only(self.path)
             except sqlite3.Error as exc:
-                raise _cannot_use(self.path, exc) from None
+                raise cannot_use(self.path, exc) from None
             return
-        _make_folder(self.path)
+        make_folder(self.path)
         try:
             self.db = sqlite3.connect(self.path, timeout=WAIT_SECONDS, isolation_level=None)
         except sqlite3.Error as exc:
-            raise _cannot_use(self.path, exc) from None
+            raise cannot_use(self.path, exc) from None
         try:
             with self._sqlite():
                 self._patiently("PRAGMA journal_mode=WAL")
@@ -194,8 +164,8 @@ class Store:
         if self.version == SCHEMA_VERSION:
             return
         with self._writing():
-            if self.version == 0 and _other_tables(self.db):  # another program's database
-                raise _not_ours(self.path, _other_tables(self.db))
+            if self.version == 0 and other_tables(self.db):  # another program's database
+                raise not_ours(self.path, other_tables(self.db))
             for version in range(self.version, SCHEMA_VERSION):  # read again inside the lock
                 for statement in MIGRATIONS[version]:
                     self.db.execute(statement)
@@ -221,7 +191,7 @@ class Store:
                 self._busy_timeout(first)
                 return self.db.execute(sql)
             except sqlite3.OperationalError as exc:
-                if not _busy(exc):
+                if not busy(exc):
                     raise
             self.on_wait(f"waiting for the results store {self.path}: {lock_holder(self.path)} holds its lock "
                          f"(up to {WAIT_SECONDS:g} s; Ctrl-C stops).")
@@ -229,7 +199,7 @@ class Store:
                 self._busy_timeout(WAIT_SECONDS - first)
                 return self.db.execute(sql)
             except sqlite3.OperationalError as exc:
-                if not _busy(exc):
+                if not busy(exc):
                     raise
             raise ConfigError(f"The results store {self.path} is locked: {lock_holder(self.path)} has held its lock "
                               f"for more than {WAIT_SECONDS:g} s.",
@@ -246,7 +216,7 @@ class Store:
         try:
             yield
         except sqlite3.Error as exc:
-            raise _cannot_use(self.path, exc) from None
+            raise cannot_use(self.path, exc) from None
 
     # ---- writing ---------------------------------------------------------------------------------
 
@@ -313,7 +283,7 @@ class Store:
                 raise ConfigError(f"@{ref}: the store {self.path} holds {len(runs)} run(s).",
                                   "Use @latest, @latest~1 (the run before it), ...")
             return runs[-1 - int(back)]
-        commit = (_git(["rev-parse", "--verify", "--quiet", ref + "^{commit}"], cwd or Path.cwd()) or ref).lower()
+        commit = (git(["rev-parse", "--verify", "--quiet", ref + "^{commit}"], cwd or Path.cwd()) or ref).lower()
         matching = [r for r in runs if len(commit) >= 4 and r.commit.startswith(commit)]
         if not matching:
             known = ", ".join(dict.fromkeys(r.label() for r in reversed(runs)))
@@ -325,120 +295,6 @@ class Store:
                               "Give more of the commit.")
         clean = [r for r in matching if not r.dirty]
         return (clean or matching)[-1]  # the commit as committed, unless only changed trees ran there
-
-
-ELSEWHERE = f"Give another path with --store, or set {ENV_VAR}."
-
-
-def _check_path(path: Path) -> bool:
-    """Whether a store is there; ConfigError when the path can never be one: a folder, a device,
-    a FIFO, or a file that is not a SQLite database. Reads 16 bytes at most."""
-    try:
-        mode = os.stat(path).st_mode
-    except (FileNotFoundError, NotADirectoryError):
-        return False  # a new store (a file on the way is found when its folder is made)
-    except OSError as exc:
-        raise ConfigError(f"Cannot use the results store {path}: {exc.strerror or exc}.", ELSEWHERE) from None
-    if stat.S_ISDIR(mode):
-        raise ConfigError(f"The results store {path} is a folder; a store is one SQLite file.",
-                          f"Give a file path, e.g. --store {path / 'results.db'}, or set {ENV_VAR}.")
-    if not stat.S_ISREG(mode):
-        raise ConfigError(f"The results store {path} is {kind_of(mode)}, not a file; a store is one SQLite file.",
-                          ELSEWHERE)
-    try:
-        with open(path, "rb") as f:
-            head = f.read(len(SQLITE_HEADER))
-    except OSError as exc:
-        raise ConfigError(f"Cannot read the results store {path}: {exc.strerror or exc}.", ELSEWHERE) from None
-    if head and head != SQLITE_HEADER:  # an empty file is an empty database
-        raise ConfigError(f"{path} is not a cudabench results store: it is not a SQLite database "
-                          f"(it begins {head!r}).", ELSEWHERE)
-    return True
-
-
-def _make_folder(path: Path) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        blocker = next((p for p in path.parents if p.exists()), None)
-        why = f"{blocker} is a file, not a folder" if blocker and not blocker.is_dir() else exc.strerror or str(exc)
-        raise ConfigError(f"Cannot make the folder of the results store {path}: {why}.", ELSEWHERE) from None
-
-
-def _other_tables(db: sqlite3.Connection) -> list[str]:
-    return [name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-
-
-def _not_ours(path: Path, tables: list[str]) -> ConfigError:
-    shown = ", ".join(tables[:5]) + (", ..." if len(tables) > 5 else "")
-    return ConfigError(f"{path} is not a cudabench results store: it is another program's SQLite database "
-                       f"(tables {shown}).", ELSEWHERE)
-
-
-def _busy(exc: sqlite3.Error) -> bool:
-    return (getattr(exc, "sqlite_errorname", "") in ("SQLITE_BUSY", "SQLITE_LOCKED")
-            or "locked" in str(exc) or "busy" in str(exc))
-
-
-def _cannot_use(path: Path, exc: sqlite3.Error) -> ConfigError:
-    """SQLite's error in words that say what is wrong with the store."""
-    name, text = getattr(exc, "sqlite_errorname", ""), str(exc)
-    if name == "SQLITE_NOTADB" or "not a database" in text:
-        return ConfigError(f"{path} is not a cudabench results store: it is not a SQLite database ({text}).",
-                           ELSEWHERE)
-    if _busy(exc):
-        return ConfigError(f"The results store {path} is locked: {lock_holder(path)} holds it ({text}).",
-                           f"Let that run finish, or give another store with --store (or set {ENV_VAR}).")
-    if name == "SQLITE_CORRUPT" or "malformed" in text:
-        return ConfigError(f"The results store {path} is damaged ({text}).",
-                           f"Move it aside and start a new one (`sqlite3 {path} .recover` may save its runs).")
-    if name == "SQLITE_READONLY" or "readonly" in text:
-        return ConfigError(f"The results store {path} cannot be written ({text}).",
-                           f"Its file or folder is read-only for you; give another path with --store, or set "
-                           f"{ENV_VAR}.")
-    if name == "SQLITE_CANTOPEN" or "unable to open" in text:
-        return ConfigError(f"Cannot open the results store {path} ({text}): its folder is missing or not writable.",
-                           ELSEWHERE)
-    return ConfigError(f"Cannot use the results store {path}: {text}.", ELSEWHERE)
-
-
-def lock_holder(path: Path) -> str:
-    """Who holds the store's write lock, as /proc/locks (Linux) tells: "process 1234 (cudabench run
-    ...)"; ANOTHER where it does not (another OS, another host's lock, a file system it cannot see)."""
-    wanted = {}
-    for file, byte in ((Path(f"{path}-shm"), WAL_WRITE_LOCK), (path, RESERVED_BYTE)):
-        try:
-            info = os.stat(file)
-        except OSError:
-            continue
-        wanted[(os.major(info.st_dev), os.minor(info.st_dev), info.st_ino)] = byte
-    try:
-        lines = Path("/proc/locks").read_text().splitlines()
-    except OSError:
-        return ANOTHER
-    for line in lines:
-        fields = line.split()
-        if len(fields) < 8 or "->" in fields or fields[3] != "WRITE":
-            continue  # "->": a process waiting for the lock, not holding it
-        try:
-            major, minor, inode = fields[5].split(":")
-            byte = wanted.get((int(major, 16), int(minor, 16), int(inode)))
-            if byte is not None and int(fields[6]) <= byte and (fields[7] == "EOF" or byte <= int(fields[7])):
-                return _process(int(fields[4]))
-        except ValueError:
-            continue
-    return ANOTHER
-
-
-def _process(pid: int) -> str:
-    if pid == os.getpid():
-        return f"this process ({pid}, through another connection)"
-    try:
-        words = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").replace("\0", " ").split()
-    except OSError:
-        return f"process {pid}"
-    command = " ".join(words)
-    return f"process {pid} ({command[:80] + ('...' if len(command) > 80 else '')})" if command else f"process {pid}"
 
 
 def _text(value: Any) -> str:
@@ -455,12 +311,3 @@ def _newer(path: Path, version: int) -> ConfigError:
 def _stats(result: Mapping[str, Any]) -> tuple[Optional[float], Optional[float], Optional[float]]:
     stats = result.get("stats") or {}
     return stats.get("median"), stats.get("ci_low"), stats.get("ci_high")
-
-
-def _git(args: list[str], cwd: Path) -> Optional[str]:
-    """git's stripped output, or None outside a work tree or without git."""
-    try:
-        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return done.stdout.strip() if done.returncode == 0 else None
