@@ -1,6 +1,7 @@
 """`cudabench report --html`: one self-contained page (no script, nothing fetched), the run's tables,
 its plots inside the page, the history section, and every name shown as written."""
 
+import os
 import shutil
 from html.parser import HTMLParser
 
@@ -108,15 +109,19 @@ def test_the_page_opens_in_headless_chromium(tmp_path):
              "--disable-sync", "--no-first-run"]
     with sync_api.sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=flags)
-        tab = browser.new_page()
-        requests = []
+        tab = browser.new_page(viewport={"width": 800, "height": 1000})
+        requests, errors = [], []
         tab.on("request", lambda r: requests.append(r.url))
+        tab.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
         tab.goto(out.as_uri())
+        assert tab.evaluate("document.documentElement.scrollWidth") <= 800  # readable at 800 px: no sideways scroll
+        assert tab.locator("svg.bars").count() >= 1 and errors == []
         assert tab.title() == "cudabench: NVIDIA H100 80GB HBM3"
         widths = tab.eval_on_selector_all("img", "imgs => imgs.map(i => i.naturalWidth)")
         assert len(widths) == 2 and min(widths) > 100  # both plots decoded
         assert tab.locator("table").count() >= 3
-        tab.screenshot(path=str(tmp_path / "page.png"), full_page=True)
+        keep = os.environ.get("CUDABENCH_SCREENSHOT")  # e.g. docs/benchmarks/report-800px.png
+        tab.screenshot(path=keep or str(tmp_path / "page.png"), full_page=True)
         browser.close()
     assert all(url.startswith(("file:", "data:")) for url in requests)
 
@@ -133,6 +138,62 @@ def test_an_untrusted_subjects_figures_are_struck_through_on_the_page():
     html = page(doc([measured("timex", shape, "timex-v4", 50.6e-6), bad]))
     rows = {name: row for row in re.findall(r"<tr>.*?</tr>", html) for name in ("timex-v4", "hostile-cached")
             if f">{name}<" in row}
-    assert "<td class='untrusted'>1.31 µs</td>" in rows["hostile-cached"]
+    assert re.search(r"<td class='untrusted'>1.31 µs ±[0-9.]+%</td>", rows["hostile-cached"])
     assert "untrusted" not in rows["timex-v4"] and "50.6" in rows["timex-v4"]
     assert ".untrusted { color: #888; text-decoration: line-through; }" in html
+    [chart] = re.findall(r"<svg.*?</svg>", html)
+    assert ">timex-v4<" in chart and "hostile-cached" not in chart  # never drawn as a figure
+    assert "fwd, not drawn: hostile-cached INVALID (fresh-output: stale)" in html
+
+
+def bar_widths(chart):
+    """{label: bar width} of one SVG bar chart."""
+    import re
+
+    return {label: float(width) for width, label in re.findall(r"<rect [^>]*width='([0-9.]+)'[^>]*><title>(.*?)</title>",
+                                                               chart)}
+
+
+def test_each_case_has_a_bar_chart_of_its_subjects_with_the_baseline_marked():
+    import re
+
+    shape = {"B": 32, "C": 768, "T": 768}
+    html = page(doc([measured("timex", shape, "timex-v4", 50e-6), measured("timex", shape, "timex-v3", 100e-6),
+                     measured("timex", shape, "conv1d", 200e-6, role="baseline"),
+                     measured("timex", shape, "timex-v4", 120e-6, direction="fwdbwd")]))
+    charts = re.findall(r"<svg.*?</svg>", html)
+    assert len(charts) == 2  # one per direction of the case
+    widths = bar_widths(charts[0])
+    assert set(widths) == {"timex-v4", "timex-v3", "conv1d (baseline)"}
+    assert widths["timex-v3"] / widths["timex-v4"] == pytest.approx(2, rel=1e-3)  # to scale
+    assert widths["conv1d (baseline)"] / widths["timex-v4"] == pytest.approx(4, rel=1e-3)
+    assert "fill='#9aa5b1'" in charts[0] and "<path d='M" in charts[0]  # baseline colour, interval whiskers
+    assert list(bar_widths(charts[1])) == ["timex-v4"]
+
+
+def test_a_page_without_plots_says_why():
+    html = page(doc([measured("timex", {"B": 1, "C": 1, "T": 8}, "timex-v4", 1e-3)]),
+                left_out=["No sweep plot: no shape parameter varies within a case of this run."])
+    assert "<p class=why>No sweep plot: no shape parameter varies" in html
+
+
+def test_the_table_fits_a_narrow_window_and_puts_reasons_under_it():
+    import re
+
+    from cudabench.results.records.model import IntegrityCheck
+
+    shape = {"B": 32, "C": 768, "T": 768}
+    reason = "stale: its outputs did not change with fresh inputs " * 3
+    bad = replace_integrity(measured("timex", shape, "hostile-cached", 1e-6), IntegrityCheck("fresh-output", "fail", reason))
+    html = page(doc([measured("timex", shape, "timex-v4", 50e-6), bad]))
+    header = re.search(r"<tr><th.*?</tr>", html).group(0)
+    assert header.count("<th") <= 9 and "note" not in header  # reasons are not a column
+    assert "<th class='text'>subject</th>" in header and "<th class=''>n</th>" in header  # text left, numbers right
+    assert f"<li>hostile-cached (fwd): fresh-output: {reason.strip()}" in html.replace(" </li>", "</li>")
+    assert "white-space: nowrap" in html  # names and figures never break inside
+
+
+def replace_integrity(result, check):
+    from dataclasses import replace
+
+    return replace(result, integrity=(check,))

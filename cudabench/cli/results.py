@@ -155,10 +155,11 @@ def report_cmd(
     doc = load_results(results) if results else _load("@latest", path)[0]
     source = str(results) if results else f"{path} @latest"
     history = _history_of(doc, path) if path.exists() else {}
-    figures, missing = _report_figures(doc, history)
-    write_text_atomic(html_path, page(doc, figures, history, source))
-    if missing:
-        say(("note: ", "yellow"), missing, console=err)
+    figures, left_out = _report_figures(doc, history)
+    write_text_atomic(html_path, page(doc, figures, history, source, left_out))
+    for line in left_out:
+        if "matplotlib" in line:
+            say(("note: ", "yellow"), line, console=err)
     out.print(f"wrote {html_path} ({len(doc.get('results', []))} results, {len(figures)} plot(s), "
               f"{len(history)} history series)")
 
@@ -174,28 +175,31 @@ def _history_of(doc: dict, path: Path) -> dict:
     return series(points, 0.05)
 
 
-def _report_figures(doc: dict, history: dict) -> tuple[list, str]:
-    """The sweep plot (where a parameter varies) and the history plot, as PNG bytes; why none."""
+def _report_figures(doc: dict, history: dict) -> tuple[list, list[str]]:
+    """The sweep plot (where a parameter varies) and the history plot, as PNG bytes; why each one left
+    out is left out, in words for the page."""
     import tempfile
 
     from cudabench.errors import ToolNotFoundError
     from cudabench.results.report.html import Figure
     from cudabench.results.plots.sweep import plot_history, plot_sweep
 
-    figures = []
+    figures, left_out = [], []
     with tempfile.TemporaryDirectory() as tmp:
         image = Path(tmp) / "figure.png"
         try:
-            for title, draw in (("sweep", lambda: plot_sweep(doc, image)),
-                                ("history", lambda: plot_history(history, image) if history else None)):
-                try:
-                    if draw() is not None:
-                        figures.append(Figure(title, image.read_bytes()))
-                except ConfigError:
-                    continue  # nothing swept: no sweep plot
+            try:
+                figures.append(Figure("sweep", plot_sweep(doc, image).read_bytes()))
+            except ConfigError:
+                left_out.append("No sweep plot: no shape parameter varies within a case of this run.")
+            if history:
+                figures.append(Figure("history", plot_history(history, image).read_bytes()))
+            else:
+                left_out.append("No history plot: the store holds no earlier run of these subjects (record runs "
+                                "with `cudabench run ... --store`).")
         except ToolNotFoundError:
-            return [], 'plots left out: matplotlib is not installed (pip install "cudabench[plot]").'
-    return figures, ""
+            return [], ['Plots left out: matplotlib is not installed (pip install "cudabench[plot]").']
+    return figures, left_out
 
 
 def _check_outputs(json_path: Optional[Path], markdown_path: Optional[Path], inputs: list) -> Console:
