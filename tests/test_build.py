@@ -8,8 +8,8 @@ from dataclasses import replace
 
 import pytest
 
-from cudabench.spec.build import (build_key, check_compile, compiler_errors, cuda_home_for_torch, gencode,
-                                  normalize_arch, torch_arch_list)
+from cudabench.spec.build import build_key, compiler_errors, cuda_home_for_torch, gencode, normalize_arch, torch_arch_list
+from cudabench.spec.compile_check import check_compile
 from cudabench.errors import ShapeError
 
 

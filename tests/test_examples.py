@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from cudabench.spec.build import check_compile, compiler_errors
+from cudabench.spec.build import compiler_errors
+from cudabench.spec.compile_check import check_compile
 from cudabench.measure.check import check_workload
 from cudabench.results.records.model import Case
 from cudabench.spec.registry import discover

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from cudabench.spec.build import check_compile, compiler_errors
+from cudabench.spec.build import compiler_errors
+from cudabench.spec.compile_check import check_compile
 from cudabench.spec.registry import discover
 
 HOSTILE = Path(__file__).resolve().parent / "hostile_kernels"

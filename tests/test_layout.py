@@ -72,3 +72,13 @@ def test_a_planted_cycle_is_found():
 def test_no_module_is_much_over_300_lines():
     lengths = {str(p.relative_to(PACKAGE)): len(p.read_text().splitlines()) for p in PACKAGE.rglob("*.py")}
     assert {m: n for m, n in lengths.items() if n > STILL_LONG.get(m, MAX_LINES)} == {}
+
+
+def test_every_subpackage_is_in_the_distribution():
+    """pyproject.toml lists the packages: a subpackage left out works in a checkout and is missing
+    from an installed cudabench."""
+    import tomllib
+
+    listed = set(tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(("cudabench", *p.parent.relative_to(PACKAGE).parts)) for p in PACKAGE.rglob("__init__.py")}
+    assert found - listed == set()

@@ -95,7 +95,7 @@ def test_a_source_that_is_a_fifo_is_refused_before_compiling(tmp_path):
     import os
 
     from cudabench.errors import BuildError
-    from cudabench.spec.build import check_compile
+    from cudabench.spec.compile_check import check_compile
 
     folder = scale_family(tmp_path)
     (folder / "scale.cu").unlink()

@@ -184,7 +184,7 @@ def test_nvcc_that_is_not_nvcc_is_named_by_doctor_and_build(monkeypatch):
     from cudabench.cli.doctor import tool_finding
     from cudabench.errors import ToolNotFoundError
     from cudabench import tools
-    from cudabench.spec.build import find_nvcc
+    from cudabench.spec.compile_check import find_nvcc
 
     monkeypatch.setenv("CUDABENCH_NVCC", "/bin/false")
     finding = tool_finding("nvcc", "build", tools.find_nvcc)
@@ -194,7 +194,7 @@ def test_nvcc_that_is_not_nvcc_is_named_by_doctor_and_build(monkeypatch):
 
 
 def test_a_failed_compile_never_shows_without_a_reason(tmp_path):
-    from cudabench.spec.build import _run
+    from cudabench.spec.compile_check import _run
 
     check = _run(["/bin/false", "x.cu"], tmp_path / "x.cu")
     assert not check.ok and check.output == "/bin/false exited with code 1 and printed nothing"

@@ -211,7 +211,7 @@ def test_the_workers_command_shows_them_and_stops_them():
 
 
 def test_run_uses_warm_workers_unless_told_not_to(monkeypatch):
-    from cudabench.cli.runner import start_runner
+    from cudabench.engine.start import start_runner
     from cudabench.engine.plan import RunOptions
     from cudabench.engine.workers import ProcessWorker
 

@@ -21,7 +21,8 @@ def build_cmd(
     kernels_dir: Optional[List[Path]] = KernelsDir,
 ) -> None:
     """JIT-build kernel families (cached by a hash of sources, flags, arch and torch version)."""
-    from cudabench.spec.build import build, check_compile, normalize_arch
+    from cudabench.spec.build import build, normalize_arch
+    from cudabench.spec.compile_check import check_compile
 
     arch = normalize_arch(arch) if arch else None  # a typo is a usage error (exit 2), before any work
     reg = registry(kernels_dir)

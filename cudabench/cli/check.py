@@ -10,7 +10,8 @@ import typer
 
 from cudabench.cli.common import KernelsDir, out, registry, split
 from cudabench.cli.run import DTYPE_HELP, INPUTS_HELP
-from cudabench.cli.runner import failed, fuzz_tasks, start_runner
+from cudabench.cli.runner import failed, fuzz_tasks
+from cudabench.engine.start import start_runner
 
 
 def check(

@@ -14,7 +14,8 @@ import typer
 
 from cudabench.cli.common import FLAGS, KernelsDir, detail, err, out, registry, say, split
 from cudabench.cli.run_outputs import Outputs, store_path
-from cudabench.cli.runner import failed, gpus_of, start_runner
+from cudabench.cli.runner import failed, gpus_of, op_kernels
+from cudabench.engine.start import start_runner
 from cudabench.errors import RunFailedError, ShapeError
 
 
@@ -129,6 +130,16 @@ def run(
     wide: bool = typer.Option(False, "--wide", help="Every figure in the tables (error, IQR, min, n, kernel "
                               "time, TFLOP/s, GB/s, peak memory, a speedup per baseline); the results files "
                               "keep them all anyway."),
+    op: Optional[str] = typer.Option(None, "--op", help="Time an op of your own package instead of a kernel "
+                                     "family: its import path, e.g. mypkg.ops:fused_add (with --op-inputs, "
+                                     "--op-reference and --shape; --baseline then takes import paths such as "
+                                     "torch.add)."),
+    op_inputs: Optional[str] = typer.Option(None, "--op-inputs", help="With --op: inputs(shape, generator, "
+                                            "device) -> {name: tensor}, by import path."),
+    op_reference: Optional[str] = typer.Option(None, "--op-reference", help="With --op: reference(**inputs), "
+                                               "the math on float64 copies, by import path."),
+    op_grad: Optional[List[str]] = typer.Option(None, "--op-grad", help="With --op: the inputs that get "
+                                                "gradients (then bwd and fwdbwd are timed too)."),
     kernels_dir: Optional[List[Path]] = KernelsDir,
 ) -> None:
     """Check kernels against the fp64 reference, then time them (and the baseline) correctly, each in
@@ -140,6 +151,11 @@ def run(
     from cudabench.engine.suite_file import load_suite
     from cudabench.spec.shapes import parse_shape
 
+    if op:
+        if kernel or config:
+            raise ShapeError("--op names what to run: give it without --kernel or --config.")
+        kernel, kernel_dirs_of_op, baseline = op_kernels(op, op_inputs, op_reference, op_grad, shape, baseline, dtype)
+        kernels_dir = [*(kernels_dir or []), kernel_dirs_of_op]
     if bool(kernel) == bool(config):
         raise ShapeError("Name what to run: --kernel NAME (repeatable) or --config FILE, one of the two.",
                          "`cudabench list` shows the kernels; configs/ holds example suites.")

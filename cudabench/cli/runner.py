@@ -1,35 +1,10 @@
-"""What run and check share: the runner that executes their subjects (one warm or fresh worker per
-GPU, or a Dask cluster), the GPUs --gpus names, --fuzz's extra shapes, and when a run failed."""
+"""What run and check share: the GPUs --gpus names, --fuzz's extra shapes, and when a run failed (the
+runner itself: cudabench.engine.start)."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import replace
 from typing import Any, Optional
-
-
-def start_runner(options: Any, kernels_dirs: Any, settings: Optional[dict] = None, gpus: Any = (),
-                 cluster: Optional[str] = None, warm: Optional[bool] = None):
-    """A Runner with one worker per GPU of `gpus` (none: the default GPU): the GPU's warm worker
-    (cudabench.engine.warm), started if none runs, or with `warm` False a fresh
-    `python -m cudabench.engine.worker` process; or on the Dask cluster at `cluster`."""
-    if cluster:
-        from cudabench.engine.cluster import ClusterRunner
-
-        return ClusterRunner(cluster, options, kernels_dirs, settings)
-    from cudabench.engine.scheduler import Runner
-    from cudabench.engine.warm_client import SocketWorker, warm_by_default, worker_idle
-    from cudabench.engine.workers import ProcessWorker, worker_command
-
-    warm = warm_by_default() if warm is None else warm
-
-    def start(gpu):
-        env = {**os.environ, **gpu.env()} if gpu is not None else dict(os.environ)
-        if warm:
-            return SocketWorker(gpu, kernels_dirs or (), env, idle=worker_idle())
-        return ProcessWorker(worker_command(), env=env)
-
-    return Runner(options, start, kernels_dirs, settings, gpus=gpus)
 
 
 def gpus_of(spec: Optional[str]) -> list:
@@ -61,3 +36,25 @@ def fuzz_tasks(reg: Any, tasks: list, count: int, options: Any, seed: Optional[i
 
 def failed(results: list) -> bool:
     return any(r.status != "ok" and not r.skipped.startswith(("constraint", "dtype")) for r in results)
+
+
+def op_kernels(op: str, inputs: Optional[str], reference: Optional[str], grad: Any, shape: str, baselines: Any,
+               dtypes: Any) -> tuple[list[str], Any, None]:
+    """--op: the op as a kernel family of its own (cudabench.spec.op_family, the same as
+    cudabench.bench): its name, the kernels folder that holds it, and no baseline names (the
+    --baseline import paths become the family's own baselines)."""
+    from cudabench.cli.common import split
+    from cudabench.errors import ShapeError
+    from cudabench.spec.op_family import op_spec, write_family
+    from cudabench.spec.shapes import parse_shape
+
+    if not inputs or not reference:
+        raise ShapeError("--op needs --op-inputs and --op-reference: how to make its inputs, and the math it is "
+                         "checked against.", "e.g. --op mypkg.ops:fused_add --op-inputs mypkg.bench:make_inputs "
+                         "--op-reference mypkg.bench:reference --shape n=1048576")
+    if not shape:
+        raise ShapeError("--op needs --shape: an op named by import path has no default shape.",
+                         "e.g. --shape n=1048576")
+    spec = op_spec(op, inputs, reference, [parse_shape(shape)], split(baselines) or (),
+                   split(dtypes) or ("float32",), split(grad) or ())
+    return [spec.name], write_family(spec), None

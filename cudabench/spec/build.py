@@ -9,13 +9,9 @@ import inspect
 import os
 import re
 import shutil
-import stat
 import subprocess
 import sys
-import sysconfig
-import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Optional
@@ -49,17 +45,6 @@ class BuildResult:
     directory: Path
     arch: str
 
-
-@dataclass(frozen=True)
-class CompileCheck:
-    source: Path
-    command: tuple[str, ...]
-    seconds: float
-    ok: bool
-    output: str
-
-
-# ---- architecture and cache key ---------------------------------------------------------------
 
 def normalize_arch(arch: str) -> str:
     """'sm_90', '90', '9.0', 'sm_90a' -> 'sm_90' / 'sm_90a'."""
@@ -177,6 +162,8 @@ def build(family: Family, arch: Optional[str] = None, verbose: bool = False) -> 
     units it reaches. What is loaded is a copy of the library named by the sources' content hash:
     the code that runs is the code of the sources as they are now, never an older library a process
     already loaded under the same path. A lock keeps two invocations from building one folder at once."""
+    if not family.sources:  # an op named by import path (spec.op_family): nothing to build
+        return BuildResult(family.name, None, 0.0, True, family.folder, "host")
     import torch
 
     has_cuda = any(p.suffix == ".cu" for p in family.source_paths())
@@ -297,102 +284,3 @@ def compiler_errors(log: str, limit: int = 8) -> str:
             ln = f"{m.group(1)}:{m.group(2)}{ln.strip()[m.end():]}"
         out.append("  " + ln.strip())
     return "\n".join(out)
-
-
-# ---- compile-only check (no GPU, no torch link) --------------------------------------------------
-
-def find_nvcc() -> str:
-    """The nvcc to compile with; one that answers --version as something else is an error, not a
-    string of FAILED checks."""
-    return tools.verified(tools.find_nvcc(), "nvcc", "Point $CUDABENCH_NVCC (or PATH) at the CUDA toolkit's nvcc.").path
-
-
-def cuda_home_candidates(nvcc: Optional[str] = None) -> list[str]:
-    """Where the CUDA headers may be: what the user set, the toolkit of the nvcc in use, the default."""
-    derived = tools.cuda_home_of(nvcc) if nvcc else None
-    return [p for p in (tools.user_cuda_home(), derived, "/usr/local/cuda") if p]
-
-
-def cuda_include_dir(nvcc: Optional[str] = None) -> Optional[Path]:
-    for home in cuda_home_candidates(nvcc):
-        inc = Path(home) / "include"
-        if (inc / "cuda_runtime.h").is_file():
-            return inc
-    return None
-
-
-def nvcc_command(nvcc: str, source: Path, arch: str, output: Path) -> list[str]:
-    return [nvcc, "-c", *CUDA_FLAGS, *TORCH_NVCC_DEFINES, gencode(arch), f"-I{INCLUDE_DIR}", f"-I{source.parent}", str(source), "-o",
-            str(output)]
-
-
-def binding_command(cxx: str, source: Path, scratch: Path, nvcc: Optional[str] = None) -> Optional[list[str]]:
-    """Host-compiler syntax check of a .cpp binding against torch's headers, or None if impossible."""
-    import torch
-    from torch.utils import cpp_extension
-
-    cuda_inc = cuda_include_dir(nvcc)
-    if cuda_inc is None:
-        return None
-    torch_includes = cpp_extension.include_paths("cpu")
-    includes = [*torch_includes, str(cuda_inc), sysconfig.get_paths()["include"], str(INCLUDE_DIR),
-                str(source.parent)]
-    # A CPU build of torch ships the c10/cuda headers but not this one, generated at CUDA build time.
-    macros = Path("c10/cuda/impl/cuda_cmake_macros.h")
-    if not any((Path(d) / macros).is_file() for d in torch_includes):
-        (scratch / macros).parent.mkdir(parents=True, exist_ok=True)
-        (scratch / macros).write_text("#pragma once\n")
-        includes.append(str(scratch))
-    abi = int(getattr(torch._C, "_GLIBCXX_USE_CXX11_ABI", True))
-    return [cxx, "-fsyntax-only", BINDING_STD, f"-D_GLIBCXX_USE_CXX11_ABI={abi}",
-            "-DTORCH_EXTENSION_NAME=cudabench_check", *(f"-I{i}" for i in includes), str(source)]
-
-
-def _regular_sources(family: Family) -> None:
-    """Each source a regular file: a compiler reading a FIFO waits for ever."""
-    from cudabench.files import kind_of
-
-    for source in family.source_paths():
-        try:
-            mode = source.stat().st_mode
-        except OSError as exc:
-            raise BuildError(f"{family.name}: its source {source} cannot be read: {exc.strerror}.",
-                             "Fix the sources the family's spec.py lists.") from None
-        if not stat.S_ISREG(mode):
-            raise BuildError(f"{family.name}: its source {source} is {kind_of(mode)}, not a regular file.",
-                             "Fix the sources the family's spec.py lists.")
-
-
-COMPILE_TIMEOUT = 600  # seconds one compile check may take
-
-
-def _run(command: list[str], source: Path) -> CompileCheck:
-    start = time.perf_counter()
-    try:
-        proc = subprocess.run(command, capture_output=True, text=True, timeout=COMPILE_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        return CompileCheck(source, tuple(command), time.perf_counter() - start, False,
-                            f"{command[0]} did not finish within {COMPILE_TIMEOUT} s")
-    said = proc.stdout + proc.stderr
-    if proc.returncode != 0 and not said.strip():  # a failure is never shown without a reason
-        said = f"{command[0]} exited with code {proc.returncode} and printed nothing"
-    return CompileCheck(source, tuple(command), time.perf_counter() - start, proc.returncode == 0, said)
-
-
-def check_compile(family: Family, arch: str, bindings: bool = True) -> list[CompileCheck]:
-    """Compile each .cu with nvcc only (object file, thrown away); syntax-check each .cpp binding."""
-    arch = normalize_arch(arch)
-    _regular_sources(family)
-    nvcc = find_nvcc()
-    cxx = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++")
-    with tempfile.TemporaryDirectory(prefix="cudabench-check-") as tmp:
-        jobs = []
-        for source in family.source_paths():
-            if source.suffix == ".cu":
-                jobs.append((nvcc_command(nvcc, source, arch, Path(tmp) / f"{source.stem}.o"), source))
-            elif source.suffix == ".cpp" and bindings and cxx:
-                command = binding_command(cxx, source, Path(tmp), nvcc)
-                if command:
-                    jobs.append((command, source))
-        with ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as pool:
-            return list(pool.map(lambda job: _run(*job), jobs))

@@ -1,0 +1,74 @@
+"""cudabench in a pytest suite (active wherever cudabench is installed, through its pytest11 entry
+point): the `cudabench` fixture benches an op the way `cudabench.bench` does, skips the test where no
+GPU is usable (saying why in the report), and the terminal summary lists every figure measured.
+
+    def test_fused_add_speed(cudabench):
+        r = cudabench.bench("mypkg.ops:fused_add", inputs="mypkg.bench:make_inputs",
+                            reference="mypkg.bench:reference", shapes=[{"n": 1 << 24}])
+        r.assert_correct()
+        r.assert_not_slower_than("main", threshold="5%")   # the results store's run at main, or a file
+
+`--cudabench-json DIR` also keeps each test's results file (named by the test) in DIR."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import pytest
+
+SUMMARY_KEY = pytest.StashKey[list]()
+
+
+class BenchFixture:
+    """What a test gets as `cudabench`: bench() and the results it measured."""
+
+    def __init__(self, node: Any, summary: list, keep: Optional[Path]) -> None:
+        self.node, self.summary, self.keep = node, summary, keep
+        self.start_worker: Optional[Callable[[Any], Any]] = None  # a stand-in worker (tests of this plugin)
+
+    def bench(self, op: Any, **options: Any) -> Any:
+        from cudabench.api import bench
+        from cudabench.errors import NoGPUError
+
+        try:
+            results = bench(op, start_worker=self.start_worker, **options)
+        except NoGPUError as exc:
+            pytest.skip(f"cudabench: {exc.message}")
+        self.summary.extend((self.node.nodeid, r) for r in results)
+        if self.keep is not None:
+            self.keep.mkdir(parents=True, exist_ok=True)
+            results.to_json(self.keep / (re.sub(r"[^A-Za-z0-9_.-]+", "_", self.node.nodeid)[-150:] + ".json"))
+        return results
+
+
+def pytest_addoption(parser: Any) -> None:
+    group = parser.getgroup("cudabench")
+    group.addoption("--cudabench-json", metavar="DIR", default=None,
+                    help="Keep each cudabench fixture's results file (as `cudabench run --json` writes it) in DIR.")
+
+
+def pytest_configure(config: Any) -> None:
+    config.stash[SUMMARY_KEY] = []
+
+
+@pytest.fixture
+def cudabench(request: Any) -> BenchFixture:
+    """Bench an op in cudabench's isolated workers: `cudabench.bench(op, inputs=..., reference=...,
+    shapes=[...])` (see cudabench.api.bench); skips the test where no GPU is usable."""
+    keep = request.config.getoption("--cudabench-json")
+    return BenchFixture(request.node, request.config.stash[SUMMARY_KEY], Path(keep) if keep else None)
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: Any) -> None:
+    from cudabench.results.compare.render import median_text
+
+    measured = config.stash.get(SUMMARY_KEY, [])
+    if not measured:
+        return
+    terminalreporter.section("cudabench")
+    for nodeid, r in measured:
+        figure = median_text(r.stats.median, r.stats.precision) if r.trusted else "-"
+        terminalreporter.write_line(f"{nodeid}: {r.subject} {r.case.key} {r.status} {figure}"
+                                    + (f" on {r.gpu}" if r.gpu else ""))

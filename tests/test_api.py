@@ -1,0 +1,147 @@
+"""cudabench from Python and `run --op`: an op of the user's own package (tests/opbench), named by
+import path, becomes a kernel family of its own (cudabench.spec.op_family) that the judge checks
+against the user's reference like any family; `cudabench.bench` runs it in workers (stand-ins here)
+and returns the records a results file holds; without a GPU, one exception type."""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import cudabench
+from cudabench.cli.app import app
+from cudabench.engine.subject_link import SubjectLink
+from cudabench.engine.subject_worker import SubjectHandler
+from cudabench.engine.workers import InlineWorker, ProcessWorker
+from cudabench.errors import ConfigError
+from cudabench.measure.judge import Judge
+from cudabench.measure.settings import Settings
+from cudabench.results.exporters.json_document import load_results
+from cudabench.results.records.model import Case
+from cudabench.spec.op_family import op_spec, resolve, write_family
+from cudabench.spec.registry import discover
+from opbench import ops
+
+FAKE = [sys.executable, str(Path(__file__).parent / "fake_worker.py")]
+PATHS = dict(inputs="opbench.ops:make_inputs", reference="opbench.ops:reference")
+
+
+class ConstantTimer:
+    name, batch, last = "sync", 1, None
+
+    def prepare(self, call, estimate):
+        pass
+
+    def samples(self, call, count, before_each=None, keep=False):
+        out = []
+        for _ in range(count):
+            self.last = call() if keep else (call(), None)[1]
+            out.append(1e-3)
+        return out
+
+
+def judged(tmp_path, op, shape=(("n", 4096),), role="variant", baselines=()):
+    spec = op_spec(op, shapes=[dict(shape)], baselines=baselines, **PATHS)
+    kernels = write_family(spec, tmp_path)
+    registry = discover([kernels])
+    handler = SubjectHandler("cpu", timer_factory=lambda timing: ConstantTimer())
+    link = SubjectLink(lambda: InlineWorker(handler), {"op": "hello", "kernels_dirs": [str(kernels)]})
+    family = registry.family(spec.name)
+    name = spec.name if role == "variant" else family.baselines[0].name
+    settings = Settings(rule={"kind": "repeat", "count": 5}, warmup_calls=1, warmup_seconds=0.0, fuzz=0)
+    return Judge(registry, link, device="cpu").run(family, Case(spec.name, shape), name, role, settings)
+
+
+def test_an_op_named_by_import_path_is_checked_against_its_reference(tmp_path):
+    honest = judged(tmp_path, "opbench.ops:fused_add")
+    assert honest.status == "ok" and honest.check.passed and honest.subject == "fused_add"
+    wrong = judged(tmp_path, ops.wrong_add)  # a function, found again by its module and name
+    assert wrong.status == "FAIL" and not wrong.check.passed
+
+
+def test_a_baseline_by_dotted_path_runs_beside_it(tmp_path):
+    r = judged(tmp_path, ops.fused_add, role="baseline", baselines=["torch.add"])
+    assert r.subject == "torch.add" and r.role == "baseline" and r.status == "ok"
+
+
+@pytest.mark.parametrize("op, fragment", [
+    (lambda a, b: a + b, "cannot be found by another process"),
+    ("not a path!", "is not an import path"),
+])
+def test_an_op_another_process_cannot_import_is_refused_with_one_paragraph(op, fragment):
+    with pytest.raises(ConfigError, match=fragment):
+        op_spec(op, shapes=[{"n": 8}], **PATHS)
+
+
+def test_paths_that_do_not_import_say_so():
+    with pytest.raises(ConfigError, match="Cannot import opbench.ops:nothing"):
+        resolve("opbench.ops:nothing")
+    assert resolve("torch.add") is __import__("torch").add
+
+
+@pytest.mark.parametrize("shapes", [[], [{"n": "8"}], [{}], ["n=8"]])
+def test_bad_shapes_are_refused(shapes):
+    with pytest.raises(ConfigError):
+        op_spec("opbench.ops:fused_add", shapes=shapes, **PATHS)
+
+
+def test_bench_returns_the_records_of_a_results_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("CUDABENCH_CACHE", str(tmp_path / "cache"))
+    res = cudabench.bench(ops.fused_add, shapes=[{"n": 1024}, {"n": 4096}], baselines=["torch.add"],
+                          start_worker=lambda gpu: ProcessWorker(FAKE), **PATHS)
+    assert [(r.subject, r.role, r.case.params["n"]) for r in res] == [
+        ("fused_add", "variant", 1024), ("torch.add", "baseline", 1024),
+        ("fused_add", "variant", 4096), ("torch.add", "baseline", 4096)]
+    res.assert_correct()
+    res.assert_not_slower_than(res)
+    loaded = load_results(res.to_json(tmp_path / "out.json"))
+    assert [r["subject"] for r in loaded["results"]] == [r.subject for r in res]
+    assert loaded["environment"]["gpu"] == "fake GPU"
+
+
+def test_assertions_fail_with_the_subjects_and_why(tmp_path, monkeypatch):
+    from dataclasses import replace
+
+    from cudabench.results.records.model import Check
+
+    monkeypatch.setenv("CUDABENCH_CACHE", str(tmp_path / "cache"))
+    res = cudabench.bench("opbench.ops:fused_add", shapes=[{"n": 1024}], start_worker=lambda gpu: ProcessWorker(FAKE),
+                          **PATHS)
+    faster = json.loads(json.dumps(res.document()))
+    for r in faster["results"]:
+        r["measurement"]["samples"] = [s / 2 for s in r["measurement"]["samples"]]
+        r["stats"] = {**r["stats"], "median": r["stats"]["median"] / 2}
+    with pytest.raises(cudabench.ResultsError, match="regression"):
+        res.assert_not_slower_than(faster)
+    wrong = cudabench.Results((replace(res.results[0], check=Check((("out", 1.0),), 1e-5)),), res.environment)
+    with pytest.raises(cudabench.ResultsError, match="fused_add .*FAIL"):
+        wrong.assert_correct()
+
+
+def test_bench_without_a_gpu_raises_one_exception_type(tmp_path, monkeypatch):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is here")
+    monkeypatch.setenv("CUDABENCH_CACHE", str(tmp_path / "cache"))
+    with pytest.raises(cudabench.NoGPUError, match="No CUDA device"):
+        cudabench.bench("opbench.ops:fused_add", shapes=[{"n": 1024}], **PATHS)
+
+
+def test_run_op_from_the_command_line(tmp_path, monkeypatch):
+    import torch
+
+    monkeypatch.setenv("CUDABENCH_CACHE", str(tmp_path / "cache"))
+    base = ["run", "--op", "opbench.ops:fused_add", "--op-inputs", PATHS["inputs"]]
+    missing = CliRunner().invoke(app, base + ["--shape", "n=1024"])
+    assert missing.exit_code == 2 and "--op needs --op-inputs and --op-reference" in missing.output
+    no_shape = CliRunner().invoke(app, base + ["--op-reference", PATHS["reference"]])
+    assert no_shape.exit_code == 2 and "--op needs --shape" in no_shape.output
+    both = CliRunner().invoke(app, base + ["--op-reference", PATHS["reference"], "-k", "add2", "--shape", "n=8"])
+    assert both.exit_code == 2 and "without --kernel" in both.output
+    if not torch.cuda.is_available():
+        planned = CliRunner().invoke(app, base + ["--op-reference", PATHS["reference"], "--shape", "n=1024",
+                                                  "-b", "torch.add", "--no-warm"])
+        assert planned.exit_code == 2 and "No CUDA device" in planned.output and "Traceback" not in planned.output

@@ -1,0 +1,79 @@
+"""The pytest plugin (cudabench/pytest_plugin.py, active through its pytest11 entry point), run by
+pytester on the CPU: the `cudabench` fixture benches an op in stand-in workers, its assertions pass
+and fail as compare says, a test without a GPU is skipped saying why, and the terminal summary lists
+what was measured."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+TESTS = Path(__file__).resolve().parent
+CONFTEST = f"""
+import sys
+import pytest
+sys.path.insert(0, {str(TESTS)!r})  # the user's package (tests/opbench)
+from cudabench.engine.workers import ProcessWorker
+
+FAKE = [sys.executable, {str(TESTS / "fake_worker.py")!r}]
+
+@pytest.fixture
+def stand_in(cudabench):
+    cudabench.start_worker = lambda gpu: ProcessWorker(FAKE)
+    return cudabench
+"""
+BENCH = """
+PATHS = dict(inputs="opbench.ops:make_inputs", reference="opbench.ops:reference", shapes=[{"n": 1024}])
+"""
+
+
+@pytest.fixture
+def suite(pytester, tmp_path, monkeypatch):
+    monkeypatch.setenv("CUDABENCH_CACHE", str(tmp_path / "cache"))
+    pytester.makeconftest(CONFTEST)
+    return pytester
+
+
+def test_the_fixture_benches_and_the_summary_lists_the_figures(suite, tmp_path):
+    suite.makepyfile(BENCH + """
+def test_speed(stand_in):
+    r = stand_in.bench("opbench.ops:fused_add", baselines=["torch.add"], **PATHS)
+    r.assert_correct()
+    r.assert_not_slower_than(r)
+""")
+    result = suite.runpytest_subprocess("--cudabench-json", str(tmp_path / "kept"))
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*= cudabench =*", "*test_speed: fused_add fused_add[[]n=1024]/fwd ok 1.000 ms ±*on fake GPU",
+                                 "*test_speed: torch.add fused_add[[]n=1024]/fwd ok*"])
+    [kept] = (tmp_path / "kept").iterdir()
+    assert "test_speed" in kept.name and '"fused_add"' in kept.read_text()
+
+
+def test_a_slower_op_fails_the_test_with_the_verdict(suite):
+    suite.makepyfile(BENCH + """
+import json
+
+def test_speed(stand_in):
+    r = stand_in.bench("opbench.ops:fused_add", **PATHS)
+    faster = json.loads(json.dumps(r.document()))
+    for res in faster["results"]:
+        res["measurement"]["samples"] = [s / 2 for s in res["measurement"]["samples"]]
+    r.assert_not_slower_than(faster, threshold="5%")
+""")
+    result = suite.runpytest_subprocess()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*ResultsError: slower than before: regression beyond 5%: fused_add*"])
+
+
+@pytest.mark.skipif("torch" in sys.modules and __import__("torch").cuda.is_available(), reason="a GPU is here")
+def test_without_a_gpu_the_test_is_skipped_and_says_why(suite):
+    suite.makepyfile(BENCH + """
+def test_speed(cudabench):
+    cudabench.bench("opbench.ops:fused_add", **PATHS)
+    raise AssertionError("not reached")
+""")
+    result = suite.runpytest_subprocess("-rs")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*SKIPPED*cudabench: No CUDA device*"])
