@@ -25,7 +25,7 @@ from cudabench.spec.registry import discover
 from opbench import ops
 
 FAKE = [sys.executable, str(Path(__file__).parent / "fake_worker.py")]
-PATHS = dict(inputs="opbench.ops:make_inputs", reference="opbench.ops:reference")
+PATHS = dict(inputs="opbench.bench:make_inputs", reference="opbench.bench:reference")
 
 
 class ConstantTimer:
@@ -145,3 +145,22 @@ def test_run_op_from_the_command_line(tmp_path, monkeypatch):
         planned = CliRunner().invoke(app, base + ["--op-reference", PATHS["reference"], "--shape", "n=1024",
                                                   "-b", "torch.add", "--no-warm"])
         assert planned.exit_code == 2 and "No CUDA device" in planned.output and "Traceback" not in planned.output
+
+
+@pytest.mark.parametrize("reference", ["opbench.ops:reference", "opbench.leaky:reference"])
+def test_the_judge_never_imports_the_ops_module(tmp_path, monkeypatch, reference):
+    """Its inputs and reference may not bring the op's module into the judge's process, not even
+    as an import: its code at import time could patch the judge."""
+    from cudabench.spec.op_family import family_of
+
+    for name in ("opbench.ops", "opbench.leaky"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    import opbench
+
+    monkeypatch.delattr(opbench, "ops", raising=False)
+    family = family_of(op_spec("opbench.ops:fused_add", shapes=[{"n": 8}], inputs=PATHS["inputs"],
+                               reference=reference))
+    with pytest.raises(ConfigError, match="opbench.ops is the op's module, and the judge's process never imports it"):
+        family.reference(a=1, b=2)
+    assert "opbench.ops" not in sys.modules
+    assert set(family.make_inputs({"n": 8}, __import__("torch").Generator(), "cpu")) == {"a", "b"}

@@ -25,7 +25,7 @@ def stand_in(cudabench):
     return cudabench
 """
 BENCH = """
-PATHS = dict(inputs="opbench.ops:make_inputs", reference="opbench.ops:reference", shapes=[{"n": 1024}])
+PATHS = dict(inputs="opbench.bench:make_inputs", reference="opbench.bench:reference", shapes=[{"n": 1024}])
 """
 
 

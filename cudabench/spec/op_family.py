@@ -4,8 +4,9 @@ records as a family folder's variants, without one.
 
 An op spec names everything by import path ("package.module:name", or a dotted path such as
 "torch.add"), never by object: the op is imported only in the subject process, where variants run;
-`inputs` and `reference` are imported in the judge process, as a family's spec.py is. Nothing is
-imported here until it is called.
+`inputs` and `reference` are imported in the judge process, as a family's spec.py is, and that import
+may not bring in the op's module (its code never runs in the judge's process, not even at import).
+Nothing is imported here until it is called.
 
     op          op(*inputs) -> output tensor(s)                     the subject, timed and checked
     inputs      inputs(shape, generator, device) -> {name: tensor}  as Family.make_inputs
@@ -21,14 +22,16 @@ back), named by the spec's content, so every process finds it through the regist
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import json
 import os
 import re
+import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Optional, Sequence
+from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
 
 from cudabench.errors import ConfigError
 from cudabench.spec.family import DTYPES, Baseline, Family, Param, Variant
@@ -130,6 +133,8 @@ def resolve(path: str) -> Any:
             try:
                 importlib.import_module(module_name)
                 break
+            except RefusedImport as exc:
+                raise ConfigError(f"Cannot import {path}: {exc}.") from None
             except ImportError:
                 continue
         else:
@@ -145,15 +150,51 @@ def resolve(path: str) -> Any:
     return found
 
 
-class Lazy:
-    """A callable named by import path, imported at its first call (in whichever process calls it)."""
+class RefusedImport(ImportError):
+    pass
 
-    def __init__(self, path: str) -> None:
-        self.path, self._target = path, None
+
+class _Refuse:
+    """A meta path finder that refuses one module (and its submodules)."""
+
+    def __init__(self, module: str, why: str) -> None:
+        self.module, self.why = module, why
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if name == self.module or name.startswith(self.module + "."):
+            raise RefusedImport(self.why)
+        return None
+
+
+@contextlib.contextmanager
+def refusing(module: str, why: str) -> Iterator[None]:
+    """While the block runs, importing `module` fails with `why`, unless this process already has it
+    (the op's module where it is a library the judge uses anyway, such as torch)."""
+    if not module or module in sys.modules:
+        yield
+        return
+    finder = _Refuse(module, why)
+    sys.meta_path.insert(0, finder)
+    try:
+        yield
+    finally:
+        sys.meta_path.remove(finder)
+
+
+class Lazy:
+    """A callable named by import path, imported at its first call (in whichever process calls it).
+    `refuse`: a module its import must not bring in (the op's, where this is the judge's inputs or
+    reference: the op's code never runs in the judge's process, not even at import)."""
+
+    def __init__(self, path: str, refuse: str = "") -> None:
+        self.path, self.refuse, self._target = path, refuse, None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self._target is None:
-            self._target = resolve(self.path)
+            why = (f"{self.refuse} is the op's module, and the judge's process never imports it: keep the inputs "
+                   "and the reference in modules that do not import the op")
+            with refusing(self.refuse, why):
+                self._target = resolve(self.path)
         return self._target(*args, **kwargs)
 
 
@@ -170,9 +211,10 @@ def family_of(spec: OpSpec, folder: Path = Path(".")) -> Family:
     params = tuple(Param(name, value, "from the op's shapes", minimum=0) for name, value in first.items())
     bind: Callable[[Any], Any] = lambda ext: Positional(spec.op)  # noqa: E731  (imported in the subject process)
     backward = bool(spec.grad_inputs)
+    op_module = spec.op.split(":", 1)[0] if ":" in spec.op else spec.op.rsplit(".", 1)[0]
     return Family(
         name=spec.name, summary=f"{spec.op}, named by import path", sources=(), params=params,
-        make_inputs=Lazy(spec.inputs), reference=Positional(spec.reference),
+        make_inputs=Lazy(spec.inputs, op_module), reference=Positional(spec.reference, op_module),
         variants=(Variant(spec.name, spec.op, bind, has_backward=backward, dtypes=spec.dtypes),),
         baselines=tuple(Baseline(subject_name(b), b, lambda b=b: Positional(b), has_backward=backward, dtypes=spec.dtypes)
                         for b in spec.baselines),

@@ -1,6 +1,4 @@
-"""Ops of a user's package, with what benchmarking them needs: inputs and the reference."""
-
-import torch
+"""Ops of a user's package (the code under test: imported only in the subject process)."""
 
 
 def fused_add(a, b):
@@ -11,11 +9,5 @@ def wrong_add(a, b):
     return a - b
 
 
-def make_inputs(shape, gen, device):
-    n = shape["n"]
-    return {"a": torch.empty(n, device=device).uniform_(-1, 1, generator=gen),
-            "b": torch.empty(n, device=device).uniform_(-1, 1, generator=gen)}
-
-
-def reference(a, b):
+def reference(a, b):  # a reference kept beside the op: the judge refuses to import this module
     return a + b
