@@ -6,7 +6,7 @@ import datetime
 import platform
 import socket
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 from cudabench import __version__
 from cudabench.errors import NO_GPU_HINT, NoGPUError
@@ -91,6 +91,7 @@ class ClockReading:
     sm_max_mhz: float
     temperature_c: float
     power_w: float
+    reasons: int = 0            # NVML's clock event (throttle) reasons, a bitmask
 
     def as_pairs(self, prefix: str) -> tuple[tuple[str, float], ...]:
         return tuple((f"{prefix}_{k}", float(v)) for k, v in self.__dict__.items())
@@ -119,6 +120,18 @@ def nvml_driver_version() -> Optional[str]:
         return None
 
 
+def _clock_event_reasons(nv: Any, handle: Any) -> int:
+    """Why the clocks are what they are (NVML renamed throttle reasons to clock event reasons)."""
+    for name in ("nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"):
+        query = getattr(nv, name, None)
+        if query is not None:
+            try:
+                return int(query(handle))
+            except Exception:
+                return 0
+    return 0
+
+
 def read_clocks(index: Optional[int] = None) -> Optional[ClockReading]:
     """SM and memory clocks, max SM clock, temperature and power of the current device (NVML's
     `index`, by default the one gpu_identity finds), or None."""
@@ -139,6 +152,7 @@ def read_clocks(index: Optional[int] = None) -> Optional[ClockReading]:
             sm_max_mhz=nv.nvmlDeviceGetMaxClockInfo(h, nv.NVML_CLOCK_SM),
             temperature_c=nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU),
             power_w=nv.nvmlDeviceGetPowerUsage(h) / 1000.0,
+            reasons=_clock_event_reasons(nv, h),
         )
     except Exception:
         return None

@@ -29,7 +29,6 @@ import gc
 import sys
 import threading
 import time
-from dataclasses import replace
 from typing import Any, Callable, Optional
 
 import torch
@@ -297,9 +296,9 @@ class BlindRunner:
         with ClockMonitor() if on_gpu else contextlib.nullcontext() as clocks:
             with nvtx.range("timed", "timed"):
                 m = measure(timed_call, timer, settings.stop_rule, settings.warmup, self.sync, flush,
-                            "cold" if flush else "hot")
+                            "cold" if flush else "hot", clocks.mark if clocks else None)
         sampling = time.perf_counter() - start - m.warmup_seconds
-        m = replace(m, clocks=clocks.pairs() if clocks else ())
+        m = clocks.applied(m) if clocks else m  # each batch's clock; throttled samples left out
         s.timer = timer
         median = summarize(m.samples).median
         s.hot_median = median * m.calls_per_sample

@@ -4,12 +4,15 @@ Read-only: cudabench never changes clocks or power limits."""
 
 from __future__ import annotations
 
+import bisect
 import statistics
 import threading
-from dataclasses import dataclass, field
-from typing import Optional
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any, Optional, Sequence
 
 from cudabench.device import ClockReading, read_clocks
+from cudabench.results.records.model import Measurement, SampleClocks
 
 
 
@@ -21,6 +24,8 @@ class ClockMonitor:
     before: Optional[ClockReading] = None
     after: Optional[ClockReading] = None
     during: list[ClockReading] = field(default_factory=list)
+    times: list[float] = field(default_factory=list)      # perf_counter of each reading in `during`
+    batches: list[tuple[int, int, float]] = field(default_factory=list)  # (first sample, count, end)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: Optional[threading.Thread] = None
 
@@ -35,7 +40,17 @@ class ClockMonitor:
         while not self._stop.wait(self.interval):
             reading = read_clocks()
             if reading is not None:
+                self.times.append(time.perf_counter())
                 self.during.append(reading)
+
+    def mark(self, first: int, count: int) -> None:
+        """A batch of samples has just been taken (measure's on_batch)."""
+        self.batches.append((first, count, time.perf_counter()))
+
+    def applied(self, m: Measurement) -> Measurement:
+        """`m` with the readings, each batch's clocks, and its throttled samples left out."""
+        kept, throttled, clocks = split_throttled(m.samples, self.batches, list(zip(self.times, self.during)))
+        return replace(m, samples=kept, throttled_samples=throttled, sample_clocks=clocks, clocks=self.pairs())
 
     def __exit__(self, *exc) -> None:
         self._stop.set()
@@ -72,3 +87,35 @@ class L2Flusher:
 
     def __call__(self) -> None:
         self.buffer.fill_(1.0)
+
+
+# NVML's clock event (throttle) reasons that slow the SM below what the kernel would get: a software
+# power cap, a hardware slowdown, software and hardware thermal limits, the power brake. Idle, the
+# applications-clocks setting and sync boost are not slowdowns of a running kernel.
+THROTTLE_MASK = 0x4 | 0x8 | 0x20 | 0x40 | 0x80
+
+
+def split_throttled(samples: Sequence[float], batches: Sequence[tuple[int, int, float]],
+                    readings: Sequence[tuple[float, Any]]) -> tuple[tuple[float, ...], tuple[float, ...],
+                                                                    tuple[SampleClocks, ...]]:
+    """(kept samples, samples left out as throttled, the clocks of each batch). `batches`: (first
+    sample, count, perf_counter at its end); `readings`: (perf_counter, ClockReading) from the poll.
+    Each batch takes the reading nearest its end. Where every sample was throttled, all are kept
+    (there is nothing else to report) and the clocks say so."""
+    if not readings or not batches:
+        return tuple(samples), (), ()
+    times = [t for t, _ in readings]
+    clocks = []
+    for first, count, end in batches:
+        i = bisect.bisect_left(times, end)
+        nearest = min((j for j in (i - 1, i) if 0 <= j < len(times)), key=lambda j: abs(times[j] - end))
+        reading = readings[nearest][1]
+        reasons = int(getattr(reading, "reasons", 0))
+        clocks.append(SampleClocks(first, min(count, len(samples) - first), float(reading.sm_mhz), reasons,
+                                   bool(reasons & THROTTLE_MASK)))
+    clocks = [c for c in clocks if c.count > 0]
+    throttled = {i for c in clocks if c.throttled for i in range(c.first, c.first + c.count)}
+    if len(throttled) == len(samples):
+        return tuple(samples), (), tuple(clocks)
+    kept = tuple(s for i, s in enumerate(samples) if i not in throttled)
+    return kept, tuple(s for i, s in enumerate(samples) if i in throttled), tuple(clocks)

@@ -44,9 +44,11 @@ class Warmup:
 
 
 def measure(call: Call, timer: Timer, rule: StopRule, warmup: Warmup, sync: Callable[[], None],
-            before_each: Hook = None, cache: str = "hot") -> Measurement:
+            before_each: Hook = None, cache: str = "hot",
+            on_batch: Optional[Callable[[int, int], None]] = None) -> Measurement:
     """Warm up, prepare the timer (e.g. capture a graph), then take samples in the timer's batch
-    size (never more than the rule can still want: a CUPTI batch is a profiler session) until `rule` stops. `before_each` (e.g. an L2 flush) runs outside the timed region."""
+    size (never more than the rule can still want: a CUPTI batch is a profiler session) until `rule` stops. `before_each` (e.g. an L2 flush) runs outside the timed region.
+    `on_batch(first, count)` is told of each batch as it ends (the clock monitor marks its time)."""
     warm_calls, warm_seconds, estimate = warmup.run(call, sync)
     timer.prepare(call, estimate)
     samples: list[float] = []
@@ -57,6 +59,8 @@ def measure(call: Call, timer: Timer, rule: StopRule, warmup: Warmup, sync: Call
         batch = timer.samples(call, timer.batch if most is None else min(timer.batch, most), before_each)
         if not batch:
             raise RuntimeError(f"the {timer.name} timer recorded nothing (is another profiler holding CUPTI?)")
+        if on_batch is not None:
+            on_batch(len(samples), len(batch))
         for s in batch:
             samples.append(s)
             reason = rule.decide(samples, time.perf_counter() - start)

@@ -49,7 +49,7 @@ import numpy as np
 
 from cudabench.errors import ConfigError
 from cudabench.results.compare.bootstrap import ratio_interval, verdict
-from cudabench.results.records.model import UNTRUSTED
+from cudabench.results.records.model import UNTRUSTED, sm_clock
 from cudabench.results.units import fmt_bytes
 
 MIN_SAMPLES = 3
@@ -270,11 +270,24 @@ def compare_pair(old: Mapping[str, Any], new: Mapping[str, Any], xs_old: np.ndar
     if said == "too noisy":  # say which side's median is not known well enough to decide
         vague = [f"{side} median ±{p:.1%}" for side, p in precision.items() if p == p and p > threshold / 2]
         notes += vague and [", ".join(vague) + " (95 %): measure again with a smaller --noise or a longer --max-time"]
+    notes += [clocks] if (clocks := clock_change(old, new)) and said in ("slower", "faster") else []
     old_bytes, new_bytes = int(old.get("peak_memory", -1)), int(new.get("peak_memory", -1))
     return Row(new["case"]["key"], new["subject"], new.get("role", ""), float(np.median(xs_old)),
                float(np.median(xs_new)), int(xs_old.size), int(xs_new.size), ratio, low, high, said,
                said == "slower" and ratio > 1 + threshold, "; ".join(notes), gpu, precision["old"], precision["new"],
                old_bytes, new_bytes, memory_regressed(old_bytes, new_bytes, memory_threshold))
+
+
+CLOCK_CHANGE = 0.02  # SM clocks this far apart may explain a verdict
+
+
+def clock_change(old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
+    """'SM clock 1980 -> 1755 MHz (-11.4%), which may explain it' where the two runs' SM clocks while
+    sampling differ by more than CLOCK_CHANGE; '' otherwise or where either was not recorded."""
+    sm = [sm_clock((r.get("measurement") or {}).get("clocks") or {})[0] for r in (old, new)]
+    if not all(sm) or abs(sm[1] / sm[0] - 1) <= CLOCK_CHANGE:
+        return ""
+    return f"SM clock {sm[0]:.0f} -> {sm[1]:.0f} MHz ({sm[1] / sm[0] - 1:+.1%}), which may explain it"
 
 
 def _failures(olds: Mapping[Key, Mapping[str, Any]], news: Mapping[Key, Mapping[str, Any]]) -> list[Unmatched]:

@@ -82,8 +82,21 @@ class Stats:
 
 
 @dataclass(frozen=True)
+class SampleClocks:
+    """The GPU's SM clock and throttle reasons (NVML's bitmask) while a run of consecutive samples was
+    taken: the poll reading nearest the end of their batch."""
+
+    first: int                  # the index of the run's first sample, among all samples taken
+    count: int
+    sm_mhz: float
+    reasons: int
+    throttled: bool             # a power, thermal or hardware slowdown reason was set
+
+
+@dataclass(frozen=True)
 class Measurement:
-    """All samples of one timed subject, in seconds per call, and how they were taken."""
+    """All samples of one timed subject, in seconds per call, and how they were taken. Samples taken
+    while the GPU was throttled are left out of `samples` and kept in `throttled_samples`."""
 
     samples: tuple[float, ...]
     timing: str                 # sync | events | graph | cupti | a demonstration mode
@@ -94,6 +107,8 @@ class Measurement:
     calls_per_sample: int = 1
     clocks: tuple[tuple[str, float], ...] = ()
     extra: tuple[tuple[str, float], ...] = ()   # mode-specific figures (e.g. per-call launch cost)
+    sample_clocks: tuple[SampleClocks, ...] = later(())   # per batch of samples, in the order taken
+    throttled_samples: tuple[float, ...] = later(())      # left out of samples: taken while throttled
 
     @written
     def unit(self) -> str:
@@ -206,10 +221,16 @@ def noisy(reason: str) -> bool:
     return "> target" in reason
 
 
-def throttle_warning(clocks: dict[str, float]) -> Optional[str]:
-    """A warning when the SM clock seen during the timed region was below 90% of its maximum."""
+def sm_clock(clocks: dict[str, float]) -> tuple[Optional[float], Optional[float]]:
+    """(the SM clock while samples were taken, its maximum) in MHz, from a measurement's clocks."""
     sm = clocks.get("during_sm_mhz_median") or clocks.get("after_sm_mhz")
     top = clocks.get("before_sm_max_mhz") or clocks.get("after_sm_max_mhz")
+    return sm or None, top or None
+
+
+def throttle_warning(clocks: dict[str, float]) -> Optional[str]:
+    """A warning when the SM clock seen during the timed region was below 90% of its maximum."""
+    sm, top = sm_clock(clocks)
     if not sm or not top or sm >= THROTTLE_FRACTION * top:
         return None
     return (f"SM clock {sm:.0f} MHz during the run is below {THROTTLE_FRACTION:.0%} of its max "

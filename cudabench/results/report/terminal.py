@@ -9,7 +9,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from cudabench.results.records.model import Environment, Result, noisy, throttle_warning
+from cudabench.results.records.model import Environment, Result, noisy, sm_clock, throttle_warning
 from cudabench.results.records.stats import speedup, throughput
 from cudabench.results.units import fmt_bytes, fmt_error, fmt_share, fmt_time
 
@@ -100,8 +100,10 @@ def wide_table(results: Sequence[Result], title: str) -> Table:
                 if any(extra(r, key) is not None for r in results)]
     baselines = list(dict.fromkeys(r.subject for r in results if r.role == "baseline" and r.trusted))
     memory = any(r.peak_memory >= 0 for r in results)
+    clock = any(clock_ratio(r) is not None for r in results)
     columns = ["dir", "kernel", "rel err", median_label, "±95% CI", "IQR", "min", "n", *(label for _, label in optional),
-               "TFLOP/s", "GB/s", *(["peak mem"] if memory else []), *(f"vs {b}" for b in baselines)]
+               "TFLOP/s", "GB/s", *(["peak mem"] if memory else []), *(["SM clock"] if clock else []),
+               *(f"vs {b}" for b in baselines)]
     for col in columns:
         table.add_column(col, justify="left" if col in ("dir", "kernel") else "right")
     for direction, group in groupby(results, key=lambda r: r.case.direction):
@@ -123,11 +125,18 @@ def wide_table(results: Sequence[Result], title: str) -> Table:
             tflops, gbs = throughput(r.flops, t) / 1e12, throughput(r.bytes, t) / 1e9
             cells += [f"{tflops:.2f}" if tflops else "-", f"{gbs:.0f}" if gbs else "-"]
             cells += [fmt_bytes(r.peak_memory)] if memory else []
+            cells += [f"{clock_ratio(r):.0%}" if clock_ratio(r) is not None else "-"] if clock else []
             for b in baselines:
                 base = next((x for x in rows if x.subject == b and x.trusted), None)
                 cells.append(f"{speedup(base.stats.median, s.median):.2f}×" if base and r.trusted else "-")
             table.add_row(*cells)
     return table
+
+
+def clock_ratio(r: Result) -> Optional[float]:
+    """The SM clock while its samples were taken, as a share of the GPU's maximum."""
+    sm, top = sm_clock(dict(r.measurement.clocks)) if r.measurement else (None, None)
+    return sm / top if sm and top else None
 
 
 def optional_cell(r: Result, key: str) -> str:
@@ -194,6 +203,10 @@ def notes(results: Sequence[Result]) -> list[str]:
         warning = throttle_warning(dict(r.measurement.clocks))
         if warning:
             lines.append(f"warning: {who}: {warning}")
+        left_out = len(r.measurement.throttled_samples)
+        if left_out:
+            lines.append(f"{who}: {left_out} of {left_out + len(r.measurement.samples)} samples left out: taken while "
+                         "the GPU was throttled (power, thermal or hardware slowdown; the results file keeps them)")
     for skipped_in in dict.fromkeys(tuple(v) for v in other_precision.values()):
         names = [n for n, v in other_precision.items() if tuple(v) == skipped_in]
         lines.append(f"not run in {', '.join(skipped_in)}: {', '.join(names)} (they do not take it; "

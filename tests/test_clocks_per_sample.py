@@ -1,0 +1,116 @@
+"""Clocks per sample (issue 32, part 3) on the CPU: each batch of samples takes the NVML poll reading
+nearest its end; samples taken while a power, thermal or hardware slowdown reason was set are left
+out of the figures and kept in the results file; `--wide` shows the clock ratio, the notes say how
+many were left out, and compare says when two runs' clocks differ enough to explain a verdict."""
+
+import json
+from dataclasses import replace
+
+import numpy as np
+
+from cudabench.device import ClockReading
+from cudabench.measure.clocks import THROTTLE_MASK, ClockMonitor, split_throttled
+from cudabench.measure.loop import Warmup, measure
+from cudabench.measure.stop import FixedCount
+from cudabench.results.compare.verdicts import compare_documents
+from cudabench.results.exporters.json_document import check_document, json_safe, result_from_dict, result_to_dict
+from cudabench.results.records.model import Measurement
+from cudabench.results.records.stats import summarize
+from cudabench.results.report import terminal
+from synthetic import doc, measured
+
+POWER_CAP = 0x4
+
+
+def reading(sm, reasons=0):
+    return ClockReading(sm_mhz=sm, mem_mhz=2600, sm_max_mhz=1980, temperature_c=60, power_w=500, reasons=reasons)
+
+
+def test_samples_of_a_throttled_batch_are_left_out():
+    samples = [1.0, 1.0, 1.0, 1.3, 1.3, 1.0]
+    batches = [(0, 2, 10.0), (2, 2, 20.0), (4, 2, 30.0)]
+    readings = [(9.9, reading(1980)), (20.2, reading(1600, POWER_CAP)), (29.0, reading(1980, 0x1))]  # 0x1: idle
+    kept, left_out, clocks = split_throttled(samples, batches, readings)
+    assert kept == (1.0, 1.0, 1.3, 1.0) and left_out == (1.0, 1.3)
+    assert [(c.first, c.count, c.sm_mhz, c.throttled) for c in clocks] == [(0, 2, 1980, False), (2, 2, 1600, True),
+                                                                          (4, 2, 1980, False)]
+
+
+def test_when_every_sample_was_throttled_all_are_kept_and_the_clocks_say_so():
+    kept, left_out, clocks = split_throttled([1.0, 2.0], [(0, 2, 1.0)], [(1.0, reading(1500, THROTTLE_MASK))])
+    assert kept == (1.0, 2.0) and left_out == () and clocks[0].throttled
+
+
+def test_no_readings_keep_every_sample():
+    assert split_throttled([1.0], [(0, 1, 1.0)], []) == ((1.0,), (), ())
+
+
+def test_measure_marks_each_batch_and_the_monitor_applies_the_readings():
+    class TwoPerBatch:
+        name, batch = "sync", 2
+
+        def prepare(self, call, estimate):
+            pass
+
+        def samples(self, call, count, before_each=None):
+            return [1e-3] * count
+
+    monitor = ClockMonitor()
+    m = measure(lambda: None, TwoPerBatch(), FixedCount(6), Warmup(calls=1, seconds=0.0), lambda: None,
+                on_batch=monitor.mark)
+    assert [(first, count) for first, count, _ in monitor.batches] == [(0, 2), (2, 2), (4, 2)]
+    ends = [end for _, _, end in monitor.batches]
+    monitor.times, monitor.during = ends, [reading(1980), reading(1500, POWER_CAP), reading(1980)]
+    applied = monitor.applied(m)
+    assert len(applied.samples) == 4 and len(applied.throttled_samples) == 2
+    assert [c.throttled for c in applied.sample_clocks] == [False, True, False]
+
+
+def with_clocks(result, sm, throttled=()):
+    m = replace(result.measurement, clocks=(("during_sm_mhz_median", sm), ("before_sm_max_mhz", 1980.0)),
+                throttled_samples=tuple(throttled))
+    return replace(result, measurement=m)
+
+
+def test_the_results_file_keeps_the_left_out_samples_and_the_clocks():
+    r = with_clocks(measured("timex", {"B": 1, "C": 1, "T": 8}, "timex-v4", 1e-3), 1755.0, [2e-3, 2e-3])
+    m = replace(r.measurement, sample_clocks=split_throttled([1.0, 1.0], [(0, 2, 1.0)],
+                                                              [(1.0, reading(1600, POWER_CAP))])[2])
+    r = replace(r, measurement=m)
+    text = json.dumps(json_safe(doc([r])))
+    loaded = check_document(json.loads(text), "file")
+    again = result_from_dict(loaded["results"][0])
+    assert again.measurement.throttled_samples == (2e-3, 2e-3) and again.measurement.sample_clocks == m.sample_clocks
+    older = result_to_dict(r)
+    del older["measurement"]["sample_clocks"], older["measurement"]["throttled_samples"]
+    assert result_from_dict(older).measurement.throttled_samples == ()  # a file from before reads
+
+
+def test_wide_shows_the_clock_ratio_and_the_notes_say_how_many_were_left_out():
+    from rich.console import Console
+
+    r = with_clocks(measured("timex", {"B": 1, "C": 1, "T": 8}, "timex-v4", 1e-3), 1782.0, [2e-3] * 3)
+    console = Console(width=200, record=True)
+    for table in terminal.tables([r], wide=True):
+        console.print(table)
+    text = console.export_text()
+    assert "SM clock" in text and "90%" in text
+    assert any("3 of 203 samples left out: taken while the GPU was throttled" in line for line in terminal.notes([r]))
+
+
+def test_compare_says_when_the_clocks_differ_enough_to_explain_a_verdict():
+    shape = {"B": 1, "C": 1, "T": 8}
+    old = with_clocks(measured("timex", shape, "timex-v4", 1.00e-3, seed=1), 1980.0)
+    new = with_clocks(measured("timex", shape, "timex-v4", 1.12e-3, seed=2), 1755.0)
+    normal = lambda r: check_document(json.loads(json.dumps(json_safe(doc([r])))), "f")  # noqa: E731
+    [row] = compare_documents(normal(old), normal(new), 0.05).rows
+    assert row.verdict == "slower" and "SM clock 1980 -> 1755 MHz (-11.4%), which may explain it" in row.note
+    same_clock = with_clocks(measured("timex", shape, "timex-v4", 1.12e-3, seed=2), 1975.0)
+    [row] = compare_documents(normal(old), normal(same_clock), 0.05).rows
+    assert "SM clock" not in row.note
+
+
+def test_figures_come_from_the_kept_samples_only():
+    m = Measurement(samples=(1e-3,) * 10, timing="sync", warmup_calls=1, warmup_seconds=0.0, stop_reason="x",
+                    throttled_samples=(9e-3,) * 5)
+    assert summarize(m.samples).median == 1e-3 and np.isclose(max(m.samples), 1e-3)
