@@ -42,8 +42,8 @@ class ConstantTimer:
         return out
 
 
-def judged(tmp_path, op, shape=(("n", 4096),), role="variant", baselines=()):
-    spec = op_spec(op, shapes=[dict(shape)], baselines=baselines, **PATHS)
+def judged(tmp_path, op, shape=(("n", 4096),), role="variant", baselines=(), paths=PATHS):
+    spec = op_spec(op, shapes=[dict(shape)], baselines=baselines, **paths)
     kernels = write_family(spec, tmp_path)
     registry = discover([kernels])
     handler = SubjectHandler("cpu", timer_factory=lambda timing: ConstantTimer())
@@ -164,3 +164,12 @@ def test_the_judge_never_imports_the_ops_module(tmp_path, monkeypatch, reference
         family.reference(a=1, b=2)
     assert "opbench.ops" not in sys.modules
     assert set(family.make_inputs({"n": 8}, __import__("torch").Generator(), "cpu")) == {"a", "b"}
+
+
+def test_the_readme_example_op_is_correct_and_so_is_its_baseline(tmp_path, monkeypatch):
+    """examples/my_ops: what README's "From Python" runs (bench_gelu.py, test_gelu_speed.py)."""
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "examples" / "my_ops"))
+    paths = dict(inputs="my_ops.bench:make_inputs", reference="my_ops.bench:reference")
+    for role in ("variant", "baseline"):
+        r = judged(tmp_path, "my_ops.ops:gelu_tanh", role=role, baselines=["my_ops.bench:torch_gelu"], paths=paths)
+        assert r.status == "ok", (r.subject, r.error, r.skipped, r.check)

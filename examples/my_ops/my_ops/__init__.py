@@ -1,0 +1,2 @@
+"""A user's package with a custom op, benchmarked from Python (examples/my_ops/bench_gelu.py) and
+from pytest (examples/my_ops/test_gelu_speed.py) without a kernel family folder."""
