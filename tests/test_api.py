@@ -173,3 +173,9 @@ def test_the_readme_example_op_is_correct_and_so_is_its_baseline(tmp_path, monke
     for role in ("variant", "baseline"):
         r = judged(tmp_path, "my_ops.ops:gelu_tanh", role=role, baselines=["my_ops.bench:torch_gelu"], paths=paths)
         assert r.status == "ok", (r.subject, r.error, r.skipped, r.check)
+
+
+def test_an_op_named_by_import_path_gets_every_integrity_check(tmp_path):
+    """A hostile op that caches its answer by where its inputs live is caught as a family's is."""
+    r = judged(tmp_path, "opbench.ops:memo_add")
+    assert r.status == "INVALID" and "fresh-output" in r.invalid_because
