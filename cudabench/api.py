@@ -37,6 +37,7 @@ class Results:
     seed: int = 0
     command: str = ""
     source_hashes: dict[str, str] = field(default_factory=dict)
+    store: Optional[Path] = None   # where assert_not_slower_than finds stored runs (default: the default store)
 
     def __iter__(self) -> Iterator[Result]:
         return iter(self.results)
@@ -82,7 +83,7 @@ class Results:
         from cudabench.results.compare.render import describe
         from cudabench.results.compare.verdicts import compare_documents, parse_threshold
 
-        old = _document_of(previous)
+        old = _document_of(previous, self.store)
         limit = parse_threshold(threshold) if isinstance(threshold, str) else float(threshold)
         comparison = compare_documents(old, _normalised(self.document()), limit, allow_missing=True)
         if comparison.regressions or comparison.failed:
@@ -97,7 +98,7 @@ def _normalised(doc: dict[str, Any]) -> dict[str, Any]:
     return check_document(json_safe(doc), "these results")
 
 
-def _document_of(previous: Any) -> dict[str, Any]:
+def _document_of(previous: Any, store: Optional[Path] = None) -> dict[str, Any]:
     if isinstance(previous, Results):
         return _normalised(previous.document())
     if isinstance(previous, Mapping):
@@ -111,7 +112,7 @@ def _document_of(previous: Any) -> dict[str, Any]:
     from cudabench.results.store.access import default_path
     from cudabench.results.store.database import Store
 
-    path = default_path()
+    path = Path(store) if store else default_path()
     if not path.exists():
         raise CudabenchError(f"Cannot compare with {text}: it is not a results file, and there is no results store "
                              f"at {path}.", "Give a results file, or record runs with `cudabench run ... --store`.")

@@ -8,7 +8,8 @@ GPU is usable (saying why in the report), and the terminal summary lists every f
         r.assert_correct()
         r.assert_not_slower_than("main", threshold="5%")   # the results store's run at main, or a file
 
-`--cudabench-json DIR` also keeps each test's results file (named by the test) in DIR."""
+`--cudabench-json DIR` also keeps each test's results file (named by the test) in DIR;
+`--cudabench-store PATH` names the results store whose runs ("main", "@latest") the tests compare with."""
 
 from __future__ import annotations
 
@@ -24,8 +25,8 @@ SUMMARY_KEY = pytest.StashKey[list]()
 class BenchFixture:
     """What a test gets as `cudabench`: bench() and the results it measured."""
 
-    def __init__(self, node: Any, summary: list, keep: Optional[Path]) -> None:
-        self.node, self.summary, self.keep = node, summary, keep
+    def __init__(self, node: Any, summary: list, keep: Optional[Path], store: Optional[Path] = None) -> None:
+        self.node, self.summary, self.keep, self.store = node, summary, keep, store
         self.start_worker: Optional[Callable[[Any], Any]] = None  # a stand-in worker (tests of this plugin)
 
     def bench(self, op: Any, **options: Any) -> Any:
@@ -36,6 +37,7 @@ class BenchFixture:
             results = bench(op, start_worker=self.start_worker, **options)
         except NoGPUError as exc:
             pytest.skip(f"cudabench: {exc.message}")
+        results.store = self.store
         self.summary.extend((self.node.nodeid, r) for r in results)
         if self.keep is not None:
             self.keep.mkdir(parents=True, exist_ok=True)
@@ -47,6 +49,9 @@ def pytest_addoption(parser: Any) -> None:
     group = parser.getgroup("cudabench")
     group.addoption("--cudabench-json", metavar="DIR", default=None,
                     help="Keep each cudabench fixture's results file (as `cudabench run --json` writes it) in DIR.")
+    group.addoption("--cudabench-store", metavar="PATH", default=None,
+                    help="The results store whose runs assert_not_slower_than('main') names (default: "
+                         "$CUDABENCH_STORE or .cudabench/results.db).")
 
 
 def pytest_configure(config: Any) -> None:
@@ -57,8 +62,9 @@ def pytest_configure(config: Any) -> None:
 def cudabench(request: Any) -> BenchFixture:
     """Bench an op in cudabench's isolated workers: `cudabench.bench(op, inputs=..., reference=...,
     shapes=[...])` (see cudabench.api.bench); skips the test where no GPU is usable."""
-    keep = request.config.getoption("--cudabench-json")
-    return BenchFixture(request.node, request.config.stash[SUMMARY_KEY], Path(keep) if keep else None)
+    keep, store = request.config.getoption("--cudabench-json"), request.config.getoption("--cudabench-store")
+    return BenchFixture(request.node, request.config.stash[SUMMARY_KEY], Path(keep) if keep else None,
+                        Path(store) if store else None)
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: Any) -> None:

@@ -77,3 +77,21 @@ def test_speed(cudabench):
     result = suite.runpytest_subprocess("-rs")
     result.assert_outcomes(skipped=1)
     result.stdout.fnmatch_lines(["*SKIPPED*cudabench: No CUDA device*"])
+
+
+def test_a_test_compares_with_a_stored_run_of_the_store_it_is_given(suite, tmp_path):
+    from cudabench.results.store.database import Store
+    from cudabench.results.store.provenance import Provenance
+    from synthetic import doc, measured
+
+    store = tmp_path / "results.db"
+    older = doc([measured("fused_add", {"n": 1024}, "fused_add", 0.5e-3)])  # half the stand-in's 1 ms
+    with Store(store) as opened:
+        opened.append(older, Provenance("a" * 40, False), "2026-11-26T00:00:00")
+    suite.makepyfile(BENCH + """
+def test_speed(stand_in):
+    stand_in.bench("opbench.ops:fused_add", **PATHS).assert_not_slower_than("@latest")
+""")
+    result = suite.runpytest_subprocess("--cudabench-store", str(store))
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*slower than before: regression beyond 5%: fused_add*"])
