@@ -139,7 +139,8 @@ def make_store(doc: dict, runs: int = 2, after: Optional[Callable[[sqlite3.Conne
     """A Maker of a store holding `runs` copies of `doc`, then changed by after(connection), left in
     `journal` mode (cudabench's own stores are WAL) with no -wal or -shm file beside it."""
     def make(path: Path) -> None:
-        from cudabench.results.store.database import Provenance, Store
+        from cudabench.results.store.database import Store
+        from cudabench.results.store.provenance import Provenance
 
         with Store(path) as store:
             for i in range(runs):
