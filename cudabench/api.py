@@ -124,7 +124,7 @@ def _document_of(previous: Any, store: Optional[Path] = None) -> dict[str, Any]:
 def bench(op: Any, *, inputs: Any, reference: Any, shapes: Sequence[Mapping[str, int]],
           baselines: Sequence[Any] = (), dtypes: Sequence[str] = ("float32",), grad_inputs: Sequence[str] = (),
           directions: Optional[Sequence[str]] = None, tolerance: float = 1e-5, timing: str = "sync",
-          max_time: float = 2.0, repeat: Optional[int] = None, seed: Optional[int] = None, fuzz: int = 0,
+          max_time: Optional[float] = None, repeat: Optional[int] = None, seed: Optional[int] = None, fuzz: int = 0,
           integrity: bool = True, warm: Optional[bool] = None,
           start_worker: Optional[Callable[[Any], Any]] = None) -> Results:
     """Check and time `op` at each of `shapes` (and each baseline beside it) in isolated workers.
@@ -134,23 +134,22 @@ def bench(op: Any, *, inputs: Any, reference: Any, shapes: Sequence[Mapping[str,
     device) makes the inputs; reference(*inputs) is the math, run on float64 copies. grad_inputs names
     the inputs that get gradients (then bwd and fwdbwd are timed too). `start_worker` replaces the
     worker a GPU gets (tests)."""
-    from cudabench.engine.plan import RunOptions, plan
+    from cudabench.engine.plan import plan
+    from cudabench.engine.request import checked, effective_timing, run_options
     from cudabench.engine.scheduler import Runner
     from cudabench.engine.start import start_runner
-    from cudabench.engine.suite_file import TimingPolicy, check_timing
-    from cudabench.measure.stop import Adaptive, FixedCount
+    from cudabench.engine.suite_file import TimingPolicy
     from cudabench.results.exporters.json_document import source_hash
     from cudabench.results.records.codec import from_data
     from cudabench.spec.op_family import op_spec, write_family
     from cudabench.spec.registry import discover
 
     spec = op_spec(op, inputs, reference, shapes, baselines, dtypes, grad_inputs, tolerance)
-    check_timing(TimingPolicy(timing=timing, max_time=max_time, repeat=repeat), lambda key: key)
+    policy = effective_timing(checked(TimingPolicy(timing=timing, max_time=max_time, repeat=repeat), lambda key: key))
     kernels = write_family(spec)
     registry = discover([kernels])
-    options = RunOptions(directions=tuple(directions) if directions else None, timing=timing, seed=seed,
-                         rule=FixedCount(repeat) if repeat else Adaptive(max_time=max_time), dtypes=tuple(spec.dtypes),
-                         fuzz=fuzz, integrity=integrity)
+    options = run_options(policy, directions=tuple(directions) if directions else None, seed=seed,
+                          dtypes=tuple(spec.dtypes), fuzz=fuzz, integrity=integrity)
     tasks = [t for shape in spec.shapes for t in plan(registry, [spec.name], dict(shape), options)]
     if start_worker is None:
         from cudabench.device import require_gpu

@@ -179,3 +179,11 @@ def test_an_op_named_by_import_path_gets_every_integrity_check(tmp_path):
     """A hostile op that caches its answer by where its inputs live is caught as a family's is."""
     r = judged(tmp_path, "opbench.ops:memo_add")
     assert r.status == "INVALID" and "fresh-output" in r.invalid_because
+
+
+def test_bench_checks_its_timing_settings_as_the_command_line_does(tmp_path, monkeypatch):
+    monkeypatch.setenv("CUDABENCH_CACHE", str(tmp_path / "cache"))
+    with pytest.raises(ConfigError, match="timing: expected one of sync, events, graph, cupti"):
+        cudabench.bench("opbench.ops:fused_add", shapes=[{"n": 8}], timing="nope", **PATHS)
+    with pytest.raises(ConfigError, match="max_time must be positive"):
+        cudabench.bench("opbench.ops:fused_add", shapes=[{"n": 8}], max_time=-1.0, **PATHS)

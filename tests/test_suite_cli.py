@@ -11,7 +11,8 @@ from cudabench.cli.app import app
 from cudabench.engine.suite_file import TimingPolicy, load_suite
 from cudabench.results.exporters.json_document import write_json_atomic
 from cudabench.engine.plan import RunOptions
-from cudabench.engine.suite import effective_timing, plan_suite
+from cudabench.engine.request import effective_timing
+from cudabench.engine.suite import plan_suite
 from synthetic import doc, measured, timex_sweep
 
 CONFIGS = Path(__file__).parent.parent / "configs"

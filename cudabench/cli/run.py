@@ -16,6 +16,7 @@ from cudabench.cli.common import FLAGS, KernelsDir, detail, err, out, registry, 
 from cudabench.cli.run_outputs import Outputs, store_path
 from cudabench.cli.runner import failed, gpus_of, op_kernels
 from cudabench.engine.start import start_runner
+from cudabench.engine.request import DEFAULTS
 from cudabench.errors import RunFailedError, ShapeError
 
 
@@ -24,32 +25,6 @@ DTYPE_HELP = ("Precision of inputs and outputs: float32 (default), bfloat16, flo
 INPUTS_HELP = ("Input distribution: uniform (default, every family), a family's own kind, e.g. rwkv for "
                "timex, or one every family has: outliers, pareto, constant, zeros, large (`cudabench list`). "
                "Every run also checks one judged call on another kind, drawn at random.")
-
-
-def stop_rule(repeat: Optional[int], min_time: Optional[float], noise: float, max_time: float):
-    from cudabench.measure.stop import Adaptive, FixedCount, MinTime
-
-    if repeat is not None and min_time is not None:
-        raise ShapeError("--repeat and --min-time are alternatives: give one.")
-    if repeat is not None:
-        return FixedCount(repeat)
-    if min_time is not None:
-        return MinTime(min_time)
-    return Adaptive(target=noise, max_time=max_time)
-
-
-def warmup_of(text: str):
-    from cudabench.measure.loop import Warmup
-    from cudabench.engine.suite_values import parse_warmup
-
-    return Warmup(*parse_warmup(text))
-
-
-def command_line_timing(*values: Any):
-    """The timing settings given on the command line, checked with the suite files' own bounds."""
-    from cudabench.engine.suite_file import TimingPolicy, check_timing
-
-    return check_timing(TimingPolicy(*values), lambda key: "--" + key.replace("_", "-"))
 
 
 def renames(pairs: Optional[List[str]]) -> dict[str, str]:
@@ -83,14 +58,14 @@ def run(
     min_time: Optional[float] = typer.Option(None, "--min-time", help="Sample for at least S seconds."),
     noise: Optional[float] = typer.Option(None, "--noise", help="Adaptive stop: sample until the median is "
                                           "known to ± this share (half its 95 % confidence interval; default "
-                                          "0.005)."),
+                                          f"{DEFAULTS['noise']:g})."),
     max_time: Optional[float] = typer.Option(None, "--max-time", help="Adaptive stop: time limit per "
-                                             "subject in seconds (default 2)."),
+                                             f"subject in seconds (default {DEFAULTS['max_time']:g})."),
     warmup: Optional[str] = typer.Option(None, "--warmup", help="Untimed warm-up: calls (25) or time "
-                                         "(default 100ms)."),
+                                         f"(default {DEFAULTS['warmup']})."),
     timeout: Optional[float] = typer.Option(None, "--timeout", help="Seconds one subject may take (check, "
                                             "timing, integrity checks) before its worker is killed "
-                                            "(default 300)."),
+                                            f"(default {DEFAULTS['timeout']:g})."),
     integrity: bool = typer.Option(True, "--integrity/--no-integrity", help="After timing, check that the "
                                    "figure can be trusted (stale outputs, work outside the timed window, no "
                                    "work, impossible throughput). --no-integrity skips them, and says so."),
@@ -146,8 +121,10 @@ def run(
     an isolated worker process (on one GPU, every GPU of this host, or a Dask cluster)."""
     started = time.perf_counter()
     from cudabench.device import require_gpu
-    from cudabench.engine.plan import RunOptions, plan
-    from cudabench.engine.suite import effective_timing, plan_suite
+    from cudabench.engine.plan import plan
+    from cudabench.engine.request import checked, effective_timing, run_options
+    from cudabench.engine.suite import plan_suite
+    from cudabench.engine.suite_file import TimingPolicy
     from cudabench.engine.suite_file import load_suite
     from cudabench.spec.shapes import parse_shape
 
@@ -161,7 +138,7 @@ def run(
                          "`cudabench list` shows the kernels; configs/ holds example suites.")
     suite = load_suite(config) if config else None
     kernels_dirs = [*(kernels_dir or []), *(suite.kernels_dirs if suite else ())]
-    policy = effective_timing(command_line_timing(timing, cold, repeat, min_time, noise, max_time, warmup, timeout),
+    policy = effective_timing(checked(TimingPolicy(timing, cold, repeat, min_time, noise, max_time, warmup, timeout)),
                               suite.timing if suite else None)
     if config and shape:
         raise ShapeError("--shape goes with --kernel; a suite names its shapes in the file.",
@@ -178,13 +155,10 @@ def run(
         raise ShapeError("--gpus and --cluster are alternatives: a cluster's GPUs are its Dask workers.",
                          "Start one Dask worker per GPU (dask worker ... --resources GPU=1).")
     chosen = gpus_of(gpus) if gpus and gpu_likely() else []
-    options = RunOptions(
-        directions=split(direction), baselines=() if no_baseline else split(baseline), timing=policy.timing,
-        rule=stop_rule(policy.repeat, policy.min_time, policy.noise, policy.max_time),
-        warmup=warmup_of(policy.warmup), force=force, arch=arch, seed=seed, cold=policy.cold, inputs=inputs,
-        dtypes=split(dtype),
-        renames=renames(record_as), integrity=integrity, fuzz=fuzz, nvtx=nvtx_on or nvtx_iterations,
-        nvtx_iterations=nvtx_iterations, timeout=policy.timeout)
+    options = run_options(
+        policy, directions=split(direction), baselines=() if no_baseline else split(baseline), force=force, arch=arch,
+        seed=seed, inputs=inputs, dtypes=split(dtype), renames=renames(record_as), integrity=integrity, fuzz=fuzz,
+        nvtx=nvtx_on or nvtx_iterations, nvtx_iterations=nvtx_iterations)
     settings = {"timing": policy.timing, "cache": "cold" if policy.cold else "hot", "tf32": "off",
                 "integrity": "on" if integrity else "off", "fuzz": str(fuzz), **({"config": str(config)} if config else {}),
                 **({"gpus": ",".join(str(g.index) for g in chosen)} if chosen else {}),

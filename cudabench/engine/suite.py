@@ -1,31 +1,16 @@
-"""From a command line or a suite file to the tasks a run executes: the timing policy (command
-line over the suite's [timing] table over the defaults) and the planned cases of every [[case]]."""
+"""From a suite file to the tasks a run executes: the planned cases of every [[case]] (its timing
+policy is resolved with the command line's in cudabench.engine.request)."""
 
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Optional
 
 from cudabench.errors import ConfigError
-from cudabench.engine.suite_file import Suite, TimingPolicy
+from cudabench.engine.suite_file import Suite
 from cudabench.spec.registry import Registry
-from cudabench.engine.plan import DEFAULT_TIMEOUT, RunOptions, Task, plan
+from cudabench.engine.plan import RunOptions, Task, plan
 
 MAX_SUBJECTS = 100_000  # subject runs a suite may plan: a day of GPU time at a second each
-
-DEFAULTS = {"timing": "sync", "cold": False, "repeat": None, "min_time": None, "noise": 0.005, "max_time": 2.0,
-            "warmup": "100ms", "timeout": DEFAULT_TIMEOUT}
-
-
-def effective_timing(command_line: TimingPolicy, suite: Optional[TimingPolicy]) -> TimingPolicy:
-    """Every setting filled: the command line's where it says something, else the suite's, else the
-    default. A suite's repeat or min_time gives way when the command line names the other."""
-    given = suite.given() if suite else {}
-    if command_line.repeat is not None or command_line.min_time is not None:
-        given = {k: v for k, v in given.items() if k not in ("repeat", "min_time")}
-    merged = {**DEFAULTS, **given, **command_line.given()}
-    return TimingPolicy(**merged)
-
 
 def plan_suite(registry: Registry, suite: Suite, options: RunOptions) -> list[Task]:
     """Every shape of every case. A case's directions and baselines replace the command line's
