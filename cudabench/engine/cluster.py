@@ -24,7 +24,8 @@ from cudabench.engine.plan import RunOptions, Subject, Task, skips, subjects
 from cudabench.engine.scheduler import expected_seconds
 from cudabench.engine.workers import ProcessWorker, worker_command
 from cudabench.errors import CudabenchError
-from cudabench.results.exporters.json_document import case_from_dict, case_to_dict, result_from_dict, result_to_dict
+from cudabench.engine.protocol import hello, subject_request
+from cudabench.results.exporters.json_document import case_from_dict, result_from_dict, result_to_dict
 from cudabench.results.records.model import Result
 
 GPU = {"GPU": 1}
@@ -137,9 +138,7 @@ class ClusterRunner:
         self.on_result, self.on_status = on_result, on_status
         self.results: list[Result] = []
         self.seed = options.seed if options.seed is not None else random.SystemRandom().randrange(2**31)
-        self.hello = {"op": "hello", "kernels_dirs": [str(d) for d in kernels_dirs], "ceilings": options.time,
-                      "nvtx": options.nvtx, "nvtx_iterations": options.nvtx_iterations,
-                      "settings": settings or {}}
+        self.hello = hello(kernels_dirs, options, settings)
         self.environment: dict[str, Any] = {}
         self.ceilings: Optional[dict[str, Any]] = None
         self.waited = {"start-up": 0.0, "build": 0.0}
@@ -313,8 +312,7 @@ class ClusterRunner:
         return result_from_dict(reply["result"])
 
     def _request(self, s: Subject) -> dict[str, Any]:
-        return {"op": "subject", "family": s.family.name, "case": case_to_dict(s.case), "subject": s.name,
-                "role": s.role, "settings": dataclasses.asdict(self.options.settings(self.seed))}
+        return subject_request(s, self.options, self.seed)
 
     def _build_request(self, s: Subject) -> Optional[dict[str, Any]]:
         return {"family": s.family.name, "arch": self.options.arch} if s.role == "variant" else None

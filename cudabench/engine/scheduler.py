@@ -16,7 +16,7 @@ from typing import Any, Callable, Optional, Sequence
 from cudabench.engine.gpus import Gpu
 from cudabench.engine.lane import Lane, WorkerStartError
 from cudabench.engine.plan import RunOptions, Subject, Task, skips, subjects
-from cudabench.results.exporters.json_document import case_to_dict
+from cudabench.engine.protocol import hello, subject_request
 from cudabench.engine.workers import Worker
 from cudabench.results.records.model import Result
 
@@ -47,9 +47,7 @@ class Runner:
         self.on_status = on_status
         self.results: list[Result] = []
         self.seed = options.seed if options.seed is not None else random.SystemRandom().randrange(2**31)
-        self.hello = {"op": "hello", "kernels_dirs": [str(d) for d in kernels_dirs], "ceilings": options.time,
-                      "nvtx": options.nvtx, "nvtx_iterations": options.nvtx_iterations,
-                      "settings": settings or {}}
+        self.hello = hello(kernels_dirs, options, settings)
         self.gpus: list[Optional[Gpu]] = list(gpus) or [None]
         self.lanes = [self._lane(gpu, start_worker) for gpu in self.gpus]
         self._lock = threading.Lock()          # results and the queue
@@ -211,9 +209,8 @@ class Runner:
                 return Result(s.case, s.name, s.role, skipped=f"build failed: {failure}")
         lane.ready()
         lane.on_status(f"{s.case.key}: {s.name}")
-        request = {"op": "subject", "family": s.family.name, "case": case_to_dict(s.case), "subject": s.name,
-                   "role": s.role, "settings": dataclasses.asdict(self.options.settings(self.seed))}
-        return lane.subject(request, self.options.timeout, lambda reason: self._lost(s, lane.where(), reason))
+        return lane.subject(subject_request(s, self.options, self.seed), self.options.timeout,
+                            lambda reason: self._lost(s, lane.where(), reason))
 
     def _build(self, lane: Lane, family: str) -> str:
         """'' once the family is built in this lane's worker, else why not (remembered for the run:
