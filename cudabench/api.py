@@ -18,8 +18,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
 
+from rich.console import Console
+
+from cudabench.device import require_gpu
+from cudabench.engine.plan import plan
+from cudabench.engine.request import checked, effective_timing, run_options
+from cudabench.engine.scheduler import Runner
+from cudabench.engine.start import start_runner
+from cudabench.engine.suite_file import TimingPolicy
 from cudabench.errors import CudabenchError
+from cudabench.results.compare.render import describe
+from cudabench.results.compare.verdicts import compare_documents, parse_threshold
+from cudabench.results.exporters.json_document import (check_document, document, json_safe, load_results,
+                                                       source_hash, write_json_atomic)
+from cudabench.results.records.codec import from_data
 from cudabench.results.records.model import Environment, Result
+from cudabench.results.report import terminal
+from cudabench.results.store.access import default_path
+from cudabench.results.store.database import Store
+from cudabench.spec.op_family import op_spec, write_family
+from cudabench.spec.registry import discover
 
 THRESHOLD = "5%"
 
@@ -31,7 +49,6 @@ class ResultsError(AssertionError):
 @dataclass
 class Results:
     """The records of one bench: the same Result records a results file holds."""
-
     results: tuple[Result, ...]
     environment: Environment
     seed: int = 0
@@ -47,22 +64,14 @@ class Results:
 
     def document(self) -> dict[str, Any]:
         """The results document, as `cudabench run --json` writes it."""
-        from cudabench.results.exporters.json_document import document
-
         return document(self.results, self.environment, self.command, self.seed, self.source_hashes)
 
     def to_json(self, path: Path | str) -> Path:
-        from cudabench.results.exporters.json_document import write_json_atomic
-
         write_json_atomic(path, self.document())
         return Path(path)
 
     def table(self, wide: bool = False, console: Any = None) -> None:
         """Print the tables `cudabench run` prints (every figure with `wide`)."""
-        from rich.console import Console
-
-        from cudabench.results.report import terminal
-
         console = console or Console()
         for table in terminal.tables(self.results, wide):
             console.print(table)
@@ -80,9 +89,6 @@ class Results:
         """No subject measured slower than in `previous` (a results file, a results document, another
         Results, or a stored run such as "@latest" or "main" of the default store) beyond `threshold`,
         by compare's noise-aware verdict."""
-        from cudabench.results.compare.render import describe
-        from cudabench.results.compare.verdicts import compare_documents, parse_threshold
-
         old = _document_of(previous, self.store)
         limit = parse_threshold(threshold) if isinstance(threshold, str) else float(threshold)
         comparison = compare_documents(old, _normalised(self.document()), limit, allow_missing=True)
@@ -93,8 +99,6 @@ class Results:
 
 def _normalised(doc: dict[str, Any]) -> dict[str, Any]:
     """A document as a file's reader gets it (checked, NaN strings read back)."""
-    from cudabench.results.exporters.json_document import check_document, json_safe
-
     return check_document(json_safe(doc), "these results")
 
 
@@ -105,13 +109,7 @@ def _document_of(previous: Any, store: Optional[Path] = None) -> dict[str, Any]:
         return _normalised(dict(previous))
     text = str(previous)
     if Path(text).is_file():
-        from cudabench.results.exporters.json_document import load_results
-
         return load_results(text)
-    from cudabench.results.exporters.json_document import check_document
-    from cudabench.results.store.access import default_path
-    from cudabench.results.store.database import Store
-
     path = Path(store) if store else default_path()
     if not path.exists():
         raise CudabenchError(f"Cannot compare with {text}: it is not a results file, and there is no results store "
@@ -134,16 +132,6 @@ def bench(op: Any, *, inputs: Any, reference: Any, shapes: Sequence[Mapping[str,
     device) makes the inputs; reference(*inputs) is the math, run on float64 copies. grad_inputs names
     the inputs that get gradients (then bwd and fwdbwd are timed too). `start_worker` replaces the
     worker a GPU gets (tests)."""
-    from cudabench.engine.plan import plan
-    from cudabench.engine.request import checked, effective_timing, run_options
-    from cudabench.engine.scheduler import Runner
-    from cudabench.engine.start import start_runner
-    from cudabench.engine.suite_file import TimingPolicy
-    from cudabench.results.exporters.json_document import source_hash
-    from cudabench.results.records.codec import from_data
-    from cudabench.spec.op_family import op_spec, write_family
-    from cudabench.spec.registry import discover
-
     spec = op_spec(op, inputs, reference, shapes, baselines, dtypes, grad_inputs, tolerance)
     policy = effective_timing(checked(TimingPolicy(timing=timing, max_time=max_time, repeat=repeat), lambda key: key))
     kernels = write_family(spec)
@@ -152,8 +140,6 @@ def bench(op: Any, *, inputs: Any, reference: Any, shapes: Sequence[Mapping[str,
                           dtypes=tuple(spec.dtypes), fuzz=fuzz, integrity=integrity)
     tasks = [t for shape in spec.shapes for t in plan(registry, [spec.name], dict(shape), options)]
     if start_worker is None:
-        from cudabench.device import require_gpu
-
         require_gpu()
     started = time.time()
     settings = {"timing": timing, "op": spec.op}

@@ -1,5 +1,8 @@
 """`cudabench build`: JIT builds (cached), or compile-only checks with nvcc that need no GPU."""
 
+# Imports inside the commands are deliberate: every command module is loaded at start-up (for
+# `cudabench --help` too), so each command imports what it uses when it runs.
+
 from __future__ import annotations
 
 from pathlib import Path

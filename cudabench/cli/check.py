@@ -1,6 +1,9 @@
 """`cudabench check`: kernels against the fp64 reference on fresh random inputs, in the isolated
 workers of `run`, without timing them."""
 
+# Imports inside the commands are deliberate: every command module is loaded at start-up (for
+# `cudabench --help` too), so each command imports what it uses when it runs.
+
 from __future__ import annotations
 
 from pathlib import Path

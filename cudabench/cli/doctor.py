@@ -1,5 +1,8 @@
 """`cudabench doctor`: what this machine offers for building, timing and profiling kernels."""
 
+# Imports inside the commands are deliberate: every command module is loaded at start-up (for
+# `cudabench --help` too), so each command imports what it uses when it runs.
+
 from __future__ import annotations
 
 import shutil

@@ -2,6 +2,9 @@
 correct timers) and `cudabench compare-transfer` (host-to-device copies timed right and wrong, and
 overlap), measured in a worker process like every other run."""
 
+# Imports inside the commands are deliberate: every command module is loaded at start-up (for
+# `cudabench --help` too), so each command imports what it uses when it runs.
+
 from __future__ import annotations
 
 from pathlib import Path

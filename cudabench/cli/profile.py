@@ -1,6 +1,9 @@
 """`cudabench profile`: one worker, answering one request, under Nsight Systems, Nsight Compute or
 torch.profiler; then the tool's findings as tables."""
 
+# Imports inside the commands are deliberate: every command module is loaded at start-up (for
+# `cudabench --help` too), so each command imports what it uses when it runs.
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,6 +1,9 @@
 """`cudabench run`: plan here, run every subject in an isolated worker
 process, print the tables, and keep the results files current after each result."""
 
+# Imports inside the commands are deliberate: every command module is loaded at start-up (for
+# `cudabench --help` too), so each command imports what it uses when it runs.
+
 from __future__ import annotations
 
 import os

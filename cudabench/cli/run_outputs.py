@@ -1,6 +1,9 @@
 """Where a run's results go: the results files (JSON, CSV, Markdown), rewritten atomically after
 each result, standard output for one of them, and the results store, appended at the end."""
 
+# Imports inside the commands are deliberate: every command module is loaded at start-up (for
+# `cudabench --help` too), so each command imports what it uses when it runs.
+
 from __future__ import annotations
 
 import contextlib

@@ -1,6 +1,9 @@
 """What run and check share: the GPUs --gpus names, --fuzz's extra shapes, and when a run failed (the
 runner itself: cudabench.engine.start)."""
 
+# Imports inside the commands are deliberate: every command module is loaded at start-up (for
+# `cudabench --help` too), so each command imports what it uses when it runs.
+
 from __future__ import annotations
 
 from dataclasses import replace

@@ -1,6 +1,8 @@
 """Starting the runner of a run (`cudabench run`, `check`, and the Python API): one worker per GPU, the
 GPU's warm worker or a fresh process, or the GPU workers of a Dask cluster."""
 
+# Each kind of runner (a local scheduler, warm workers, a Dask cluster) is imported only when chosen.
+
 from __future__ import annotations
 
 import os

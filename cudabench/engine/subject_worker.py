@@ -5,6 +5,8 @@ anything that judges them. When its CUDA context is broken it says so and exits;
 that against the subject it held and starts a fresh one. Its stdout carries only messages (see
 protocol.py), as the judge's does."""
 
+# torch and the blind runner are imported by the request that needs them, as in engine/worker.py.
+
 from __future__ import annotations
 
 import os

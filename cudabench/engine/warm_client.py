@@ -7,6 +7,8 @@ set, else `workers/` in cudabench's cache folder (a path too long for a socket f
 /tmp/cudabench-<uid>). A folder that others can enter is refused, as is a peer of another user (the
 warm worker checks SO_PEERCRED). No TCP."""
 
+# What only some callers need (the build cache's folder, the protocol's decoder) is imported there.
+
 from __future__ import annotations
 
 import contextlib

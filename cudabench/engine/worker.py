@@ -12,6 +12,9 @@ the context is broken it says so and exits, and the parent starts a fresh one.
 Its own stdout is kept for messages: file descriptor 1 is pointed at stderr, so a kernel's printf
 or a library's chatter cannot garble the protocol."""
 
+# torch and the measurement code are imported by the request that needs them (preload() imports
+# them ahead in a warm worker): a worker that cannot serve here answers its hello at once.
+
 from __future__ import annotations
 
 import argparse

@@ -3,6 +3,8 @@
 fp32 with TF32 off, and bf16 / fp16 on tensor cores with float32 sums), and the theoretical fp32 FMA
 peak at the maximum SM clock. Runs show each kernel's share of the ceiling that bounds it."""
 
+# torch is imported where a ceiling is measured: reading the recorded ones needs none.
+
 from __future__ import annotations
 
 import datetime
