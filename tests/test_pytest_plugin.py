@@ -95,3 +95,23 @@ def test_speed(stand_in):
     result = suite.runpytest_subprocess("--cudabench-store", str(store))
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*slower than before: regression beyond 5%: fused_add*"])
+
+
+def test_saved_benches_build_the_history_a_later_run_compares_with(suite, tmp_path):
+    from cudabench.results.store.database import Store
+
+    store = tmp_path / "results.db"
+    suite.makepyfile(BENCH + """
+def test_speed(stand_in):
+    r = stand_in.bench("opbench.ops:fused_add", **PATHS)
+    r.assert_not_slower_than("@latest")  # the run saved by the session before, never this one
+""")
+    first = suite.runpytest_subprocess("--cudabench-store", str(store), "--cudabench-save")
+    first.assert_outcomes(failed=1)  # nothing stored yet to compare with
+    first.stdout.fnmatch_lines(["*Cannot compare with @latest*no results store*"])
+    with Store(store, read_only=True) as opened:
+        assert len(opened.runs()) == 1  # saved after the test, failed or not
+    second = suite.runpytest_subprocess("--cudabench-store", str(store), "--cudabench-save")
+    second.assert_outcomes(passed=1)
+    with Store(store, read_only=True) as opened:
+        assert len(opened.runs()) == 2

@@ -86,9 +86,10 @@ class Outputs:
 
         from cudabench.errors import CudabenchError
         from cudabench.results.exporters.json_document import write_json_atomic
+        from cudabench.results.store.database import append_run
 
         try:
-            self.stored_as = append_to_store(self.store, doc)
+            self.stored_as = append_run(self.store, doc)
             return
         except (CudabenchError, sqlite3.Error, OSError, KeyboardInterrupt) as exc:
             why = exc.message if isinstance(exc, CudabenchError) else f"{type(exc).__name__}: {exc}".rstrip(": ")
@@ -107,17 +108,6 @@ class Outputs:
             detail(f"store: {self.store} (run {self.stored_as})")
         if self.store_problem:
             say(("warning: ", "yellow"), self.store_problem, console=err)
-
-
-def append_to_store(path: Path, doc: dict) -> int:
-    """Append the finished run, with the git commit of this work tree, to the store at `path`."""
-    from datetime import datetime, timezone
-
-    from cudabench.results.store.database import Store
-    from cudabench.results.store.provenance import Provenance
-
-    with Store(path) as store:
-        return store.append(doc, Provenance.here(), datetime.now(timezone.utc).isoformat(timespec="seconds"))
 
 
 def store_path(option: Optional[str]) -> Optional[Path]:

@@ -311,3 +311,12 @@ def _newer(path: Path, version: int) -> ConfigError:
 def _stats(result: Mapping[str, Any]) -> tuple[Optional[float], Optional[float], Optional[float]]:
     stats = result.get("stats") or {}
     return stats.get("median"), stats.get("ci_low"), stats.get("ci_high")
+
+
+def append_run(path: Path, doc: Mapping[str, Any]) -> int:
+    """Append a finished run, with the git commit of this work tree and the time now, to the store at
+    `path` (made if missing); its run id."""
+    from datetime import datetime, timezone
+
+    with Store(path) as store:
+        return store.append(doc, Provenance.here(), datetime.now(timezone.utc).isoformat(timespec="seconds"))
