@@ -17,9 +17,10 @@ from cudabench.engine.subject_link import SubjectLink
 from cudabench.engine.subject_worker import SubjectHandler
 from cudabench.engine.workers import InlineWorker
 from cudabench.measure import judge as judge_module
+from cudabench.measure import judged_calls
 from cudabench.measure.judge import Judge
 from cudabench.measure.settings import Settings
-from cudabench.results.records.model import Case
+from cudabench.results.records.model import Case, IntegrityCheck
 from cudabench.spec.registry import discover
 
 HOSTILE = Path(__file__).resolve().parent / "hostile_kernels"
@@ -97,7 +98,7 @@ def test_work_done_only_on_calls_it_takes_for_checked_is_caught_on_random_timed_
     # hostile-flag also sniffs for NaN in its fresh output; the host's malloc may hand it memory
     # another test NaN-filled, so here every new draw is checked (on a GPU two are: see
     # docs/benchmarks/h100-integrity.md)
-    monkeypatch.setattr(judge_module, "CHECKED_DRAWS", judge_module.NEW_DRAWS - 1)  # and one other kind
+    monkeypatch.setattr(judged_calls, "CHECKED_DRAWS", judged_calls.NEW_DRAWS - 1)  # and one other kind
     r = judge_one(registry, "hostile-flag")
     assert r.status == "INVALID"
     assert "fresh-output" in failed(r) and "chosen at random among the timed calls" in failed(r)["fresh-output"]
@@ -219,7 +220,7 @@ def test_which_calls_are_checked_is_the_judges_secret(registry, monkeypatch):
     judge_one(registry, "hostile-honest")
     calls = [r for r in seen if r["op"] == "call"]
     fuzzed = Settings().fuzz  # each random shape's check is one more call
-    assert len(calls) == 1 + judge_module.FRESH_CALLS + fuzzed and all(r == {"op": "call"} for r in calls)
+    assert len(calls) == 1 + judged_calls.FRESH_CALLS + fuzzed and all(r == {"op": "call"} for r in calls)
     text = repr(seen)
     for word in ("seed\": 1", "reference", "tolerance", "checked"):
         assert word not in text
@@ -286,7 +287,7 @@ def test_a_host_bound_subjects_judged_calls_are_one_round_of_kernel_time(registr
     r = judge_one(registry, "hostile-honest", fuzz=0)
     ops = [q["op"] for q in seen]
     start, end = ops.index("round"), ops.index("samples")
-    assert start == ops.index("hot") + 1 and ops[start + 1:end].count("call") == judge_module.FRESH_CALLS
+    assert start == ops.index("hot") + 1 and ops[start + 1:end].count("call") == judged_calls.FRESH_CALLS
     assert r.status == "ok", failed(r)
 
 
@@ -303,7 +304,7 @@ def test_a_timing_verdict_stands_only_if_a_second_round_of_judged_calls_fails_to
         rounds.append(1)
         check = real(self, samples, result)
         if len(rounds) == 1:
-            return judge_module.IntegrityCheck("fresh-inputs", "fail", "1.20x slower (unlucky)")
+            return IntegrityCheck("fresh-inputs", "fail", "1.20x slower (unlucky)")
         return check
 
     monkeypatch.setattr(judge_module.Session, "_fresh_figure", unlucky_first_round)
@@ -311,14 +312,14 @@ def test_a_timing_verdict_stands_only_if_a_second_round_of_judged_calls_fails_to
     assert r.status == "ok", failed(r)
     verdict = {c.name: c for c in r.integrity}["fresh-inputs"]
     assert verdict.verdict == "pass" and "second round" in verdict.detail and "unlucky" in verdict.detail
-    assert sum(q["op"] == "call" for q in seen) == 1 + 2 * judge_module.FRESH_CALLS
+    assert sum(q["op"] == "call" for q in seen) == 1 + 2 * judged_calls.FRESH_CALLS
     monkeypatch.setattr(judge_module.Session, "_fresh_figure", real)
     memo = judge_one(registry, "hostile-memo", fuzz=0)
     assert "again in a second round" in failed(memo)["fresh-inputs"]
 
 
 def test_a_first_round_failure_is_confirmed_by_either_timing_check_of_the_second():
-    from cudabench.measure.judge import _confirmed
+    from cudabench.measure.judged_calls import _confirmed
     from cudabench.results.records.model import IntegrityCheck as C
 
     first = [C("fresh-inputs", "fail", "new slower"), C("hot-loop", "pass", "ok")]
@@ -333,7 +334,7 @@ def test_a_first_round_failure_is_confirmed_by_either_timing_check_of_the_second
 def test_a_kernel_tuned_to_its_default_inputs_fails_on_other_kinds(registry, kind, monkeypatch):
     assert judge_one(registry, "hostile-tuned", inputs=kind).status == "FAIL"
     # in a default run, one judged call draws another kind at random; here the judge's pick is `kind`
-    monkeypatch.setattr(judge_module, "other_input_kinds", lambda family, case: [kind])
+    monkeypatch.setattr(judged_calls, "other_input_kinds", lambda family, case: [kind])
     tuned = judge_one(registry, "hostile-tuned")
     assert tuned.check.passed and tuned.status == "INVALID"
     assert failed(tuned)["distribution"].startswith(f"wrong on {kind} inputs (drawn at random)")
@@ -452,7 +453,7 @@ def test_each_judged_call_after_the_hot_loop_follows_an_untimed_call_on_the_valu
     r = judge_one(registry, "hostile-honest", judge=Judge(registry, link, device="cpu"), fuzz=0)
     assert r.status == "ok", failed(r)
     after_hot = [(b, a) for b, a in warm if a == b + 1]
-    assert len(after_hot) == judge_module.FRESH_CALLS  # the first check's poison has no call before it
+    assert len(after_hot) == judged_calls.FRESH_CALLS  # the first check's poison has no call before it
     assert all(seen_x[b] == seen_x[b - 1] for b, _ in after_hot)
 
 

@@ -1,0 +1,163 @@
+"""The integrity pass after the judged calls (cudabench.measure.judge, step 5 and the verdicts that
+need no more calls): the stream-order probe, the figures held to the timed window, the work done and
+the device's ceilings, the process state and threads left, and the check at random shapes; and what
+any call's outputs and inputs may not be. A mixin of the judge's Session."""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+import torch
+
+from cudabench.measure import integrity
+from cudabench.measure.check import compare
+from cudabench.measure.judged_calls import SubjectError
+from cudabench.measure.subject import Phases, figure, own_work
+from cudabench.measure.transport import open_shared
+from cudabench.results.records.model import Case, Check, IntegrityCheck, Result
+
+if TYPE_CHECKING:
+    from cudabench.measure.judge import Draw
+
+
+class IntegrityPass:
+    """The integrity checks of one subject (mixed into cudabench.measure.judge.Session)."""
+
+    def integrity(self, result: Result, reference: dict, cupti: dict) -> tuple[IntegrityCheck, ...]:
+        j, family, case, settings = self.judge, self.family, self.case, self.settings
+        busy, counts = cupti.get("busy", []), cupti.get("counts", [])
+        with self.phases("integrity/judged calls"):
+            checks = list(self.fresh_calls(result, busy))
+        with self.phases("integrity/stream-order"):
+            checks.append(self.stream_order(reference, result.check))
+        checks.append(integrity.timed_window(result.stats.median, busy, settings.timing))
+        checks.append(integrity.no_work(counts, result.flops, result.bytes))
+        l2 = int(getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "L2_cache_size", 0)) \
+            if j.device == "cuda" else 0
+        flops, nbytes = own_work(family, case, result)
+        checks.append(integrity.impossible(figure(result), flops, nbytes, j.ceilings, l2, settings.cold, case.dtype))
+        with self.phases("integrity/process state"):
+            left = self.finish()
+        checks.append(integrity.process_state(left["patched"], left["changed"], settings.cold))
+        checks.append(integrity.threads_left(left["threads"], trusted=self.base.role == "baseline"))
+        with self.phases("integrity/shapes"):
+            checks.append(self.shapes())
+        return tuple(checks)
+
+    def shapes(self) -> IntegrityCheck:
+        """The variant checked at `settings.fuzz` random shapes within its constraints, chosen here
+        (ragged sizes, small): a kernel written for the shapes it is timed at fails elsewhere. Once
+        per variant, precision and direction in a judge's life (a run): the shapes do not depend on
+        the case, and a sweep would otherwise pay them at every point."""
+        if self.settings.fuzz <= 0:
+            return IntegrityCheck("shapes", "not run", "not checked: --fuzz 0")
+        if self.base.role != "variant":
+            return IntegrityCheck("shapes", "not run", "baselines are PyTorch's own")
+        key = (self.family.name, self.base.subject, self.case.dtype, self.case.direction, self.case.inputs,
+               self.settings.fuzz)
+        earlier = self.judge._shapes_checked.get(key)
+        if earlier is not None:
+            return replace(earlier, detail=f"{earlier.detail} (checked at its first case in this run)")
+        verdict = self._random_shapes()
+        if verdict.verdict != "not run":
+            self.judge._shapes_checked[key] = verdict
+        return verdict
+
+    def _random_shapes(self) -> IntegrityCheck:
+        from cudabench.spec.fuzz import random_shapes
+
+        try:
+            variant = self.family.variant(self.base.subject)
+        except KeyError:
+            return IntegrityCheck("shapes", "not run", "recorded under another name")
+        shapes = random_shapes(self.family, variant, self.settings.fuzz, self.judge._rng)
+        if not shapes:
+            return IntegrityCheck("shapes", "not run", "no small shape meets its constraints")
+        wrong = []
+        for shape in shapes:
+            case = replace(self.case, shape=tuple(shape.items()))
+            settings = replace(self.settings, time=False, seed=secrets.randbits(31))
+            other = type(self)(self.judge, self.family, case, replace(self.base, case=case), settings,
+                            Phases(self.judge.sync), self.deadline)
+            other.keep_reference = False
+            try:
+                r = other.run()
+                other.finish_quietly()
+            except SubjectError as exc:
+                r = replace(other.partial, error=exc.message)
+            finally:
+                other.release()
+            if r.status != "ok":
+                why = r.error or r.skipped or r.invalid_because or (
+                    f"error {r.check.worst:.2g} > tolerance {r.check.tolerance:g}" if r.check else r.status)
+                wrong.append(f"{case.shape_text}: {why}")
+        texts = ", ".join(Case(self.case.family, tuple(s.items())).shape_text for s in shapes)
+        if wrong:
+            return IntegrityCheck("shapes", "fail", f"wrong at a random shape within its constraints: "
+                                                    f"{'; '.join(wrong)} (written for the timed shape only?)")
+        return IntegrityCheck("shapes", "pass", f"also right at {texts}")
+
+    def stream_order(self, reference: dict, check: Check) -> IntegrityCheck:
+        # the inputs hold a new draw: only a call ordered after the subject process writes the first
+        # values back on its stream sees them
+        self.write(self.judge.draw(self.family, self.case, secrets.randbits(62), self.first))
+        try:
+            reply = self.ask({"op": "order"})
+        except SubjectError as exc:
+            return integrity.failed_call("stream-order", exc)
+        opened, problems = self._open_outputs(reply["outputs"])
+        if problems:
+            return IntegrityCheck("stream-order", "not run", "its outputs could not be read")
+        got = {k: t.clone() for k, t in opened.items()}
+        self.judge.sync()
+        return integrity.from_check("stream-order", compare(got, reference, self.tolerance), check.worst,
+                                    integrity.ORDER_WHAT)
+
+    # ---- what a call's outputs and inputs may not be -----------------------------------------------
+
+    def _open_outputs(self, outputs: dict) -> tuple[dict, list[IntegrityCheck]]:
+        """The outputs mapped here, and what is wrong with them: each must be a plain dense tensor of
+        the case's dtype on its device, sharing no memory with an input (a view or alias of an input,
+        a lazy subclass, the wrong dtype or strides)."""
+        opened, found = {}, []
+        for name, meta in outputs.items():
+            why = integrity.output_kind(name, meta, self.case.dtype, self.judge.device)
+            if why:
+                found.append(IntegrityCheck("output", "fail", why))
+                continue
+            t = opened[name] = open_shared(meta)
+            for k, inp in self.mapped.items():
+                if _overlaps(t, inp):
+                    found.append(IntegrityCheck("output", "fail", f"{name} shares memory with the input {k} "
+                                                                  "(a view or alias of an input)"))
+        return opened, found
+
+    def _same_inputs(self, draw: Draw) -> bool:
+        return not self._mutated(draw)
+
+    def _mutated(self, draw: Draw) -> str:
+        """Which inputs differ from the values the judge wrote, and how much ('' when none)."""
+        changed = []
+        for k, t in self.mapped.items():
+            want = draw.inputs[k]
+            same = torch.eq(t, want) | (torch.isnan(t) & torch.isnan(want))
+            bad = int((~same).sum())
+            if bad:
+                changed.append(f"{k} changed in {bad} of {t.numel()} elements")
+        if self.mapped_grad is not None:
+            same = torch.eq(self.mapped_grad, draw.grad_out)
+            bad = int((~same).sum())
+            if bad:
+                changed.append(f"the upstream gradient changed in {bad} of {self.mapped_grad.numel()} elements")
+        return "; ".join(changed)
+
+
+def _overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
+    if a.device != b.device or a.numel() == 0 or b.numel() == 0:
+        return False
+    a0, b0 = a.data_ptr(), b.data_ptr()
+    a1 = a0 + (a.untyped_storage().nbytes() - a.storage_offset() * a.element_size())
+    b1 = b0 + (b.untyped_storage().nbytes() - b.storage_offset() * b.element_size())
+    return a0 < b1 and b0 < a1

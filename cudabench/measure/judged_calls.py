@@ -1,0 +1,290 @@
+"""The judged calls after the hot loop (cudabench.measure.judge, step 4): rounds of calls timed like
+the hot loop on input values the judge draws and writes, in an order only it knows; which of them it
+checks against a new fp64 reference, on another input kind, or for determinism; and the timing
+verdicts (fresh-inputs, hot-loop) with their second round. A mixin of the judge's Session."""
+
+from __future__ import annotations
+
+import secrets
+import statistics
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Optional
+
+from cudabench.errors import CudabenchError
+from cudabench.measure import integrity
+from cudabench.results.records.model import Case, Check, IntegrityCheck, Result
+from cudabench.results.records.stats import summarize
+from cudabench.spec.family import UNIT_ROUNDOFF, Family
+
+if TYPE_CHECKING:
+    from cudabench.measure.judge import Draw
+
+NEW_DRAWS = 8          # judged calls on new input values after the hot loop
+SAME_DRAWS = 8         # judged calls on the previous call's input values, written again
+FRESH_CALLS = NEW_DRAWS + SAME_DRAWS
+CHECKED_DRAWS = 2      # new draws checked against a new fp64 reference each
+# Judged calls on new values slower than those on the same values by more than this share (plus twice
+# the call's own spread, capped: integrity.NOISE_CAP) and an absolute allowance: the time depends on
+# the inputs staying the same. Seen on the H100 over 103 honest subjects of the shipped suites:
+# new / same within 0.98 .. 1.03.
+FRESH_SLACK = 0.10
+FRESH_ABSOLUTE = {"sync": 5e-6}  # seconds; 1 µs under the GPU timers
+# The hot loop faster than judged calls on the same values by more than this: the hot loop is not what
+# the judged calls saw (seen: same / hot within 0.99 .. 1.07). Under sync a judged call's wall time
+# also pays the host's first launch after a pause, which the hot loop never does.
+HOT_SLACK = 0.10
+HOT_ABSOLUTE = {"sync": 30e-6}   # wall time: the host's first launch after a pause (seen: +27 µs)
+HOT_ABSOLUTE_GPU = 3e-6          # events, graph, cupti: GPU time (seen: within 7 %)
+HOST_BOUND = 0.5                 # GPU busy below this share of the figure: the hot-loop check is not run
+
+
+class SubjectLost(Exception):
+    """The subject process died, hung or broke the protocol; `reason` says how."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class SubjectError(CudabenchError):
+    """The subject process answered a request with an error (a binding's TORCH_CHECK, a CUDA error)."""
+
+    def __init__(self, message: str, skip: bool = False) -> None:
+        super().__init__(message)
+        self.skip = skip
+
+
+class JudgedCalls:
+    """The judged calls of one subject (mixed into cudabench.measure.judge.Session)."""
+
+    def fresh_calls(self, result: Result, busy: list[float]) -> list[IntegrityCheck]:
+        """Judged calls after the hot loop, timed like it: NEW_DRAWS on new input values and SAME_DRAWS
+        on the values of the call before written again (a cache of one entry hits on them, as in the
+        hot loop, and misses on new ones), in an order only the judge knows. It checks CHECKED_DRAWS of
+        the new ones against a new fp64 reference, one more new one drawn from another input kind
+        (picked at random, named in the verdict), and one of the same ones against the first check's
+        outputs (determinism). New and same are made the same way, so their medians differ only if
+        the subject's time depends on its inputs staying the same.
+
+        A timing verdict that fails is put to a second round of new and same calls (no outputs
+        read): it stands only if that round fails one too. A pause before judged calls can slow an
+        honest small call by more than the slack once in a while; a cache is slow on new values
+        every time, and one that stops caching in the second round fails the hot-loop check."""
+        kind, kind_draw, kind_reference, why_not = self._other_kind()
+        first = self._round(self._plan(with_kind=kind is not None), kind_draw, kind_reference)
+        timing = self._timing_verdicts(first.samples, result, busy)
+        problems = first.problems
+        if any(c.failed for c in timing):
+            second = self._round(self._plan(checks=False), None, None)
+            timing = _confirmed(timing, self._timing_verdicts(second.samples, result, busy))
+            problems = problems + second.problems
+        out = [self._fresh_verdict(first.errors, result), *timing, self._determinism(first.repeat),
+               _kind_verdict(kind, first.kind_check, why_not)]
+        return out + _dedupe(problems)
+
+    def _plan(self, with_kind: bool = False, checks: bool = True) -> list[str]:
+        """A round's steps in an order only the judge knows: "new", "same" and, with `checks`,
+        CHECKED_DRAWS "checked" new ones, one "kind" (when another kind can be drawn) and one
+        "repeat" (a same one on the first values)."""
+        rng = self.judge._rng
+        plan = ["new"] * NEW_DRAWS + ["same"] * SAME_DRAWS
+        rng.shuffle(plan)
+        if not checks:
+            return plan
+        places = rng.sample([i for i, k in enumerate(plan) if k == "new"], CHECKED_DRAWS + 1)
+        for p in places[:-1]:
+            plan[p] = "checked"
+        if with_kind:
+            plan[places[-1]] = "kind"
+        plan[rng.choice([i for i, k in enumerate(plan) if k == "same"])] = "repeat"
+        return plan
+
+    def _round(self, plan: list[str], kind_draw: Optional[Draw], kind_reference: Optional[dict]) -> "Round":
+        j, family, case = self.judge, self.family, self.case
+        found = Round()
+        # an eager repeat under graph timing: see BlindRunner.call
+        eager_repeat = self.settings.timing == "graph"
+        previous = self.first  # the values of the subject's last call (the hot loop's)
+        by_kernel_time = self.judged_timing == "cupti"
+        if by_kernel_time:
+            self.ask({"op": "round"})
+        timed: list[tuple[str, Optional[float]]] = []
+        for step in plan:
+            fresh = step in ("new", "checked", "kind")
+            draw, reference = previous, None  # "same": the last call's values, written again
+            if step == "kind":
+                draw, reference = kind_draw, kind_reference
+            elif fresh:
+                draw = j.draw(family, case, secrets.randbits(62), self.first)
+            elif step == "repeat":
+                draw = self.first
+            if step == "checked":
+                with self.phases("integrity/references"):
+                    reference = j.reference(family, case, draw, keep=False)
+            elif step == "repeat":
+                reference = j.reference(family, case, self.first, keep=self.keep_reference)
+            self.last_sample = None
+            check, problems = self.judged_call(draw, reference, eager=eager_repeat and step == "repeat")
+            previous = draw
+            found.problems += problems
+            timed.append(("new" if fresh else "same", self.last_sample))
+            if reference is not None and not problems:
+                if step == "kind":
+                    found.kind_check = check
+                else:
+                    found.errors.append(check)
+            if step == "repeat" and not problems:
+                found.repeat = self._last_got
+        if by_kernel_time:
+            samples = self.ask({"op": "samples"})["samples"]
+            if samples is not None:
+                if len(samples) != len(timed):
+                    raise SubjectLost(f"the subject process timed {len(samples)} of {len(timed)} judged calls")
+                timed = [(kind, sample) for (kind, _), sample in zip(timed, samples)]
+        # another kind may take another time; the repeat goes back to the first values (a miss for
+        # a cache of one entry) and may be eager
+        for (kind, sample), step in zip(timed, plan):
+            if sample is not None and step not in ("kind", "repeat"):
+                found.samples[kind].append(sample)
+        return found
+
+    def _timing_verdicts(self, samples: dict[str, list[float]], result: Result,
+                         busy: list[float]) -> list[IntegrityCheck]:
+        return [self._fresh_figure(samples, result), self._hot_loop(samples["same"], result, busy)]
+
+    def _other_kind(self) -> tuple[Optional[str], Optional[Draw], Optional[dict], str]:
+        """A kind other than the case's own, picked at random, with a draw of it and its fp64
+        reference, for one judged call: the first whose draw an honest kernel can get right (kinds
+        found ill-conditioned for the case are not tried again). None and why when there is none."""
+        from cudabench.measure.kinds import honest_can_pass
+
+        if self.base.role != "variant":
+            return None, None, None, "baselines are PyTorch's own"
+        j, family, case = self.judge, self.family, self.case
+        kinds = [k for k in other_input_kinds(family, case) if (case.key, k) not in j._ill_conditioned]
+        j._rng.shuffle(kinds)
+        for kind in kinds:
+            kind_case = replace(case, inputs=kind)
+            with self.phases("integrity/references"):
+                draw = j.draw(family, kind_case, secrets.randbits(62), self.first)
+                reference = j.reference(family, kind_case, draw, keep=False)
+                if honest_can_pass(family, kind_case, draw.inputs, draw.grad_out, reference):
+                    return kind, draw, reference, ""
+            j._ill_conditioned.add((case.key, kind))
+        return None, None, None, "no other input kind is one a float32 kernel can get right at this case"
+
+    def _fresh_verdict(self, checks: list[Check], result: Result) -> IntegrityCheck:
+        if not checks:
+            return IntegrityCheck("fresh-output", "not run", "no judged call could be read")
+        worst = max(checks, key=lambda c: (c.worst != c.worst, c.worst))
+        if all(c.passed for c in checks):
+            return IntegrityCheck("fresh-output", "pass", f"{len(checks)} timed calls checked, "
+                                                          f"worst error {worst.worst:.1e}")
+        return integrity.from_check("fresh-output", worst, result.check.worst, integrity.FRESH_WHAT)
+
+    def _fresh_figure(self, samples: dict[str, list[float]], result: Result) -> IntegrityCheck:
+        if min(len(samples["new"]), len(samples["same"])) < 3:
+            return IntegrityCheck("fresh-inputs", "not run", "too few timed judged calls")
+        check = integrity.fresh_inputs(summarize(samples["same"]), summarize(samples["new"]), FRESH_SLACK,
+                                       FRESH_ABSOLUTE.get(self.judged_timing, 1e-6), self._hot(result).noise)
+        return self._by_gpu_time(check)
+
+    def _hot_loop(self, same: list[float], result: Result, busy: list[float]) -> IntegrityCheck:
+        if len(same) < 3:
+            return IntegrityCheck("hot-loop", "not run", "too few timed judged calls")
+        gpu = statistics.median(busy) if busy else None
+        if self.judged_timing == self.settings.timing and gpu is not None and gpu < HOST_BOUND * result.stats.median:
+            # graph timing's judged calls are replays like its hot loop; a replay whose GPU is mostly
+            # idle is not what this compares
+            return IntegrityCheck("hot-loop", "not run", f"the GPU is busy {integrity.fmt(gpu)} of its "
+                                                         f"{integrity.fmt(result.stats.median)} per call")
+        absolute = HOT_ABSOLUTE.get(self.judged_timing, HOT_ABSOLUTE_GPU)
+        return self._by_gpu_time(integrity.hot_loop(self._hot(result), summarize(same), HOT_SLACK, absolute))
+
+    def _hot(self, result: Result) -> Any:
+        """The hot loop's figures in the judged calls' unit: its timer's, or the CUPTI pass's kernel
+        time for a host-bound call."""
+        if self.judged_timing != self.settings.timing:
+            return summarize(self.hot_kernel)
+        return result.stats
+
+    def _by_gpu_time(self, check: IntegrityCheck) -> IntegrityCheck:
+        if self.judged_timing == self.settings.timing:
+            return check
+        return replace(check, detail=f"{check.detail}; kernel time (CUPTI), since the call is host-bound")
+
+    def _determinism(self, repeat: Optional[dict]) -> IntegrityCheck:
+        if repeat is None or not self.first_outputs:
+            return IntegrityCheck("determinism", "not run", "the repeated call could not be read")
+        allowed = self.subject_nondeterminism()
+        return integrity.determinism(self.first_outputs, repeat, allowed)
+
+    def subject_nondeterminism(self) -> float:
+        """What the variant or baseline declares; in a lower precision two units of its roundoff more
+        (one flipped rounding of a stored output)."""
+        try:
+            s = self.family.variant(self.base.subject) if self.base.role == "variant" \
+                else self.family.baseline(self.base.subject)
+        except KeyError:
+            return 0.0
+        declared = float(getattr(s, "nondeterminism", 0.0))
+        if declared > 0 and self.case.dtype != "float32":
+            declared += 2 * UNIT_ROUNDOFF[self.case.dtype]
+        return declared
+
+
+def other_input_kinds(family: Family, case: Case) -> list[str]:
+    """The kinds a judged call may draw from instead of the case's own."""
+    return [k for k in family.all_input_kinds if k != case.inputs]
+
+
+class Round:
+    """What one round of judged calls found."""
+
+    def __init__(self) -> None:
+        self.samples: dict[str, list[float]] = {"new": [], "same": []}
+        self.errors: list[Check] = []
+        self.problems: list[IntegrityCheck] = []
+        self.repeat: Optional[dict] = None
+        self.kind_check: Optional[Check] = None
+
+
+def _confirmed(first: list[IntegrityCheck], second: list[IntegrityCheck]) -> list[IntegrityCheck]:
+    """The first round's timing verdicts once a second round was run: a failure stands when the
+    second round fails either check (a cache that stops caching when it sees more judged calls than
+    usual fails hot-loop instead), and is cleared otherwise."""
+    again = [c for c in second if c.failed]
+    out = []
+    for c, later in zip(first, second):
+        if not c.failed:
+            out.append(c)
+        elif again:
+            out.append(replace(c, detail=f"{c.detail}; again in a second round of judged calls: "
+                                         f"{'; '.join(a.detail for a in again)}"))
+        else:
+            out.append(replace(later, detail=f"{later.detail} (a second round of judged calls; the first "
+                                             f"flagged it: {c.detail})"))
+    return out
+
+
+def _kind_verdict(kind: Optional[str], check: Optional[Check], why_not: str) -> IntegrityCheck:
+    """The judged call on another input kind: right on it too, or tuned to one distribution."""
+    if kind is None:
+        return IntegrityCheck("distribution", "not run", why_not)
+    if check is None:
+        return IntegrityCheck("distribution", "not run", f"the call on {kind} inputs could not be read")
+    if check.passed:
+        return IntegrityCheck("distribution", "pass", f"right on {kind} inputs too (drawn at random), "
+                                                      f"error {check.worst:.1e}")
+    return IntegrityCheck("distribution", "fail", f"wrong on {kind} inputs (drawn at random): error "
+                                                  f"{check.worst:.3g} > tolerance {check.tolerance:g} "
+                                                  "(tuned to one input distribution?)")
+
+
+def _dedupe(checks: list[IntegrityCheck]) -> list[IntegrityCheck]:
+    seen, out = set(), []
+    for c in checks:
+        if (c.name, c.detail) not in seen:
+            seen.add((c.name, c.detail))
+            out.append(c)
+    return out
