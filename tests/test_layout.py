@@ -8,7 +8,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "cudabench"
 MAX_LINES = 345  # "about 300"
-STILL_LONG = {"measure/blind.py": 410}  # to split; never to grow
+STILL_LONG = {"measure/blind.py": 363}  # to split further; never to grow
 
 
 def part_of(module: str, depth: int = 1) -> str:

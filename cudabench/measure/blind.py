@@ -27,7 +27,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import sys
-import threading
 import time
 from typing import Any, Callable, Optional
 
@@ -47,6 +46,7 @@ from cudabench.measure.workload import make_workload
 from cudabench.results.exporters.json_document import measurement_to_dict
 from cudabench.results.records.model import Case
 from cudabench.results.records.stats import summarize
+from cudabench.measure.threads import thread_watch
 from cudabench.spec.build import build
 from cudabench.spec.family import Family
 from cudabench.spec.registry import Registry
@@ -56,52 +56,6 @@ SETTLE_SECONDS = 100e-6
 # Judged calls of a call shorter than this follow an untimed call (see BlindRunner._warm); a longer
 # call warms the GPU itself within a small share of its time (timex-v4 at 447 µs: 455 µs after 2 ms idle)
 WARM_BELOW = 2e-3
-
-
-class ThreadWatch:
-    """Which Python threads a subject's own code starts. `threading.Thread.start` is wrapped once,
-    when the subject process starts (so the state guard protects the wrapper like any harness
-    function); while a subject is open, a thread started with a frame of its family's folder on the
-    stack is the subject's. Threads PyTorch starts on its own (a compile worker's timer) are not."""
-
-    def __init__(self) -> None:
-        self.folder = ""
-        self.started: list[threading.Thread] = []
-        original = threading.Thread.start
-        watch = self
-
-        def start(thread: threading.Thread, *args: Any, **kwargs: Any) -> Any:
-            if watch.folder and watch.from_subject():
-                watch.started.append(thread)
-            return original(thread, *args, **kwargs)
-
-        start.__wrapped__ = original  # type: ignore[attr-defined]
-        threading.Thread.start = start  # type: ignore[method-assign]
-
-    def from_subject(self) -> bool:
-        frame = sys._getframe(2)
-        while frame is not None:
-            if frame.f_code.co_filename.startswith(self.folder):
-                return True
-            frame = frame.f_back
-        return False
-
-    def open(self, folder: str) -> None:
-        self.folder, self.started = folder, []
-
-    def running(self) -> list[str]:
-        names = [t.name for t in self.started if t.is_alive()]
-        self.folder, self.started = "", []
-        return names
-
-
-_WATCH: list[ThreadWatch] = []
-
-
-def thread_watch() -> ThreadWatch:
-    if not _WATCH:
-        _WATCH.append(ThreadWatch())
-    return _WATCH[0]
 
 
 # Blocks of each output's size poisoned before a judged call: the output's own, and scratch of that
