@@ -69,6 +69,7 @@ def test_a_baseline_by_dotted_path_runs_beside_it(tmp_path):
 @pytest.mark.parametrize("op, fragment", [
     (lambda a, b: a + b, "cannot be found by another process"),
     ("not a path!", "is not an import path"),
+    ("nopkg_anywhere.ops:f", "there is no module nopkg_anywhere here"),
 ])
 def test_an_op_another_process_cannot_import_is_refused_with_one_paragraph(op, fragment):
     with pytest.raises(ConfigError, match=fragment):

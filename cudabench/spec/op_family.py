@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import importlib
+import importlib.util
 import json
 import os
 import re
@@ -66,6 +67,11 @@ class OpSpec:
             if not isinstance(path, str) or not PATH.fullmatch(path):
                 raise ConfigError(f"The {what} {path!r} is not an import path.",
                                   'Name it as "package.module:function" (or a dotted path such as "torch.add").')
+            top = path.split(":", 1)[0].split(".", 1)[0]
+            if importlib.util.find_spec(top) is None:  # found without running any of its code
+                raise ConfigError(f"The {what} {path} cannot be imported: there is no module {top} here.",
+                                  "Install the package, or put its folder on PYTHONPATH (the workers "
+                                  "import it by name).")
         if not self.shapes:
             raise ConfigError("An op needs at least one shape to run at.", 'e.g. shapes=[{"n": 1 << 20}]')
         for dtype in self.dtypes:
