@@ -43,6 +43,7 @@ def compare_sync_modes(
     from cudabench.device import require_gpu
     from cudabench.errors import CudabenchError
     from cudabench.measure import sync_modes
+    from cudabench.cli.run import environment_record
     from cudabench.results.report import lesson_tables, terminal as report
     from cudabench.spec.shapes import parse_shape
 
@@ -62,7 +63,7 @@ def compare_sync_modes(
         ready = worker.request({"op": "hello", "kernels_dirs": [str(d) for d in kernels_dir or ()]}, HELLO_TIMEOUT)
         if ready.get("type") != "ready":
             raise CudabenchError(str(ready.get("message")), str(ready.get("hint", "")))
-        detail(report.environment_line(_environment(ready['environment'])))
+        detail(report.environment_line(environment_record(ready['environment'])))
         reply = worker.request({"op": "sync-modes", "family": task.family.name, "case": case_to_dict(case),
                                 "subject": task.variants[0].name, "seed": seed, "iterations": iters,
                                 "warmup": warmup, "busy_ms": busy_ms, "timeline": TIMELINE_ITERATIONS if timeline
@@ -99,12 +100,6 @@ def compare_sync_modes(
         path = plot_timeline(reply["timeline"], headings, title, timeline,
                              "µs since the mode began (its queued earlier GPU work and warm-up first)")
         out.print(f"wrote {path}")
-
-
-def _environment(data: dict):
-    from cudabench.cli.run import environment_record
-
-    return environment_record(data)
 
 
 SIZE_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30}
@@ -158,6 +153,7 @@ def compare_transfer(
     from cudabench.engine.workers import ProcessWorker, WorkerLost, worker_command
     from cudabench.errors import CudabenchError
     from cudabench.measure import transfer
+    from cudabench.cli.run import environment_record
     from cudabench.results.report import lesson_tables, terminal as report
 
     from cudabench.results.exporters.json_document import write_json_atomic
@@ -175,7 +171,7 @@ def compare_transfer(
         ready = worker.request({"op": "hello", "kernels_dirs": []}, HELLO_TIMEOUT)
         if ready.get("type") != "ready":
             raise CudabenchError(str(ready.get("message")), str(ready.get("hint", "")))
-        detail(report.environment_line(_environment(ready["environment"])))
+        detail(report.environment_line(environment_record(ready["environment"])))
         # every size is copied 12 times per iteration (2 sources × 2 modes × 3 methods), the batch about
         # 3 times, plus warm-ups: allow a pageable link as slow as 0.1 GB/s
         seconds = HELLO_TIMEOUT + (12 * iters + 4) * sum(chosen) / 1e8 + (3 * iters + 16) * batch / 1e8

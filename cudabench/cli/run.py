@@ -240,9 +240,11 @@ def execute(runner: Any, tasks: list, outputs: Outputs, command: str, policy: An
 
 
 def environment_record(data: dict):
+    """The worker's environment as the record results files hold (keys it does not know are left out)."""
+    from cudabench.results.records.codec import from_data
     from cudabench.results.records.model import Environment
 
-    return Environment(**{**data, "settings": tuple(sorted((data.get("settings") or {}).items()))})
+    return from_data(Environment, data)
 
 
 def print_notes(runner: Any, options: Any, policy: Any) -> None:
