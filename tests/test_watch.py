@@ -83,3 +83,20 @@ def test_it_watches_the_kernels_folders_and_the_suite_and_sees_an_edit(tmp_path)
 def test_help(command):
     res = CliRunner().invoke(app, [command, "--help"])
     assert res.exit_code == 0 and "Examples" in res.output
+
+
+def test_with_an_op_it_watches_the_ops_package_without_importing_it(tmp_path, monkeypatch):
+    import sys
+
+    package = tmp_path / "mypkg_watched"
+    package.mkdir()
+    (package / "__init__.py").write_text("raise SystemExit('the watcher ran my code')\n")
+    (package / "ops.py").write_text("def f(a): return a\n")
+    (tmp_path / "bench_helpers.py").write_text("def make(shape, gen, device): return {}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    paths = watch_module.watched_paths(["--op", "mypkg_watched.ops:f", "--op-inputs=bench_helpers:make",
+                                        "--op-reference", "nowhere_at_all:ref"])
+    assert paths[1:] == [package, tmp_path / "bench_helpers.py"]
+    assert "mypkg_watched" not in sys.modules
+    assert package / "ops.py" in watch_module.snapshot(paths)
+    assert watch_module._names_option("--op")

@@ -1,5 +1,5 @@
 """`cudabench watch`: run, then wait for an edit to any source or spec.py of the kernels folders (or
-to the suite file), and run again. The build is incremental and each GPU's warm worker is already up,
+to the suite file, or to the package of an op named with --op), and run again. The build is incremental and each GPU's warm worker is already up,
 so an edit reaches a trusted figure in seconds. Every run after the first is followed by compare's
 noise-aware verdicts against the last run that measured something. A failed build or check shows its
 message and watching goes on; a mistake in the command itself (an unknown kernel, a bad option, no
@@ -28,7 +28,7 @@ def watch(ctx: typer.Context,
     """Run (with run's options), then run again after every edit of a kernel family or the suite file."""
     args = list(ctx.args)
     if not any(_names_option(a) for a in args):
-        raise ShapeError("watch needs what to run: --kernel (-k) or --config (-c), as run does.",
+        raise ShapeError("watch needs what to run: --kernel (-k), --config (-c) or --op, as run does.",
                          "For example: cudabench watch -k timex-v4 --shape B=8,C=64,T=256")
     watched = watched_paths(args)
     previous: Optional[Path] = None
@@ -49,21 +49,39 @@ def watch(ctx: typer.Context,
 
 
 def _names_option(arg: str) -> bool:
-    return arg in ("-k", "--kernel", "-c", "--config") or arg.startswith(("--kernel=", "--config=", "-k", "-c"))
+    return arg in ("-k", "--kernel", "-c", "--config", "--op") or arg.startswith(("--kernel=", "--config=", "--op=",
+                                                                                  "-k", "-c"))
 
 
 def watched_paths(args: list[str]) -> list[Path]:
-    """The built-in kernels folder, every --kernels-dir, and the suite file (--config)."""
+    """The built-in kernels folder, every --kernels-dir, the suite file (--config), and the packages of
+    --op, --op-inputs and --op-reference."""
     from cudabench.spec.registry import builtin_kernels_dir
 
     paths = [builtin_kernels_dir()]
     for i, arg in enumerate(args):
-        for option in ("--kernels-dir", "--config", "-c"):
-            if arg == option and i + 1 < len(args):
-                paths.append(Path(args[i + 1]))
-            elif arg.startswith(option + "="):
-                paths.append(Path(arg.split("=", 1)[1]))
+        for option in ("--kernels-dir", "--config", "-c", "--op", "--op-inputs", "--op-reference"):
+            value = args[i + 1] if arg == option and i + 1 < len(args) else (
+                arg.split("=", 1)[1] if arg.startswith(option + "=") else None)
+            if value is not None:
+                paths += module_paths(value) if option.startswith("--op") else [Path(value)]
     return paths
+
+
+def module_paths(import_path: str) -> list[Path]:
+    """Where an import path's top-level module lives (its package folder, or its file), found without
+    running any of its code; nothing where it is not found (run says why)."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec(import_path.split(":", 1)[0].split(".", 1)[0])
+    except (ImportError, ValueError):
+        return []
+    if spec is None:
+        return []
+    if spec.submodule_search_locations:
+        return [Path(p) for p in spec.submodule_search_locations]
+    return [Path(spec.origin)] if spec.origin and Path(spec.origin).is_file() else []
 
 
 def snapshot(paths: list[Path]) -> Stamp:
