@@ -1,14 +1,14 @@
 """The package's layout reads as its pipeline: no cycle between its subpackages (cli, engine, measure,
 spec, profile, results and the top-level modules), nor between the concerns inside results (records,
 exporters, store, compare, report, plots), counting imports inside functions too; no module much over
-300 lines, and the one that still is (the subject's side) does not grow."""
+300 lines."""
 
 import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "cudabench"
 MAX_LINES = 345  # "about 300"
-STILL_LONG = {"measure/blind.py": 363}  # to split further; never to grow
+STILL_LONG: dict[str, int] = {}  # modules still over MAX_LINES, each held at its length
 
 
 def part_of(module: str, depth: int = 1) -> str:

@@ -33,7 +33,7 @@ from typing import Any, Callable, Optional
 import torch
 
 from cudabench import nvtx
-from cudabench.measure.clocks import ClockMonitor, L2Flusher
+from cudabench.measure.clocks import ClockMonitor, L2Flusher, cold_hook, settle_hook
 from cudabench.measure.loop import Warmup, measure
 from cudabench.measure.memory import allocated_bytes, peak_memory
 from cudabench.measure.poison import poison
@@ -52,7 +52,6 @@ from cudabench.spec.family import Family
 from cudabench.spec.registry import Registry
 
 
-SETTLE_SECONDS = 100e-6
 # Judged calls of a call shorter than this follow an untimed call (see BlindRunner._warm); a longer
 # call warms the GPU itself within a small share of its time (timex-v4 at 447 µs: 455 µs after 2 ms idle)
 WARM_BELOW = 2e-3
@@ -333,31 +332,12 @@ class BlindRunner:
             self.subject.round.end()  # a round the judge never ended (the subject failed in it)
         self.subject = None
 
-    # ---- before a timed call ---------------------------------------------------------------------
+    # ---- before a timed call (cudabench.measure.clocks) -------------------------------------------
 
     def _settle(self, settings: Settings) -> Optional[Callable[[], None]]:
-        """Before a judged call: the GPU kept busy for a moment (it has been idle while the judge wrote
-        the inputs, as it never is in the hot loop), then the cold flush if cold."""
-        flush = self._cold_hook(settings)
-        if self.device != "cuda":
-            return flush
-
-        def before_each() -> None:
-            torch.cuda._sleep(sleep_cycles(SETTLE_SECONDS))
-            if flush is not None:
-                flush()
-
-        return before_each
-
+        return settle_hook(self.device, self._cold_hook(settings))
 
     def _cold_hook(self, settings: Settings) -> Optional[Callable[[], None]]:
         if not settings.cold or self.device != "cuda":
             return None
-        flusher = self.flusher()
-        guard = self.guard
-
-        def before_each() -> None:
-            guard.clear_persisting_l2()  # whatever the subject set: no line may survive the flush
-            flusher()
-
-        return before_each
+        return cold_hook(self.flusher(), self.guard)

@@ -9,7 +9,7 @@ import statistics
 import threading
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from cudabench.device import ClockReading, read_clocks
 from cudabench.results.records.model import Measurement, SampleClocks
@@ -119,3 +119,35 @@ def split_throttled(samples: Sequence[float], batches: Sequence[tuple[int, int, 
         return tuple(samples), (), tuple(clocks)
     kept = tuple(s for i, s in enumerate(samples) if i not in throttled)
     return kept, tuple(s for i, s in enumerate(samples) if i in throttled), tuple(clocks)
+
+
+SETTLE_SECONDS = 100e-6  # the GPU kept busy this long before a judged call
+
+
+def settle_hook(device: str, flush: Optional[Callable[[], None]]) -> Optional[Callable[[], None]]:
+    """Before a judged call: the GPU kept busy for a moment (it has been idle while the judge wrote
+    the inputs, as it never is in the hot loop), then the cold flush if cold."""
+    if device != "cuda":
+        return flush
+    import torch  # a GPU process only: reading clocks needs no torch
+
+    from cudabench.measure.timers import sleep_cycles
+
+    sleep, cycles = torch.cuda._sleep, sleep_cycles(SETTLE_SECONDS)
+
+    def before_each() -> None:
+        sleep(cycles)
+        if flush is not None:
+            flush()
+
+    return before_each
+
+
+def cold_hook(flusher: "L2Flusher", guard: Any) -> Callable[[], None]:
+    """Before a cold timed call: persisting L2 lines reset (whatever the subject set: no line may
+    survive the flush), then L2 flushed."""
+    def before_each() -> None:
+        guard.clear_persisting_l2()
+        flusher()
+
+    return before_each
