@@ -3,6 +3,8 @@ for the scheduler and the cluster alike, and read back by the worker as it reads
 
 from pathlib import Path
 
+import pytest
+
 from cudabench.engine.plan import RunOptions, plan, subjects
 from cudabench.engine.protocol import hello, subject_request
 from cudabench.measure.settings import Settings
@@ -28,3 +30,39 @@ def test_the_hello_carries_the_runs_choices():
     message = hello([EXAMPLES], options, {"timing": "events"})
     assert message == {"op": "hello", "kernels_dirs": [str(EXAMPLES)], "ceilings": False, "nvtx": True,
                        "nvtx_iterations": False, "settings": {"timing": "events"}}
+
+
+FAKE = [__import__("sys").executable, str(Path(__file__).parent / "fake_worker.py")]
+SUBJECT = {"op": "subject", "family": "add2", "case": {"family": "add2", "shape": {"n": 8}, "direction": "fwd"},
+           "role": "variant", "settings": {}}
+
+
+def test_one_request_to_a_fresh_worker_as_the_lessons_ask():
+    from cudabench.engine.workers import one_request
+
+    heard = []
+    ready, reply = one_request({"op": "hello"}, {**SUBJECT, "subject": "ok"}, 30, "result", "ok",
+                               on_ready=heard.append, command=FAKE)
+    assert ready["type"] == "ready" and heard == [ready] and reply["type"] == "result"
+
+
+@pytest.mark.parametrize("subject, expected, fragment, code", [
+    ("exit", "result", "exited with code 3", 2),          # lost: what could not be measured, and why
+    ("ok", "sync-modes", "'type': 'result'", 1),           # an answer of another kind: the measurement failed
+])
+def test_one_request_says_what_could_not_be_measured(subject, expected, fragment, code):
+    from cudabench.engine.workers import one_request
+    from cudabench.errors import CudabenchError
+
+    with pytest.raises(CudabenchError, match=fragment) as info:
+        one_request({"op": "hello"}, {**SUBJECT, "subject": subject}, 30, expected, "the thing", command=FAKE)
+    assert info.value.exit_code == code
+
+
+def test_one_request_to_a_worker_that_cannot_start(monkeypatch):
+    from cudabench.engine.workers import one_request
+    from cudabench.errors import CudabenchError
+
+    monkeypatch.setenv("FAKE_FAIL_START", "1")
+    with pytest.raises(CudabenchError, match="no CUDA device"):
+        one_request({"op": "hello"}, {**SUBJECT, "subject": "ok"}, 30, "result", "x", command=FAKE)

@@ -37,14 +37,11 @@ def compare_sync_modes(
 ) -> None:
     """The four synchronize placements of the classic tutorial beside events, graphs and CUPTI."""
     from cudabench.engine.plan import plan_single
-    from cudabench.engine.lane import HELLO_TIMEOUT
     from cudabench.results.exporters.json_document import case_to_dict
-    from cudabench.engine.workers import ProcessWorker, WorkerLost, worker_command
     from cudabench.device import require_gpu
-    from cudabench.errors import CudabenchError
     from cudabench.measure import sync_modes
-    from cudabench.cli.run import environment_record
-    from cudabench.results.report import lesson_tables, terminal as report
+    from cudabench.engine.workers import one_request
+    from cudabench.results.report import lesson_tables
     from cudabench.spec.shapes import parse_shape
 
     if iters < 2 or show < 1:
@@ -58,24 +55,11 @@ def compare_sync_modes(
     require_gpu()
     seed = fresh_seed(seed)
     case = task.cases[0]
-    worker = ProcessWorker(worker_command())
-    try:
-        ready = worker.request({"op": "hello", "kernels_dirs": [str(d) for d in kernels_dir or ()]}, HELLO_TIMEOUT)
-        if ready.get("type") != "ready":
-            raise CudabenchError(str(ready.get("message")), str(ready.get("hint", "")))
-        detail(report.environment_line(environment_record(ready['environment'])))
-        reply = worker.request({"op": "sync-modes", "family": task.family.name, "case": case_to_dict(case),
-                                "subject": task.variants[0].name, "seed": seed, "iterations": iters,
-                                "warmup": warmup, "busy_ms": busy_ms, "timeline": TIMELINE_ITERATIONS if timeline
-                                else 0}, HELLO_TIMEOUT + 60 * iters)
-    except WorkerLost as lost:
-        raise CudabenchError(f"{kernel} could not be measured: {lost.reason}") from None
-    finally:
-        worker.close()
-    if reply.get("type") != "sync-modes":
-        error = CudabenchError(str(reply.get("message", reply)), str(reply.get("hint", "")))
-        error.exit_code = int(reply.get("exit_code", 1))
-        raise error
+    hello = {"op": "hello", "kernels_dirs": [str(d) for d in kernels_dir or ()]}
+    request = {"op": "sync-modes", "family": task.family.name, "case": case_to_dict(case),
+               "subject": task.variants[0].name, "seed": seed, "iterations": iters, "warmup": warmup,
+               "busy_ms": busy_ms, "timeline": TIMELINE_ITERATIONS if timeline else 0}
+    _, reply = one_request(hello, request, 60 * iters, "sync-modes", kernel, on_ready=show_environment)
     results = [sync_modes.ModeResult(m["name"], tuple(m["samples"]), m["valid"], m["contains"]) for m in reply["modes"]]
     worst = max(reply["check"]["errors"].values())
     out.print(f"{task.variants[0].name} at {case.shape_text} ({direction}): checked against fp64, "
@@ -149,12 +133,9 @@ def compare_transfer(
     """Host-to-device copies from pageable and pinned memory, blocking and not, timed correctly and the
     way people get wrong; then a copy overlapped with a kernel."""
     from cudabench.device import require_gpu
-    from cudabench.engine.lane import HELLO_TIMEOUT
-    from cudabench.engine.workers import ProcessWorker, WorkerLost, worker_command
-    from cudabench.errors import CudabenchError
     from cudabench.measure import transfer
-    from cudabench.cli.run import environment_record
-    from cudabench.results.report import lesson_tables, terminal as report
+    from cudabench.engine.workers import one_request
+    from cudabench.results.report import lesson_tables
 
     from cudabench.results.exporters.json_document import write_json_atomic
 
@@ -166,23 +147,12 @@ def compare_transfer(
         raise ShapeError("--sizes names no size.", "e.g. --sizes 1MB,1GB")
     batch = parse_size(overlap_size)
     require_gpu()
-    worker = ProcessWorker(worker_command())
-    try:
-        ready = worker.request({"op": "hello", "kernels_dirs": []}, HELLO_TIMEOUT)
-        if ready.get("type") != "ready":
-            raise CudabenchError(str(ready.get("message")), str(ready.get("hint", "")))
-        detail(report.environment_line(environment_record(ready["environment"])))
-        # every size is copied 12 times per iteration (2 sources × 2 modes × 3 methods), the batch about
-        # 3 times, plus warm-ups: allow a pageable link as slow as 0.1 GB/s
-        seconds = HELLO_TIMEOUT + (12 * iters + 4) * sum(chosen) / 1e8 + (3 * iters + 16) * batch / 1e8
-        reply = worker.request({"op": "transfer", "sizes": chosen, "iterations": iters, "overlap_size": batch},
-                               seconds)
-    except WorkerLost as lost:
-        raise CudabenchError(f"the copies could not be measured: {lost.reason}") from None
-    finally:
-        worker.close()
-    if reply.get("type") != "transfer":
-        raise CudabenchError(str(reply.get("message", reply)), str(reply.get("hint", "")))
+    # every size is copied 12 times per iteration (2 sources × 2 modes × 3 methods), the batch about 3
+    # times, plus warm-ups: allow a pageable link as slow as 0.1 GB/s
+    seconds = (12 * iters + 4) * sum(chosen) / 1e8 + (3 * iters + 16) * batch / 1e8
+    request = {"op": "transfer", "sizes": chosen, "iterations": iters, "overlap_size": batch}
+    ready, reply = one_request({"op": "hello", "kernels_dirs": []}, request, seconds, "transfer", "the copies",
+                               on_ready=show_environment)
     if json_path:
         write_json_atomic(json_path, {"schema": "cudabench.transfer", "schema_version": 1, "environment":
                                       ready["environment"], "copies": reply["copies"], "overlap": reply["overlap"]})
@@ -194,3 +164,11 @@ def compare_transfer(
     out.print(lesson_tables.transfer_table(copies))
     out.print(lesson_tables.overlap_table(overlap))
     out.print(transfer.EXPLANATION)
+
+
+def show_environment(ready: dict) -> None:
+    """The worker's GPU and software, said as soon as it is ready (before the measurement)."""
+    from cudabench.cli.run import environment_record
+    from cudabench.results.report import terminal as report
+
+    detail(report.environment_line(environment_record(ready["environment"])))

@@ -9,12 +9,11 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Optional
 
-from cudabench.engine.workers import Worker, WorkerLost
+from cudabench.engine.workers import HELLO_TIMEOUT, Worker, WorkerLost
 from cudabench.errors import CudabenchError
 from cudabench.results.exporters.json_document import result_from_dict
 from cudabench.results.records.model import Result
 
-HELLO_TIMEOUT = 300.0    # a worker's start: Python, torch, CUDA, and the ceilings measured once per GPU
 BUILD_TIMEOUT = 1800.0   # a family's first JIT build (nvcc and the torch binding)
 JUDGE_GRACE = 60.0       # beyond a subject's timeout: the judge's own work (references, verdicts)
 

@@ -8,10 +8,9 @@ from __future__ import annotations
 import sys
 from typing import Any, Callable, Optional
 
-from cudabench.engine.workers import ProcessWorker, Worker, WorkerLost
+from cudabench.engine.workers import HELLO_TIMEOUT, ProcessWorker, Worker, WorkerLost
 from cudabench.measure.judge import SubjectLost
 
-HELLO_TIMEOUT = 300.0
 
 
 def subject_command(python: str = sys.executable) -> list[str]:

@@ -19,6 +19,9 @@ import time
 from typing import Any, Callable, Optional, Protocol, Sequence
 
 from cudabench.engine.protocol import ProtocolError, decode
+from cudabench.errors import CudabenchError
+
+HELLO_TIMEOUT = 300.0    # a worker's start: Python, torch, CUDA, and the ceilings measured once per GPU
 
 Status = Callable[[str], None]
 _EOF = object()
@@ -225,3 +228,28 @@ def run_one_shot(command: Sequence[str], env: Optional[dict[str, str]], echo: Ca
     finally:
         worker.close()
     return code, "\n".join(worker.tail), reply
+
+
+def one_request(hello: dict[str, Any], request: dict[str, Any], timeout: float, expected: str, what: str,
+                on_ready: Callable[[dict[str, Any]], None] = lambda ready: None,
+                command: Optional[Sequence[str]] = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A fresh worker's ready message and its reply to one request (the lessons ask one question
+    each; `on_ready` hears the ready message before the request goes). A worker that cannot start
+    (exit 2), is lost, or answers something else than `expected` (exit 1: the measurement failed) is
+    one CudabenchError that says `what` could not be measured, and why."""
+    worker = ProcessWorker(list(command) if command else worker_command())
+    try:
+        ready = worker.request(hello, HELLO_TIMEOUT)
+        if ready.get("type") != "ready":
+            raise CudabenchError(str(ready.get("message")), str(ready.get("hint", "")))
+        on_ready(ready)
+        reply = worker.request(request, HELLO_TIMEOUT + timeout)
+    except WorkerLost as lost:
+        raise CudabenchError(f"{what} could not be measured: {lost.reason}") from None
+    finally:
+        worker.close()
+    if reply.get("type") != expected:
+        error = CudabenchError(str(reply.get("message", reply)), str(reply.get("hint", "")))
+        error.exit_code = int(reply.get("exit_code", 1))
+        raise error
+    return ready, reply
