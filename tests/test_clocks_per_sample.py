@@ -114,3 +114,19 @@ def test_figures_come_from_the_kept_samples_only():
     m = Measurement(samples=(1e-3,) * 10, timing="sync", warmup_calls=1, warmup_seconds=0.0, stop_reason="x",
                     throttled_samples=(9e-3,) * 5)
     assert summarize(m.samples).median == 1e-3 and np.isclose(max(m.samples), 1e-3)
+
+
+def test_a_subject_that_fakes_throttle_reasons_is_caught_by_the_state_guard():
+    """Faking NVML's clock event reasons would leave its slow samples out as throttled: NVML's
+    functions are compared by identity after each subject, restored, and named."""
+    import pytest
+
+    pynvml = pytest.importorskip("pynvml")
+    from cudabench.measure.state import StateGuard
+
+    guard = StateGuard(cuda=False)
+    real = pynvml.nvmlDeviceGetCurrentClocksEventReasons
+    pynvml.nvmlDeviceGetCurrentClocksEventReasons = lambda handle: THROTTLE_MASK
+    left = guard.restore()
+    assert "pynvml.nvmlDeviceGetCurrentClocksEventReasons" in left.patched
+    assert pynvml.nvmlDeviceGetCurrentClocksEventReasons is real

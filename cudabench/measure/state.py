@@ -56,7 +56,8 @@ def _harness_functions() -> dict[str, tuple[Any, str, Any]]:
 CONSTANTS = (int, float, str, bool, tuple, type(None))
 
 # PyTorch's public namespaces every subject calls into (a baseline's conv1d, the operators of 2 * x + 1):
-# one subject replacing an entry would change how a later subject of the same process runs
+# one subject replacing an entry would change how a later subject of the same process runs; and NVML's
+# (a subject faking throttle reasons would have its slow samples left out as throttled)
 def _library_owners() -> dict[str, Any]:
     import torch
     import torch.fft
@@ -68,6 +69,12 @@ def _library_owners() -> dict[str, Any]:
     base = getattr(torch._C, "TensorBase", None) or getattr(torch._C, "_TensorBase", None)
     if base is not None:
         owners["torch._C.TensorBase"] = base
+    try:  # NVML, through which the subject process reads the clocks that decide which samples count
+        import pynvml
+
+        owners["pynvml"] = pynvml
+    except ImportError:
+        pass
     return owners
 
 
