@@ -26,16 +26,14 @@ from cudabench.engine.request import checked, effective_timing, run_options
 from cudabench.engine.scheduler import Runner
 from cudabench.engine.start import start_runner
 from cudabench.engine.suite_file import TimingPolicy
-from cudabench.errors import CudabenchError
 from cudabench.results.compare.render import describe
 from cudabench.results.compare.verdicts import compare_documents, parse_threshold
-from cudabench.results.exporters.json_document import (check_document, document, json_safe, load_results,
-                                                       source_hash, write_json_atomic)
+from cudabench.results.exporters.json_document import (check_document, document, json_safe, source_hash,
+                                                       write_json_atomic)
 from cudabench.results.records.codec import from_data
 from cudabench.results.records.model import Environment, Result
 from cudabench.results.report import terminal
-from cudabench.results.store.access import default_path
-from cudabench.results.store.database import Store
+from cudabench.results.store.database import load_run
 from cudabench.spec.op_family import op_spec, write_family
 from cudabench.spec.registry import discover
 
@@ -108,15 +106,7 @@ def _document_of(previous: Any, store: Optional[Path] = None) -> dict[str, Any]:
     if isinstance(previous, Mapping):
         return _normalised(dict(previous))
     text = str(previous)
-    if Path(text).is_file():
-        return load_results(text)
-    path = Path(store) if store else default_path()
-    if not path.exists():
-        raise CudabenchError(f"Cannot compare with {text}: it is not a results file, and there is no results store "
-                             f"at {path}.", "Give a results file, or record runs with `cudabench run ... --store`.")
-    with Store(path, read_only=True) as store:
-        run = store.resolve(text.lstrip("@"))
-        return check_document(store.document(run), f"{path}@{text.lstrip('@')}")
+    return load_run(text if Path(text).is_file() or text.startswith("@") else f"@{text}", store)[0]
 
 
 def bench(op: Any, *, inputs: Any, reference: Any, shapes: Sequence[Mapping[str, int]],

@@ -108,7 +108,7 @@ def test_speed(stand_in):
 """)
     first = suite.runpytest_subprocess("--cudabench-store", str(store), "--cudabench-save")
     first.assert_outcomes(failed=1)  # nothing stored yet to compare with
-    first.stdout.fnmatch_lines(["*Cannot compare with @latest*no results store*"])
+    first.stdout.fnmatch_lines(["*@latest names a stored run, but there is no results store*"])
     with Store(store, read_only=True) as opened:
         assert len(opened.runs()) == 1  # saved after the test, failed or not
     second = suite.runpytest_subprocess("--cudabench-store", str(store), "--cudabench-save")

@@ -77,19 +77,9 @@ def compare(
 
 def _load(where: str, store: Optional[Path]) -> tuple[dict, Optional[int]]:
     """A results document from a file, or from the store for `@REF` (with its run's id)."""
-    from cudabench.results.exporters.json_document import check_document, load_results
-    from cudabench.results.store.access import default_path
-    from cudabench.results.store.database import Store
+    from cudabench.results.store.database import load_run
 
-    if not where.startswith("@"):
-        return load_results(Path(where)), None
-    path = store or default_path()
-    if not path.exists():
-        raise ConfigError(f"{where} names a stored run, but there is no results store at {path}.",
-                          "Record runs with `cudabench run ... --store`, or name the store with --store PATH.")
-    with Store(path, read_only=True) as opened:
-        run = opened.resolve(where[1:])
-        return check_document(opened.document(run), Path(f"{path}{where}")), run.id
+    return load_run(where, store)
 
 
 def history(

@@ -27,7 +27,6 @@ import hashlib
 import importlib
 import importlib.util
 import json
-import os
 import re
 import sys
 from dataclasses import asdict, dataclass, field
@@ -35,6 +34,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
 
 from cudabench.errors import ConfigError
+from cudabench.outputs import write_text_atomic
 from cudabench.spec.family import DTYPES, Baseline, Family, Param, Variant
 
 PATH = re.compile(r"[A-Za-z_][\w.]*(:[A-Za-z_][\w.]*)?")
@@ -241,8 +241,6 @@ def write_family(spec: OpSpec, root: Optional[Path] = None) -> Path:
     kernels = (root or cache_root() / "ops") / spec.key()
     folder = kernels / spec.name
     folder.mkdir(parents=True, exist_ok=True)
-    for name, text in ((SPEC_FILE, json.dumps(asdict(spec), indent=1) + "\n"), ("spec.py", SPEC_PY)):
-        scratch = folder / f".{name}.{os.getpid()}"  # whole or not at all: another process may be reading it
-        scratch.write_text(text)
-        os.replace(scratch, folder / name)
+    write_text_atomic(folder / SPEC_FILE, json.dumps(asdict(spec), indent=1) + "\n")  # another process may
+    write_text_atomic(folder / "spec.py", SPEC_PY)                                       # be reading them
     return kernels

@@ -27,9 +27,9 @@ from typing import Any, Callable, Iterator, Mapping, Optional
 
 from cudabench.errors import ConfigError
 from cudabench.files import parse_json
-from cudabench.results.exporters.json_document import check_document, json_safe
+from cudabench.results.exporters.json_document import check_document, json_safe, load_results
 from cudabench.results.store.provenance import Provenance, git
-from cudabench.results.store.access import (ENV_VAR, busy, cannot_use, check_path, lock_holder, make_folder, not_ours,
+from cudabench.results.store.access import (ENV_VAR, default_path, busy, cannot_use, check_path, lock_holder, make_folder, not_ours,
                                            other_tables)
 
 WAIT_SECONDS = 60.0   # how long a writer waits for another one's transaction
@@ -320,3 +320,17 @@ def append_run(path: Path, doc: Mapping[str, Any]) -> int:
 
     with Store(path) as store:
         return store.append(doc, Provenance.here(), datetime.now(timezone.utc).isoformat(timespec="seconds"))
+
+
+def load_run(where: str, store: Optional[Path] = None) -> tuple[dict[str, Any], Optional[int]]:
+    """A results document from a file, or for `@REF` from the store (`store`, else the default one),
+    with its run's id; checked as a results file is."""
+    if not where.startswith("@"):
+        return load_results(Path(where)), None
+    path = Path(store) if store else default_path()
+    if not path.exists():
+        raise ConfigError(f"{where} names a stored run, but there is no results store at {path}.",
+                          "Record runs with `cudabench run ... --store`, or name the store with --store PATH.")
+    with Store(path, read_only=True) as opened:
+        run = opened.resolve(where[1:])
+        return check_document(opened.document(run), Path(f"{path}{where}")), run.id
