@@ -69,7 +69,7 @@ def gpu_identity() -> tuple[int, str]:
         uuid = uuid if uuid.startswith(("GPU-", "MIG-")) else f"GPU-{uuid}"
     except Exception:  # an old torch without .uuid: NVML's numbering is then a guess
         uuid = ""
-    nv = _nvml()
+    nv = nvml_loaded()
     if nv is not None and uuid:
         try:
             index = int(nv.nvmlDeviceGetIndex(nv.nvmlDeviceGetHandleByUUID(uuid)))
@@ -97,7 +97,8 @@ class ClockReading:
         return tuple((f"{prefix}_{k}", float(v)) for k, v in self.__dict__.items())
 
 
-def _nvml():
+def nvml_loaded() -> Any:
+    """The pynvml module with its library loaded (it sets `pynvml.nvmlLib` on first init), or None."""
     try:
         import pynvml
     except ImportError:
@@ -110,7 +111,7 @@ def _nvml():
 
 
 def nvml_driver_version() -> Optional[str]:
-    nv = _nvml()
+    nv = nvml_loaded()
     if nv is None:
         return None
     try:
@@ -135,7 +136,7 @@ def _clock_event_reasons(nv: Any, handle: Any) -> int:
 def read_clocks(index: Optional[int] = None) -> Optional[ClockReading]:
     """SM and memory clocks, max SM clock, temperature and power of the current device (NVML's
     `index`, by default the one gpu_identity finds), or None."""
-    nv = _nvml()
+    nv = nvml_loaded()
     if nv is None:
         return None
     try:

@@ -130,3 +130,20 @@ def test_a_subject_that_fakes_throttle_reasons_is_caught_by_the_state_guard():
     left = guard.restore()
     assert "pynvml.nvmlDeviceGetCurrentClocksEventReasons" in left.patched
     assert pynvml.nvmlDeviceGetCurrentClocksEventReasons is real
+
+
+def test_nvml_loading_its_library_during_a_subject_is_not_taken_for_a_patch(monkeypatch):
+    """pynvml sets its module global `nvmlLib` on the first nvmlInit, which may come during the first
+    subject's timing: the guard loads NVML before its snapshot, so no honest subject is blamed."""
+    import pytest
+
+    pynvml = pytest.importorskip("pynvml")
+    from cudabench.measure.state import StateGuard
+
+    monkeypatch.setattr(pynvml, "nvmlLib", None)
+    loaded = object()
+    monkeypatch.setattr(pynvml, "nvmlInit", lambda: setattr(pynvml, "nvmlLib", pynvml.nvmlLib or loaded))
+    guard = StateGuard(cuda=False)
+    pynvml.nvmlInit()  # what the clock monitor does during the subject
+    assert not guard.restore().patched
+    assert pynvml.nvmlLib is loaded

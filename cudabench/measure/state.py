@@ -24,6 +24,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
+from cudabench.device import nvml_loaded
+
 CU_LIMIT_PERSISTING_L2_CACHE_SIZE = 0x06  # CUlimit in cuda.h
 
 
@@ -71,10 +73,10 @@ def _library_owners() -> dict[str, Any]:
         owners["torch._C.TensorBase"] = base
     try:  # NVML, through which the subject process reads the clocks that decide which samples count
         import pynvml
-
-        owners["pynvml"] = pynvml
     except ImportError:
-        pass
+        return owners
+    nvml_loaded()  # its first init sets pynvml.nvmlLib: done before the snapshot, so that is no patch
+    owners["pynvml"] = pynvml
     return owners
 
 
