@@ -73,3 +73,19 @@ def test_show_prints_a_results_file_as_run_did(tmp_path):
     assert wide.exit_code == 0 and "IQR" in wide.output
     missing = CliRunner().invoke(app, ["show", str(tmp_path / "none.json")])
     assert missing.exit_code == 2 and "Traceback" not in missing.output
+
+
+@pytest.mark.parametrize("columns", ["80", "130"])
+def test_wide_is_printed_at_its_natural_width_with_names_and_figures_whole(tmp_path, columns):
+    """--wide has more columns than a log is wide: it is printed wider than the console (read by
+    scrolling), never with a kernel name or a median cut short or wrapped onto a second line."""
+    path = tmp_path / "r.json"
+    rs = results()
+    write_json_atomic(path, doc(rs))
+    res = CliRunner().invoke(app, ["show", str(path), "--wide"], env={"COLUMNS": columns})
+    assert res.exit_code == 0, res.output
+    assert "…" not in res.output
+    for r in rs:
+        if r.status == "ok":
+            row = [line for line in res.output.splitlines() if f" {r.subject} " in line and f" {r.case.direction} " in line]
+            assert row and units.fmt_time(r.stats.median) in row[0], (r.subject, res.output)

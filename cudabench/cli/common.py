@@ -12,6 +12,7 @@ from typing import Callable, List, Optional
 
 import typer
 from rich.console import Console
+from rich.table import Table
 from rich.text import Text
 
 from cudabench.errors import CudabenchError
@@ -44,6 +45,18 @@ class PlainConsole(Console):
 _WIDTH = None if sys.stdout.isatty() else piped_width()
 out = PlainConsole(highlight=False, markup=False, width=_WIDTH)
 err = PlainConsole(stderr=True, highlight=False, markup=False, width=_WIDTH)
+
+
+def print_table(table: Table, console: Console = out) -> None:
+    """A results table at its natural width, wider than the console where it must be: a --wide table
+    is read by scrolling sideways, never with a name cut short or a figure wrapped onto two lines."""
+    natural = console.measure(table, options=console.options.update_width(10_000)).maximum
+    if natural <= console.width:
+        console.print(table)
+        return
+    wide = PlainConsole(file=console.file, width=natural, highlight=False, markup=False,
+                        color_system=console.color_system, force_terminal=console.is_terminal)
+    wide.print(table, crop=False)
 
 
 class Flags:
