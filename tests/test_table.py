@@ -89,3 +89,23 @@ def test_wide_is_printed_at_its_natural_width_with_names_and_figures_whole(tmp_p
         if r.status == "ok":
             row = [line for line in res.output.splitlines() if f" {r.subject} " in line and f" {r.case.direction} " in line]
             assert row and units.fmt_time(r.stats.median) in row[0], (r.subject, res.output)
+
+
+def test_profile_tables_keep_range_and_kernel_names_whole_in_an_80_column_log():
+    """On the H100 at 80 columns the NVTX table cut 'timed timex-v4' and ncu's cut the kernel name:
+    tables go out at their natural width."""
+    import io
+    from types import SimpleNamespace
+
+    from cudabench.console import PlainConsole
+    from cudabench.profile import tables
+
+    buffer = io.StringIO()
+    console = PlainConsole(file=buffer, width=80, highlight=False, markup=False)
+    name = "timed timex-v4-with-a-long-variant-name call"
+    console.print_table(tables.range_stat_table([SimpleNamespace(
+        name=name, domain="cudabench", count=10, wall_total=4.9e-3, wall_median=4.6e-4, gpu_total=4.4e-3,
+        gpu_median=4.4e-4)]))
+    text = buffer.getvalue()
+    assert name in text and "436.2 µs" not in text and "440.0 µs" in text and "…" not in text
+    assert "NVTX ranges (GPU time = kernels launched inside the range)" in text

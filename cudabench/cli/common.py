@@ -4,7 +4,6 @@ becomes a message and an exit code), the registry and a few option parsers."""
 from __future__ import annotations
 
 import functools
-import os
 import sys
 import traceback
 from pathlib import Path
@@ -12,51 +11,14 @@ from typing import Callable, List, Optional
 
 import typer
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
+from cudabench.console import PlainConsole, piped_width, visible
 from cudabench.errors import CudabenchError
-
-# Piped output (logs, CI) is 130 columns wide unless COLUMNS says otherwise, so tables do not wrap
-# at 80 columns. Markup is off on both consoles, tables included: names, shapes (add2[n=1024]),
-# paths, compiler and tool output print verbatim. Our own styling goes through `say` (or a style=
-# argument), never through markup.
-def piped_width(environ: "os._Environ[str] | dict[str, str]" = os.environ) -> int:
-    columns = environ.get("COLUMNS", "")
-    return int(columns) if columns.isdigit() and 20 <= int(columns) <= 10_000 else 130
-
-
-# Control characters in text from files, tools and users (an escape sequence in a kernel's summary, a
-# compiler's colour codes) are shown, not sent to the terminal: ESC becomes "\x1b".
-_CONTROLS = {c: f"\\x{c:02x}" for c in [*range(0x20), 0x7F, *range(0x80, 0xA0)] if chr(c) not in "\n\t"}
-
-
-def visible(text: str) -> str:
-    return text.translate(_CONTROLS)
-
-
-class PlainConsole(Console):
-    """A console whose strings are printed as written: no markup, no terminal control from them."""
-
-    def render_str(self, text: str, **kwargs):  # type: ignore[override]
-        return super().render_str(visible(text), **kwargs)
-
 
 _WIDTH = None if sys.stdout.isatty() else piped_width()
 out = PlainConsole(highlight=False, markup=False, width=_WIDTH)
 err = PlainConsole(stderr=True, highlight=False, markup=False, width=_WIDTH)
-
-
-def print_table(table: Table, console: Console = out) -> None:
-    """A results table at its natural width, wider than the console where it must be: a --wide table
-    is read by scrolling sideways, never with a name cut short or a figure wrapped onto two lines."""
-    natural = console.measure(table, options=console.options.update_width(10_000)).maximum
-    if natural <= console.width:
-        console.print(table)
-        return
-    wide = PlainConsole(file=console.file, width=natural, highlight=False, markup=False,
-                        color_system=console.color_system, force_terminal=console.is_terminal)
-    wide.print(table, crop=False)
 
 
 class Flags:

@@ -11,7 +11,7 @@ from typing import Any, List, Optional
 import typer
 from rich.console import Console
 
-from cudabench.cli.common import detail, err, out, print_table, say
+from cudabench.cli.common import detail, err, out, say
 from cudabench.errors import ConfigError
 
 
@@ -269,7 +269,7 @@ def show(
     fields = {k: v for k, v in env.items() if k in Environment.__dataclass_fields__ and k != "settings"}
     detail(report.environment_line(Environment(**fields)) + f" · {doc.get('command', '')}")
     for table in report.tables(runs, wide):
-        print_table(table)
+        out.print_table(table)
     for line in report.notes(runs):
         say(line, console=out)
     if not doc.get("complete", True):

@@ -15,7 +15,7 @@ from typing import Any, List, Optional
 
 import typer
 
-from cudabench.cli.common import FLAGS, KernelsDir, detail, err, out, print_table, registry, say, split
+from cudabench.cli.common import FLAGS, KernelsDir, detail, err, out, registry, say, split
 from cudabench.cli.run_outputs import Outputs, store_path
 from cudabench.cli.runner import failed, gpus_of, op_kernels
 from cudabench.engine.start import start_runner
@@ -219,7 +219,7 @@ def execute(runner: Any, tasks: list, outputs: Outputs, command: str, policy: An
         finally:
             runner.close()  # workers end here, before the tables, also on Ctrl-C
     for table in report.tables(runner.results, wide):
-        print_table(table)
+        out.print_table(table)
     print_notes(runner, runner.options, policy)
     if runner.results:
         detail(report.time_breakdown(runner.results, time.perf_counter() - started, runner.waited,

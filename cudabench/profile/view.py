@@ -8,9 +8,9 @@ import subprocess
 import sys
 from typing import Callable, Optional
 
-from rich.console import Console
 from rich.text import Text
 
+from cudabench.console import PlainConsole
 from cudabench.profile import ncu as ncu_tool
 from cudabench.profile import nsys as nsys_tool
 from cudabench.profile import nsys_report, tables
@@ -24,7 +24,7 @@ from cudabench.profile.launch import OUTPUTS, ProfileRequest, child_command, chi
 RunChild = Callable[..., tuple[int, str, Optional[dict]]]
 
 
-def profile_and_report(req: ProfileRequest, nsys_path: Optional[str], out: Console, err: Console,
+def profile_and_report(req: ProfileRequest, nsys_path: Optional[str], out: PlainConsole, err: PlainConsole,
                        run_child: RunChild) -> None:
     """`run_child(command, env, echo)` runs the tool and its worker and returns (exit code, log, the
     worker's reply or None): the engine's one-shot worker, with its watchdog."""
@@ -34,7 +34,7 @@ def profile_and_report(req: ProfileRequest, nsys_path: Optional[str], out: Conso
         with_ext(req.base, ext).unlink(missing_ok=True)
     command = child_command(req, tool_path)
     env, why = child_env(req, tool_path)
-    out.print(f"$ {' '.join(command)}", style="dim")
+    out.print(f"$ {' '.join(command)}", style="dim", soft_wrap=True)  # whole, to copy
     if why:
         out.print(f"NVTX ranges through torch.cuda.nvtx: {why}.", style="dim")
     rc, log, reply = run_child(command, env, lambda line: print(f"│ {line}", file=sys.stderr, flush=True))
@@ -48,7 +48,7 @@ def profile_and_report(req: ProfileRequest, nsys_path: Optional[str], out: Conso
         report_torch(req, rc, log, reply, out)
 
 
-def find_profiler(tool: str, nsys_path: Optional[str], out: Console, err: Console) -> Optional[str]:
+def find_profiler(tool: str, nsys_path: Optional[str], out: PlainConsole, err: PlainConsole) -> Optional[str]:
     """The nsys or ncu binary to run (None for torch), printed with where it was found."""
     if tool not in ("nsys", "ncu"):
         return None
@@ -68,7 +68,7 @@ def agreement_line(what: str, per_call: float, summary: dict) -> str:
             f"{fmt_time(ref)}: {abs(per_call / ref - 1):.1%} apart")
 
 
-def report_nsys(req: ProfileRequest, nsys: str, rc: int, log: str, reply: Optional[dict], out: Console) -> None:
+def report_nsys(req: ProfileRequest, nsys: str, rc: int, log: str, reply: Optional[dict], out: PlainConsole) -> None:
     rep = nsys_tool.check_report(req.base, nsys, log)
     summary = read_summary(rc, log, reply)
     _, _, sqlite = nsys_tool.report_paths(req.base)
@@ -76,10 +76,10 @@ def report_nsys(req: ProfileRequest, nsys: str, rc: int, log: str, reply: Option
     if exported.returncode != 0 or not sqlite.is_file():
         raise CudabenchError(f"nsys export to SQLite failed: {nsys_tool.last_line(exported.stdout + exported.stderr)}")
     data = nsys_report.read_report(sqlite)
-    out.print(tables.time_stat_table(f"kernels ({req.kernel}, {req.iters} calls)", nsys_report.kernel_table(data)))
+    out.print_table(tables.time_stat_table(f"kernels ({req.kernel}, {req.iters} calls)", nsys_report.kernel_table(data)))
     ranges = nsys_report.range_table(data)
     if ranges:
-        out.print(tables.range_stat_table(ranges))
+        out.print_table(tables.range_stat_table(ranges))
     else:
         out.print(Text.assemble(("no NVTX ranges in the report", "yellow"), " (the nvtx package's ranges are "
                                 "not recorded by this nsys; set CUDABENCH_NVTX_BACKEND=torch)"))
@@ -92,7 +92,7 @@ def report_nsys(req: ProfileRequest, nsys: str, rc: int, log: str, reply: Option
     calls = [r for r in ranges if r.name.endswith(CALL_SUFFIX)]
     per_call = calls[0].gpu_median if calls else launch.kernel_total / req.iters
     out.print(agreement_line("nsys kernel time", per_call, summary))
-    out.print(f"report: {rep}\nsqlite: {sqlite}")
+    out.print(f"report: {rep}\nsqlite: {sqlite}", soft_wrap=True)  # paths whole, to copy
     if req.timeline:
         draw_timeline(req, data, summary, out)
 
@@ -100,7 +100,7 @@ def report_nsys(req: ProfileRequest, nsys: str, rc: int, log: str, reply: Option
 TIMELINE_CALLS = 3  # calls drawn by profile --timeline: enough to see the pattern, few enough to read
 
 
-def draw_timeline(req: ProfileRequest, data: nsys_report.Report, summary: dict, out: Console) -> None:
+def draw_timeline(req: ProfileRequest, data: nsys_report.Report, summary: dict, out: PlainConsole) -> None:
     """The first profiled calls from the nsys report: NVTX call ranges, launch and synchronize API
     calls on the host, kernels on the GPU."""
     from cudabench.results.plots.timeline import plot_timeline
@@ -118,7 +118,7 @@ def draw_timeline(req: ProfileRequest, data: nsys_report.Report, summary: dict, 
     out.print(f"wrote {path}")
 
 
-def report_ncu(req: ProfileRequest, ncu: str, rc: int, log: str, reply: Optional[dict], out: Console) -> None:
+def report_ncu(req: ProfileRequest, ncu: str, rc: int, log: str, reply: Optional[dict], out: PlainConsole) -> None:
     summary = read_summary(rc, log, reply)
     rep = with_ext(req.base, ".ncu-rep")
     if not rep.is_file():
@@ -129,15 +129,15 @@ def report_ncu(req: ProfileRequest, ncu: str, rc: int, log: str, reply: Optional
     if imported.returncode != 0 or not rows:
         raise CudabenchError(f"ncu could not read back {rep}: {nsys_tool.last_line(imported.stdout + imported.stderr)}")
     (with_ext(req.base, ".ncu.csv")).write_text(imported.stdout)
-    out.print(tables.ncu_table(rows, ncu_tool.METRICS))
+    out.print_table(tables.ncu_table(rows, ncu_tool.METRICS))
     durations = [r.seconds() for r in rows if r.seconds()]
     if durations:
         out.print(agreement_line("ncu kernel time", sum(durations) / req.iters, summary)
                   + " (ncu replays each kernel; caches are flushed between passes)")
-    out.print(f"report: {rep}\ncsv: {with_ext(req.base, '.ncu.csv')}")
+    out.print(f"report: {rep}\ncsv: {with_ext(req.base, '.ncu.csv')}", soft_wrap=True)
 
 
-def report_torch(req: ProfileRequest, rc: int, log: str, reply: Optional[dict], out: Console) -> None:
+def report_torch(req: ProfileRequest, rc: int, log: str, reply: Optional[dict], out: PlainConsole) -> None:
     summary = read_summary(rc, log, reply)
     pairs = summary["kernels"]
     by_name: dict[str, list[float]] = {}
@@ -145,6 +145,6 @@ def report_torch(req: ProfileRequest, rc: int, log: str, reply: Optional[dict], 
         by_name.setdefault(nsys_report.short_kernel_name(name), []).append(seconds)
     stats = sorted((nsys_report.TimeStat(n, len(d), sum(d), statistics.median(d), min(d), max(d))
                     for n, d in by_name.items()), key=lambda s: -s.total)
-    out.print(tables.time_stat_table(f"kernels ({req.kernel}, {req.iters} calls, torch.profiler)", stats))
+    out.print_table(tables.time_stat_table(f"kernels ({req.kernel}, {req.iters} calls, torch.profiler)", stats))
     out.print(agreement_line("torch.profiler kernel time", sum(s.total for s in stats) / req.iters, summary))
-    out.print(f"Chrome trace (open in https://ui.perfetto.dev): {summary['trace']}")
+    out.print(f"Chrome trace (open in https://ui.perfetto.dev): {summary['trace']}", soft_wrap=True)
