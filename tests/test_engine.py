@@ -211,7 +211,11 @@ def test_a_worker_reports_any_exception_with_its_type_instead_of_ending_silently
         raise AttributeError("'profile' object has no attribute 'kineto_results'")
 
     handler._sync_modes = broken
-    reply = handler.handle({"op": "sync-modes"})
+    from cudabench.engine.protocol import SyncModes, request
+    from cudabench.results.records.model import Case
+
+    asked = SyncModes("add2", Case("add2", (("n", 8),)), "add2-v1", seed=1, iterations=3, warmup=1, busy_ms=1.0)
+    reply = handler.handle(request(asked))
     assert reply["type"] == "error" and reply["healthy"] is True
     assert reply["message"] == "AttributeError: 'profile' object has no attribute 'kineto_results'"
     assert "Traceback" in capsys.readouterr().err  # the whole story stays in the worker's log

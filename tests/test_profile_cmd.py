@@ -12,22 +12,27 @@ from typer.testing import CliRunner
 from cudabench.cli.app import app
 from cudabench.profile import nsys
 from cudabench.profile.view import find_profiler
+from cudabench.engine.protocol import Profile, read_request
 from cudabench.errors import ToolNotFoundError
+from cudabench.results.records.model import Case
 from cudabench.profile.ncu import METRICS, import_command, parse_raw_csv
 from cudabench.profile.launch import ProfileRequest, child_command, worker_command
 
 
+SEED_CASE = Case("timex", (("B", 32), ("C", 768), ("T", 768)))
+
+
 def request(**kw):
-    return ProfileRequest(kernel="timex-v4", out_dir=Path("/out"), seed=5, python="py", **kw)
+    return ProfileRequest(kernel="timex-v4", out_dir=Path("/out"), seed=5, python="py", **{"case": SEED_CASE, **kw})
 
 
 def test_worker_command_is_the_run_worker_answering_one_profile_request():
-    case = {"family": "timex", "shape": {"B": 8, "C": 64, "T": 256}, "direction": "fwdbwd"}
+    case = Case("timex", (("B", 8), ("C", 64), ("T", 256)), "fwdbwd")
     cmd = worker_command(request(shape="B=8,C=64,T=256", direction="fwdbwd", iterations=7, case=case))
     assert cmd[:4] == ["py", "-m", "cudabench.engine.worker", "--request"]
-    sent = json.loads(cmd[4])
-    assert sent["op"] == "profile" and sent["hello"]["op"] == "hello" and sent["subject"] == "timex-v4"
-    assert sent["case"] == case and sent["iterations"] == 7 and sent["seed"] == 5 and sent["tool"] == "nsys"
+    sent = read_request(json.loads(cmd[4]))  # what the worker reads back
+    assert isinstance(sent, Profile) and sent.hello.nvtx and sent.subject == "timex-v4" and sent.family == "timex"
+    assert sent.case == case and sent.iterations == 7 and sent.seed == 5 and sent.tool == "nsys"
 
 
 def test_nsys_child_traces_cuda_and_nvtx_in_the_capture_range_only():

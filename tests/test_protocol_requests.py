@@ -1,15 +1,16 @@
 """The run's requests to workers are records with one codec, built in one place (engine/protocol.py)
 for the scheduler and the cluster alike, and read back by the worker as it reads them."""
 
+import json
 from pathlib import Path
 
 import pytest
 
 from cudabench.engine.plan import RunOptions, plan, subjects
-from cudabench.engine.protocol import hello, subject_request
-from cudabench.measure.settings import Settings
+from cudabench.engine.protocol import (Build, Exit, Hello, Profile, SyncModes, Transfer, hello, read_request,
+                                       request, subject_request)
 from cudabench.measure.stop import FixedCount
-from cudabench.results.exporters.json_document import case_from_dict
+from cudabench.results.records.model import Case
 from cudabench.spec.registry import discover
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "my_kernels"
@@ -21,8 +22,8 @@ def test_the_subject_request_reads_back_as_the_worker_reads_it():
     subject = subjects(task, task.cases[0])[0]
     request = subject_request(subject, options, 11)
     assert request["op"] == "subject" and request["subject"] == subject.name and request["role"] == subject.role
-    assert case_from_dict(request["case"]) == subject.case  # as worker.Handler reads it
-    assert Settings(**request["settings"]) == options.settings(11)
+    read = read_request(json.loads(json.dumps(request)))  # as worker.Handler reads it
+    assert read.case == subject.case and read.settings == options.settings(11) and read.timeout == options.timeout
 
 
 def test_the_hello_carries_the_runs_choices():
@@ -66,3 +67,27 @@ def test_one_request_to_a_worker_that_cannot_start(monkeypatch):
     monkeypatch.setenv("FAKE_FAIL_START", "1")
     with pytest.raises(CudabenchError, match="no CUDA device"):
         one_request({"op": "hello"}, {**SUBJECT, "subject": "ok"}, 30, "result", "x", command=FAKE)
+
+
+CASE = Case("timex", (("B", 8), ("C", 64), ("T", 256)), "fwdbwd", "bfloat16")
+
+
+@pytest.mark.parametrize("record", [
+    Hello(("kernels",), ceilings=False, nvtx=True, settings=(("timing", "events"),)),
+    Build("timex", "sm_90a"), Build("timex"),
+    SyncModes("timex", CASE, "timex-v4", 7, 10, 2, 5.0, timeline=3),
+    Transfer((1024, 1 << 20), 5, 1 << 24),
+    Profile(Hello(("k",), nvtx=True, nvtx_iterations=True), "timex", CASE, "timex-v4", 3, "torch", 4, trace="/t.json"),
+    Exit(),
+])
+def test_every_request_is_a_record_the_worker_reads_back_whole(record):
+    assert read_request(json.loads(json.dumps(request(record)))) == record
+
+
+def test_a_request_the_worker_cannot_read_is_one_error_reply():
+    from cudabench.engine.worker import Handler
+
+    handler = Handler(device="cpu")
+    for message in ({"op": "launch-missiles"}, {"op": "build"}, {"op": "transfer", "sizes": [1]}, {}):
+        reply = handler.handle(message)
+        assert reply["type"] == "error" and "unreadable request" in reply["message"], (message, reply)

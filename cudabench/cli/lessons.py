@@ -37,10 +37,9 @@ def compare_sync_modes(
 ) -> None:
     """The four synchronize placements of the classic tutorial beside events, graphs and CUPTI."""
     from cudabench.engine.plan import plan_single
-    from cudabench.results.exporters.json_document import case_to_dict
     from cudabench.device import require_gpu
     from cudabench.measure import sync_modes
-    from cudabench.engine.protocol import Hello, request
+    from cudabench.engine.protocol import Hello, SyncModes, request
     from cudabench.engine.workers import one_request
     from cudabench.results.report import lesson_tables
     from cudabench.spec.shapes import parse_shape
@@ -57,9 +56,8 @@ def compare_sync_modes(
     seed = fresh_seed(seed)
     case = task.cases[0]
     hello = request(Hello(tuple(str(d) for d in kernels_dir or ()), ceilings=False))
-    question = {"op": "sync-modes", "family": task.family.name, "case": case_to_dict(case),
-               "subject": task.variants[0].name, "seed": seed, "iterations": iters, "warmup": warmup,
-               "busy_ms": busy_ms, "timeline": TIMELINE_ITERATIONS if timeline else 0}
+    question = request(SyncModes(task.family.name, case, task.variants[0].name, seed, iters, warmup, busy_ms,
+                                 TIMELINE_ITERATIONS if timeline else 0))
     _, reply = one_request(hello, question, 60 * iters, "sync-modes", kernel, on_ready=show_environment)
     results = [sync_modes.ModeResult(m["name"], tuple(m["samples"]), m["valid"], m["contains"]) for m in reply["modes"]]
     worst = max(reply["check"]["errors"].values())
@@ -135,7 +133,7 @@ def compare_transfer(
     way people get wrong; then a copy overlapped with a kernel."""
     from cudabench.device import require_gpu
     from cudabench.measure import transfer
-    from cudabench.engine.protocol import Hello, request
+    from cudabench.engine.protocol import Hello, Transfer, request
     from cudabench.engine.workers import one_request
     from cudabench.results.report import lesson_tables
 
@@ -152,7 +150,7 @@ def compare_transfer(
     # every size is copied 12 times per iteration (2 sources × 2 modes × 3 methods), the batch about 3
     # times, plus warm-ups: allow a pageable link as slow as 0.1 GB/s
     seconds = (12 * iters + 4) * sum(chosen) / 1e8 + (3 * iters + 16) * batch / 1e8
-    asked = {"op": "transfer", "sizes": chosen, "iterations": iters, "overlap_size": batch}
+    asked = request(Transfer(tuple(chosen), iters, batch))
     ready, reply = one_request(request(Hello((), ceilings=False)), asked, seconds, "transfer", "the copies",
                                on_ready=show_environment)
     if json_path:

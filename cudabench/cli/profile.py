@@ -38,7 +38,6 @@ def profile(
 ) -> None:
     """Run the kernel under Nsight Systems, Nsight Compute or torch.profiler; print its kernels and
     NVTX ranges."""
-    from cudabench.results.exporters.json_document import case_to_dict
     from cudabench.engine.workers import run_one_shot
     from cudabench.profile.launch import TOOLS, ProfileRequest
     from cudabench.profile.view import profile_and_report
@@ -73,6 +72,6 @@ def profile(
     require_gpu()
     req = ProfileRequest(kernel=kernel, tool=tool, shape=shape, direction=direction, out_dir=out_dir,
                          name=name, iterations=iters, kernels_dirs=tuple(kernels_dir or ()),
-                         seed=fresh_seed(seed), case=case_to_dict(task.cases[0]), timeline=timeline)
+                         seed=fresh_seed(seed), case=task.cases[0], timeline=timeline)
     profile_and_report(req, nsys, out, err,
                        lambda command, env, echo: run_one_shot(command, env, echo, timeout=PROFILE_TIMEOUT))

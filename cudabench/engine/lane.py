@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Optional
 
+from cudabench.engine import protocol
 from cudabench.engine.workers import HELLO_TIMEOUT, Worker, WorkerLost
 from cudabench.errors import CudabenchError
 from cudabench.results.exporters.json_document import result_from_dict
@@ -116,7 +117,7 @@ class Lane:
         self.on_status(f"building {family}")
         start = time.perf_counter()
         try:
-            reply = worker.request({"op": "build", "family": family, "arch": arch}, BUILD_TIMEOUT, self.on_status)
+            reply = worker.request(protocol.request(protocol.Build(family, arch)), BUILD_TIMEOUT, self.on_status)
         except WorkerLost as lost:
             self.replace()
             return lost.reason
@@ -131,10 +132,9 @@ class Lane:
         """Run one subject request; `lost(reason)` makes the result when the worker fails it."""
         worker = self.ready()
         try:
-            # the judge applies `timeout` to the subject's process and reports; this watchdog is for
-            # the judge itself
-            reply = worker.request({**request, "timeout": timeout}, timeout + min(JUDGE_GRACE, timeout),
-                                   self.on_status)
+            # the judge applies the request's timeout to the subject's process and reports; this
+            # watchdog is for the judge itself
+            reply = worker.request(request, timeout + min(JUDGE_GRACE, timeout), self.on_status)
         except WorkerLost as gone:
             self.replace()
             reason = gone.reason

@@ -3,8 +3,9 @@ the worker writes its messages to its (original) stdout, each line prefixed with
 anything else on that stream — a kernel's printf, a profiler's own lines — is told apart and kept
 as log text. A marked line that is not a JSON object with a "type" is a protocol error.
 
-Requests (field "op"): hello, build, subject, sync-modes, profile, exit (hello and subject are records
-below, built by `hello` and `subject_request` for the scheduler and the cluster alike).
+Requests (field "op"): hello, build, subject, sync-modes, transfer, profile, exit: one record each
+below, written by `request` and read back by `read_request` (one codec, cudabench.results.records.codec);
+no caller writes a request by hand.
 Messages (field "type"): ready, status (progress text), built, result, sync-modes, profile, error.
 Every reply also says "healthy": false when the worker's CUDA context is broken and it exits."""
 
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
 from cudabench.measure.settings import Settings
-from cudabench.results.records.codec import to_data
+from cudabench.results.records.codec import from_data, to_data
 from cudabench.results.records.model import Case
 
 MARK = "@cudabench-worker "
@@ -64,14 +65,76 @@ class SubjectRequest:
     subject: str
     role: str
     settings: Settings
+    timeout: float = 3600.0     # the subject's process is killed past it (the judge reports why)
 
 
-OPS = {Hello: "hello", SubjectRequest: "subject"}
+@dataclass(frozen=True)
+class Build:
+    """Build (or find in the cache) a family's extension, in the subject process."""
+
+    family: str
+    arch: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class SyncModes:
+    """`compare-sync-modes`: one subject timed under each way of waiting for the GPU."""
+
+    family: str
+    case: Case
+    subject: str
+    seed: int
+    iterations: int
+    warmup: int
+    busy_ms: float
+    timeline: int = 0           # iterations drawn on a timeline (0: none)
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """`compare-transfer`: host-to-device copies of these sizes by every method, and an overlap."""
+
+    sizes: tuple[int, ...]
+    iterations: int
+    overlap_size: int
+
+
+@dataclass(frozen=True)
+class Profile:
+    """`profile`: the one request of a worker started under a profiler (its hello inside it)."""
+
+    hello: Hello
+    family: str
+    case: Case
+    subject: str
+    seed: int
+    tool: str
+    iterations: int
+    role: str = "variant"
+    trace: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Exit:
+    """End the worker."""
+
+
+OPS = {Hello: "hello", SubjectRequest: "subject", Build: "build", SyncModes: "sync-modes", Transfer: "transfer",
+       Profile: "profile", Exit: "exit"}
+RECORDS = {op: record for record, op in OPS.items()}
 
 
 def request(record: Any) -> dict[str, Any]:
     """A request record as the worker reads it: {"op": ..., its fields as plain data}."""
     return {"op": OPS[type(record)], **to_data(record)}
+
+
+def read_request(data: Any) -> Any:
+    """The request record a worker was sent; ValueError for an unknown op or a missing field."""
+    record = RECORDS.get(data.get("op")) if isinstance(data, dict) else None
+    if record is None:
+        raise ValueError(f"unknown request {data.get('op') if isinstance(data, dict) else data!r}")
+    return from_data(record, data)
 
 
 def hello(kernels_dirs: Sequence[Any], options: Any, settings: Optional[dict[str, str]] = None) -> dict[str, Any]:
@@ -83,4 +146,4 @@ def hello(kernels_dirs: Sequence[Any], options: Any, settings: Optional[dict[str
 def subject_request(subject: Any, options: Any, seed: int) -> dict[str, Any]:
     """The request for one planned subject (cudabench.engine.plan.Subject) of a run."""
     return request(SubjectRequest(subject.family.name, subject.case, subject.name, subject.role,
-                                  options.settings(seed)))
+                                  options.settings(seed), options.timeout))

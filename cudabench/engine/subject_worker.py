@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from cudabench.engine.protocol import read_request
 from cudabench.errors import CudabenchError
 from cudabench.results.exporters.json_document import case_from_dict
 
@@ -51,7 +52,8 @@ class SubjectHandler:
 
         r = self.runner
         if op == "build":
-            return r.build(request["family"], request.get("arch"))
+            build = read_request(request)
+            return r.build(build.family, build.arch)
         if op == "open":
             return r.open(request["family"], case_from_dict(request["case"]), request["subject"], request["role"],
                           Settings(**request["settings"]), [(list(s), d) for s, d in request["outputs"]])
@@ -74,8 +76,9 @@ class SubjectHandler:
         from cudabench.measure.timers import make_timer
         from cudabench.spec.registry import discover
 
-        registry = discover([Path(d) for d in request.get("kernels_dirs", ())])
-        prepare_process(self.device, request)
+        hello = read_request(request)
+        registry = discover([Path(d) for d in hello.kernels_dirs])
+        prepare_process(self.device, hello)
         if self.runner is not None:  # a warm worker's next run: the same runner, its state guard
             self.runner.registry = registry  # snapshot of the pristine process kept, reads the folders again
             return {"type": "ready", "pid": os.getpid()}

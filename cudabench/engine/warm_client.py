@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterator, Optional, Sequence
 
+from cudabench.engine import protocol
 from cudabench.engine.workers import ProcessWorker, WorkerLost
 from cudabench.errors import CudabenchError
 
@@ -287,7 +288,7 @@ class SocketWorker(ProcessWorker):
 
     def close(self) -> None:
         """End this run's connection; the warm worker stays for the next one."""
-        self.send({"op": "exit"})
+        self.send(protocol.request(protocol.Exit()))
         with contextlib.suppress(OSError):
             self.sock.shutdown(socket.SHUT_WR)
         self._drop_connection()

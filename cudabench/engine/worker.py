@@ -27,9 +27,11 @@ from pathlib import Path
 from typing import Any, Callable, Optional, TextIO
 
 from cudabench import nvtx
-from cudabench.engine.protocol import encode
+from cudabench.engine.protocol import (Build, Hello, Profile, SubjectRequest, SyncModes, Transfer, encode,
+                                       read_request)
+from cudabench.engine.protocol import request as protocol_request
 from cudabench.errors import CudabenchError
-from cudabench.results.exporters.json_document import case_from_dict, result_to_dict
+from cudabench.results.exporters.json_document import result_to_dict
 from cudabench.results.records.model import Case
 
 
@@ -50,23 +52,24 @@ class Handler:
         self.families: frozenset[str] = frozenset()
         self.where: dict[str, Any] = {"host": socket.gethostname(), "gpu": "", "gpu_index": -1, "gpu_uuid": ""}
 
-    def handle(self, request: dict[str, Any]) -> dict[str, Any]:
-        op = request.get("op")
+    def handle(self, message: dict[str, Any]) -> dict[str, Any]:
+        """One request as it came (plain data): read into its record (protocol.py), then answered."""
         try:
-            if op == "hello":
+            request = read_request(message)
+        except (ValueError, TypeError, KeyError) as exc:
+            return {"type": "error", "message": f"an unreadable request: {exc}"}
+        return self.answer(request)
+
+    def answer(self, request: Any) -> dict[str, Any]:
+        try:
+            if isinstance(request, Hello):
                 return self._hello(request)
             if self.bench is None:
                 return {"type": "error", "message": "the worker got a request before hello"}
-            if op == "build":
-                return self._build(request)
-            if op == "subject":
-                return self._subject(request)
-            if op == "sync-modes":
-                return self._sync_modes(request)
-            if op == "profile":
-                return self._profile(request)
-            if op == "transfer":
-                return self._transfer(request)
+            answers = {Build: self._build, SubjectRequest: self._subject, SyncModes: self._sync_modes,
+                       Profile: self._profile, Transfer: self._transfer}
+            if type(request) in answers:
+                return answers[type(request)](request)
         except CudabenchError as exc:
             return {"type": "error", "message": exc.message, "hint": exc.hint, "exit_code": exc.exit_code,
                     "healthy": self._healthy()}
@@ -83,29 +86,29 @@ class Handler:
             traceback.print_exc(file=sys.stderr)
             return {"type": "error", "message": f"{type(exc).__name__}: {first_line(exc)}",
                     "healthy": self._healthy()}
-        return {"type": "error", "message": f"unknown request {op!r}"}
+        return {"type": "error", "message": f"a worker does not answer {type(request).__name__} here"}
 
     def _healthy(self) -> bool:
         return healthy(self.device)
 
     # ---- requests --------------------------------------------------------------------------------
 
-    def _hello(self, request: dict[str, Any]) -> dict[str, Any]:
+    def _hello(self, request: Hello) -> dict[str, Any]:
         from cudabench.device import environment
         from cudabench.measure.judge import Judge
         from cudabench.measure.subject import Bench
         from cudabench.spec.registry import discover
 
-        registry = discover([Path(d) for d in request.get("kernels_dirs", ())])
+        registry = discover([Path(d) for d in request.kernels_dirs])
         if self.link is None:
             self.link = self._subject_link(request)
         else:  # a warm worker's next run: the same subject process reads the kernels folders again
             self.link.rehello(self._subject_hello(request))
         prepare_process(self.device, request)
-        env = environment(request.get("settings") or {})
+        env = environment(dict(request.settings))
         self.where.update(gpu=env.gpu, gpu_index=env.gpu_index, gpu_uuid=env.gpu_uuid)
         ceilings = None
-        if request.get("ceilings") and self.device == "cuda":
+        if request.ceilings and self.device == "cuda":
             from cudabench.measure import ceilings as device_ceilings
 
             self.on_status("this GPU's ceilings (measured once, then cached)")
@@ -115,7 +118,7 @@ class Handler:
         return {"type": "ready", "pid": os.getpid(), "environment": _plain(env),
                 "ceilings": dataclasses.asdict(ceilings) if ceilings else None}
 
-    def _subject_link(self, request: dict[str, Any]) -> Any:
+    def _subject_link(self, request: Hello) -> Any:
         """The subject process: a real one on a GPU, started now so that its start overlaps this
         one's; in this process for the CPU tests."""
         from cudabench.engine.subject_link import SubjectLink
@@ -132,8 +135,11 @@ class Handler:
         return link
 
     @staticmethod
-    def _subject_hello(request: dict[str, Any]) -> dict[str, Any]:
-        return {k: v for k, v in request.items() if k in ("op", "kernels_dirs", "nvtx", "nvtx_iterations")}
+    def _subject_hello(request: Hello) -> dict[str, Any]:
+        """What the subject process is told: where the families are and the NVTX settings, nothing
+        of the run's (no ceilings, no settings)."""
+        return protocol_request(Hello(request.kernels_dirs, ceilings=False, nvtx=request.nvtx,
+                                      nvtx_iterations=request.nvtx_iterations))
 
     def renew_subject_process(self) -> None:
         """After a run (warm workers): the subject process is replaced by a fresh one, started now so
@@ -148,14 +154,13 @@ class Handler:
     def loaded_families(self) -> list[str]:
         return sorted(self.families)
 
-    def _build(self, request: dict[str, Any]) -> dict[str, Any]:
+    def _build(self, request: Build) -> dict[str, Any]:
         """Built and loaded in the subject process: this one never loads a kernel under test."""
         from cudabench.measure.judge import SubjectLost
 
-        family = self.bench.registry.family(request["family"])
+        family = self.bench.registry.family(request.family)
         try:
-            reply = self.link.ask({"op": "build", "family": family.name, "arch": request.get("arch")},
-                                  BUILD_TIMEOUT)
+            reply = self.link.ask(protocol_request(Build(family.name, request.arch)), BUILD_TIMEOUT)
         except SubjectLost as lost:
             return {"type": "built", "ok": False, "message": lost.reason}
         if reply.get("type") == "error":
@@ -163,63 +168,58 @@ class Handler:
         self.families = self.families | {family.name}
         return {"type": "built", "ok": True, **{k: reply[k] for k in ("seconds", "cache_hit", "arch", "directory")}}
 
-    def _subject(self, request: dict[str, Any]) -> dict[str, Any]:
-        from cudabench.measure.settings import Settings
-
-        family = self.bench.registry.family(request["family"])
-        case = case_from_dict(request["case"])
-        settings = Settings(**request["settings"])
-        result = self.judge.run(family, case, request["subject"], request["role"], settings,
-                                float(request.get("timeout", 3600.0)))
+    def _subject(self, request: SubjectRequest) -> dict[str, Any]:
+        family = self.bench.registry.family(request.family)
+        result = self.judge.run(family, request.case, request.subject, request.role, request.settings,
+                                request.timeout)
         result = dataclasses.replace(result, **self.where)
         return {"type": "result", "result": result_to_dict(result), "healthy": self._healthy()}
 
-    def _checked_call(self, request: dict[str, Any]) -> tuple[Any, Any, Case]:
-        family = self.bench.registry.family(request["family"])
-        case = case_from_dict(request["case"])
-        call, check = self.bench.checked_call(family, case, request["subject"], request.get("role", "variant"),
-                                              request["seed"], request.get("arch"))
-        return call, check, case
+    def _checked_call(self, request: "SyncModes | Profile") -> tuple[Any, Any, Case]:
+        family = self.bench.registry.family(request.family)
+        call, check = self.bench.checked_call(family, request.case, request.subject,
+                                              getattr(request, "role", "variant"), request.seed, None)
+        return call, check, request.case
 
-    def _sync_modes(self, request: dict[str, Any]) -> dict[str, Any]:
+    def _sync_modes(self, request: SyncModes) -> dict[str, Any]:
         from cudabench.measure import sync_modes
 
         call, check, _ = self._checked_call(request)
-        modes = sync_modes.compare(call, request["iterations"], request["warmup"], request["busy_ms"])
+        modes = sync_modes.compare(call, request.iterations, request.warmup, request.busy_ms)
         reply = {"type": "sync-modes", "modes": [dataclasses.asdict(m) for m in modes],
                  "check": {"errors": dict(check.errors), "tolerance": check.tolerance}}
-        if request.get("timeline"):  # a few iterations, the earlier GPU work scaled to a few calls
-            busy_ms = min(request["busy_ms"], 3e3 * modes[0].rest_median)
-            reply["timeline"] = sync_modes.timeline(call, request["timeline"], min(request["warmup"], 3), busy_ms)
+        if request.timeline:  # a few iterations, the earlier GPU work scaled to a few calls
+            busy_ms = min(request.busy_ms, 3e3 * modes[0].rest_median)
+            reply["timeline"] = sync_modes.timeline(call, request.timeline, min(request.warmup, 3), busy_ms)
             reply["timeline_busy_ms"] = busy_ms
         return reply
 
-    def _transfer(self, request: dict[str, Any]) -> dict[str, Any]:
+    def _transfer(self, request: Transfer) -> dict[str, Any]:
         """Host-to-device copies by every method, then a copy overlapped with a kernel."""
         from cudabench.device import require_gpu
         from cudabench.measure import transfer
 
         require_gpu()
-        copies = transfer.time_copies(list(request["sizes"]), request["iterations"])
-        overlap = transfer.overlap(request["overlap_size"], request["iterations"])
+        copies = transfer.time_copies(list(request.sizes), request.iterations)
+        overlap = transfer.overlap(request.overlap_size, request.iterations)
         return {"type": "transfer", "copies": [dataclasses.asdict(c) for c in copies],
                 "overlap": dataclasses.asdict(overlap)}
 
-    def _profile(self, request: dict[str, Any]) -> dict[str, Any]:
+    def _profile(self, request: Profile) -> dict[str, Any]:
         """Build, check and warm up outside the capture; one CUDA-event measurement (for the parent's
         agreement line); then the timed region between cudaProfilerStart/Stop (nsys, ncu), or under
         torch.profiler."""
         from cudabench.measure.profiled import profiled_region
 
-        name = request["subject"]
+        name = request.subject
         with nvtx.range(f"build and check {name}", "check"):
             call, check, case = self._checked_call(request)
-        summary = profiled_region(call, name, request["tool"], request["iterations"], request.get("trace"))
+        summary = profiled_region(call, name, request.tool, request.iterations, request.trace)
         summary.update(kernel=name, case=case.key, check=dict(check.errors), nvtx_backend=nvtx.backend())
         return {"type": "profile", "summary": summary}
 
 
-def prepare_process(device: str, hello: dict[str, Any]) -> None:
+def prepare_process(device: str, hello: Any) -> None:
     """What a judge or subject process does once at its hello: the CUDA context now (so its pristine
     state can be read), cuBLAS's workspaces (kept per handle and stream from PyTorch's allocator for
     good: made now, they are no subject's peak memory), TF32 off for the process's whole life (the
@@ -236,8 +236,8 @@ def prepare_process(device: str, hello: dict[str, Any]) -> None:
         torch.cuda.synchronize()
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
-    nvtx.configure(hello.get("nvtx", False), backend=os.environ.get("CUDABENCH_NVTX_BACKEND", "nvtx"),
-                   iterations=hello.get("nvtx_iterations", False))
+    nvtx.configure(hello.nvtx, backend=os.environ.get("CUDABENCH_NVTX_BACKEND", "nvtx"),
+                   iterations=hello.nvtx_iterations)
 
 
 def healthy(device: str) -> bool:
@@ -317,9 +317,9 @@ def main(argv: Optional[list[str]] = None) -> None:
     try:
         preload()
         if args.request:
-            request = json.loads(args.request)
-            for step in (request["hello"], request):
-                reply = handler.handle(step)
+            profile = read_request(json.loads(args.request))
+            for step in (profile.hello, profile):
+                reply = handler.answer(step)
                 if reply["type"] == "error":
                     break
             channel.send(reply)

@@ -18,6 +18,7 @@ import threading
 import time
 from typing import Any, Callable, Optional, Protocol, Sequence
 
+from cudabench.engine import protocol
 from cudabench.engine.protocol import ProtocolError, decode
 from cudabench.errors import CudabenchError
 
@@ -177,7 +178,7 @@ class ProcessWorker:
     def close(self) -> None:
         """Ask it to exit; kill it if it does not within a few seconds."""
         if self.proc.poll() is None:
-            self.send({"op": "exit"})
+            self.send(protocol.request(protocol.Exit()))
             try:
                 self.proc.wait(timeout=5)
             except subprocess.TimeoutExpired:

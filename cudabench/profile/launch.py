@@ -10,10 +10,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from cudabench.engine.protocol import Hello, Profile, request
 from cudabench.profile import ncu as ncu_tool
 from cudabench.profile import nsys as nsys_tool
 from cudabench.errors import CudabenchError
 from cudabench.profile.nsys import with_ext
+from cudabench.results.records.model import Case
 
 TOOLS = ("nsys", "ncu", "torch")
 DEFAULT_ITERATIONS = {"nsys": 20, "ncu": 1, "torch": 20}
@@ -32,7 +34,7 @@ class ProfileRequest:
     seed: int = 0
     kernels_dirs: tuple[Path, ...] = ()
     python: str = field(default=sys.executable)
-    case: dict = field(default_factory=dict)    # the planned case (family, shape, direction, inputs)
+    case: Optional[Case] = None                # the planned case (family, shape, direction, inputs)
     timeline: Optional[Path] = None             # nsys: also draw the first calls' timeline here
 
     @property
@@ -47,11 +49,11 @@ class ProfileRequest:
 
 def worker_request(req: ProfileRequest) -> dict:
     """The one request the profiled worker answers (its hello is nested: it starts and exits alone)."""
-    hello = {"op": "hello", "kernels_dirs": [str(d) for d in req.kernels_dirs], "nvtx": True,
-             "nvtx_iterations": True}
-    return {"op": "profile", "hello": hello, "family": req.case.get("family", ""), "case": req.case,
-            "subject": req.kernel, "role": "variant", "seed": req.seed, "tool": req.tool, "iterations": req.iters,
-            "trace": str(with_ext(req.base, ".trace.json")) if req.tool == "torch" else None}
+    hello = Hello(tuple(str(d) for d in req.kernels_dirs), ceilings=False, nvtx=True, nvtx_iterations=True)
+    if req.case is None:
+        raise ValueError("a profile request needs its planned case")
+    return request(Profile(hello, req.case.family, req.case, req.kernel, req.seed, req.tool, req.iters,
+                           trace=str(with_ext(req.base, ".trace.json")) if req.tool == "torch" else None))
 
 
 def worker_command(req: ProfileRequest) -> list[str]:
