@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from cudabench.engine.plan import RunOptions, plan, subjects
+from cudabench.engine.plan import RunOptions, plan, planned_run
 from cudabench.engine.protocol import (Build, Exit, Hello, Profile, SyncModes, Transfer, hello, read_request,
                                        request, subject_request)
 from cudabench.measure.stop import FixedCount
@@ -19,7 +19,7 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "my_kernels"
 def test_the_subject_request_reads_back_as_the_worker_reads_it():
     options = RunOptions(rule=FixedCount(7), seed=3, fuzz=0)
     [task] = plan(discover([EXAMPLES]), ["scale"], {"n": 1024}, options)
-    subject = subjects(task, task.cases[0])[0]
+    subject = planned_run([task]).entries[0]
     request = subject_request(subject, options, 11)
     assert request["op"] == "subject" and request["subject"] == subject.name and request["role"] == subject.role
     read = read_request(json.loads(json.dumps(request)))  # as worker.Handler reads it

@@ -124,7 +124,8 @@ def run(
     an isolated worker process (on one GPU, every GPU of this host, or a Dask cluster)."""
     started = time.perf_counter()
     from cudabench.device import require_gpu
-    from cudabench.engine.plan import plan
+    from cudabench.engine.plan import plan, planned_run
+    from cudabench.engine.plan_cache import cached_plan, keep_plan, plan_key
     from cudabench.engine.request import checked, effective_timing, run_options
     from cudabench.engine.suite import plan_suite
     from cudabench.engine.suite_file import TimingPolicy
@@ -169,15 +170,19 @@ def run(
     with start_runner(options, kernels_dirs, settings, chosen, cluster, warm) as runner:
         if gpu_likely() and not cluster:
             runner.launch()  # the worker starts (Python, torch, CUDA) while this process plans
-        reg = registry(kernels_dirs)
-        tasks = plan_suite(reg, suite, options) if suite else plan(reg, split(kernel), parse_shape(shape), options)
-        planned = {n for t in tasks for n in [*(v.name for v in t.variants), *(b.name for b in t.baselines)]}
-        for name in set(options.renames) - planned:
+        key = plan_key(kernels_dirs, split(kernel), parse_shape(shape), config, options)
+        planned = cached_plan(key)
+        if planned is None:  # planned here: each family's spec.py is imported, and torch with it
+            reg = registry(kernels_dirs)
+            planned = planned_run(plan_suite(reg, suite, options) if suite
+                                  else plan(reg, split(kernel), parse_shape(shape), options))
+            if not cluster:
+                require_gpu()  # after planning: a user's mistake is reported first, with or without a GPU
+            keep_plan(key, planned)  # kept once this machine could run it
+        for name in set(options.renames) - planned.names:
             say(("note: ", "yellow"), f"--record-as names {name}, which this run does not time.", console=err)
-        if not cluster:
-            require_gpu()  # after planning: a user's mistake is reported first, with or without a GPU
         with outputs.tables_elsewhere():
-            execute(runner, tasks, outputs, "cudabench " + shlex.join(sys.argv[1:]), policy, started, wide)
+            execute(runner, planned, outputs, "cudabench " + shlex.join(sys.argv[1:]), policy, started, wide)
 
 
 def gpu_likely() -> bool:
@@ -187,14 +192,14 @@ def gpu_likely() -> bool:
     return os.path.exists("/dev/nvidiactl") and visible not in ("", "-1")
 
 
-def execute(runner: Any, tasks: list, outputs: Outputs, command: str, policy: Any,
+def execute(runner: Any, planned: Any, outputs: Outputs, command: str, policy: Any,
             started: Optional[float] = None, wide: bool = False) -> None:
     """Run the planned tasks in workers; print tables and notes; exit non-zero when a subject failed.
     `started`: when the command began (perf_counter), for the time breakdown."""
     from cudabench.results.report import terminal as report
-    from cudabench.results.exporters.json_document import document, source_hash
+    from cudabench.results.exporters.json_document import document
 
-    hashes = {t.family.name: source_hash(t.family) for t in tasks}
+    hashes = dict(planned.source_hashes)
     env: list = []
 
     def save() -> None:
@@ -207,13 +212,13 @@ def execute(runner: Any, tasks: list, outputs: Outputs, command: str, policy: An
 
     interrupted = False
     started = time.perf_counter() if started is None else started
-    with progress_for(tasks) as progress:
+    with progress_for(planned) as progress:
         runner.on_result, runner.on_status = on_result, progress.status
         try:
             runner.start()
             env.append(environment_record(runner.environment))
             detail(report.environment_line(env[0]))
-            runner.run(tasks)
+            runner.run(planned)
         except KeyboardInterrupt:
             interrupted = True
         finally:
@@ -270,8 +275,8 @@ def print_notes(runner: Any, options: Any, policy: Any) -> None:
 class progress_for:
     """A Rich progress bar over every subject of every case on a terminal; status lines otherwise."""
 
-    def __init__(self, tasks) -> None:
-        self.total = sum(len(t.cases) * (len(t.variants) + len(t.baselines) + len(t.skipped)) for t in tasks)
+    def __init__(self, planned) -> None:
+        self.total = len(planned.entries)
         self.bar = None
 
     def __enter__(self) -> "progress_for":

@@ -20,8 +20,7 @@ import time
 from typing import Any, Callable, Optional, Sequence
 
 from cudabench.engine.lane import HELLO_TIMEOUT, Lane
-from cudabench.engine.plan import RunOptions, Subject, Task, skips, subjects
-from cudabench.engine.scheduler import expected_seconds
+from cudabench.engine.plan import Planned, PlannedRun, RunOptions, Task, planned_run
 from cudabench.engine.workers import ProcessWorker, worker_command
 from cudabench.errors import CudabenchError
 from cudabench.engine.protocol import hello, subject_request
@@ -219,20 +218,18 @@ class ClusterRunner:
         self.gpu_workers |= now
         return now
 
-    def run(self, tasks: Sequence[Task]) -> list[Result]:
+    def run(self, plan: "PlannedRun | Sequence[Task]") -> list[Result]:
         if self.client is None:
             self.start()
-        planned: list[tuple[int, Subject]] = []
-        position, positions = 0, []
-        for task in tasks:
-            for case in task.cases:
-                for name, role, reason in skips(task, case):
-                    self._record(Result(case, name, role, skipped=reason), position, positions)
-                    position += 1
-                for s in subjects(task, case):
-                    planned.append((position, s))
-                    position += 1
-        ranked = sorted(planned, key=lambda item: (-expected_seconds(item[1]), item[1].role != "baseline", item[0]))
+        entries = (plan if isinstance(plan, PlannedRun) else planned_run(plan)).entries
+        planned: list[tuple[int, Planned]] = []
+        positions: list[int] = []
+        for position, entry in enumerate(entries):
+            if entry.skipped:
+                self._record(Result(entry.case, entry.name, entry.role, skipped=entry.skipped), position, positions)
+            else:
+                planned.append((position, entry))
+        ranked = sorted(planned, key=lambda item: (-item[1].expected_seconds, item[1].role != "baseline", item[0]))
         where = self._pin_cases([s for _, s in ranked])
         futures = {}
         for rank, (place, s) in enumerate(ranked):
@@ -253,7 +250,7 @@ class ClusterRunner:
             self.results[:] = [self.results[i] for i in order]
         return self.results
 
-    def _pin_cases(self, ranked: list[Subject]) -> dict[str, list[str]]:
+    def _pin_cases(self, ranked: list[Planned]) -> dict[str, list[str]]:
         """With several GPU models in the cluster, the Dask workers each case may run on: all the
         subjects of a case (compared with each other) on one model, cases spread by expected work
         per worker of each model. With one model: no restriction."""
@@ -270,7 +267,7 @@ class ClusterRunner:
                 model = min(groups, key=lambda m: (load[m] + 1e-9) / len(groups[m]))
                 where[key] = groups[model]
             model = next(m for m, addrs in groups.items() if addrs is where[key])
-            load[model] += expected_seconds(s) + 1e-6
+            load[model] += s.expected_seconds + 1e-6
         return where
 
     def _collect(self, futures: dict, positions: list[int]) -> None:
@@ -298,7 +295,7 @@ class ClusterRunner:
                 pending -= stranded
                 stranded_since = None
 
-    def _outcome(self, future: Any, s: Subject) -> Result:
+    def _outcome(self, future: Any, s: Planned) -> Result:
         distributed = require_distributed()
         try:
             reply = future.result()
@@ -311,11 +308,11 @@ class ClusterRunner:
             self.waited[key] = self.waited.get(key, 0.0) + seconds
         return result_from_dict(reply["result"])
 
-    def _request(self, s: Subject) -> dict[str, Any]:
+    def _request(self, s: Planned) -> dict[str, Any]:
         return subject_request(s, self.options, self.seed)
 
-    def _build_request(self, s: Subject) -> Optional[dict[str, Any]]:
-        return {"family": s.family.name, "arch": self.options.arch} if s.role == "variant" else None
+    def _build_request(self, s: Planned) -> Optional[dict[str, Any]]:
+        return {"family": s.family, "arch": self.options.arch} if s.role == "variant" else None
 
     def _record(self, result: Result, place: int, positions: list[int]) -> None:
         if result.subject in self.options.renames:

@@ -1,5 +1,8 @@
 """Planning a run, with no GPU: resolve kernel names, complete and check shapes, pick directions
-and baselines, and list the subjects (a variant or baseline at one case) to hand to workers."""
+and baselines, and list the subjects (a variant or baseline at one case) to hand to workers. The
+plan a run executes is a PlannedRun: plain records (a family by name, no Family object), so that a
+plan kept from an earlier invocation (engine/plan_cache.py) is run without importing any spec.py,
+nor the torch each one imports."""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ from cudabench.errors import ShapeError
 from cudabench.measure.loop import Warmup
 from cudabench.measure.stop import Adaptive, StopRule, rule_to_dict
 from cudabench.measure.settings import Settings
+from cudabench.results.exporters.json_document import source_hash
 from cudabench.results.records.model import Case
 from cudabench.spec.family import DTYPES, Baseline, Family, Variant
 from cudabench.spec.registry import Registry
@@ -199,3 +203,52 @@ def _why_not(subject: Variant | Baseline, case: Case) -> str:
     if case.dtype not in subject.dtypes:
         return NO_DTYPE.format(name=subject.name, dtypes=", ".join(subject.dtypes))
     return NO_BACKWARD.format(direction=case.direction)
+
+
+def expected_seconds(s: Subject) -> float:
+    """A rough guess of one call's time from the family's flop and byte counts (H100-like rates):
+    only the order matters, to start the longest subjects first."""
+    if s.family.work is None:
+        return 0.0
+    try:
+        flops, moved = s.family.work(s.case.params, s.case.direction)
+    except Exception:  # noqa: BLE001 - a guess; a family's own bug shows when it runs
+        return 0.0
+    return flops / 50e12 + moved / 3e12
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One entry of a run's plan: a subject to run, or one planned but skipped (with why)."""
+
+    family: str
+    case: Case
+    name: str
+    role: str                       # "variant" | "baseline"
+    skipped: str = ""
+    expected_seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """Everything a run executes, in plan order, and each family's source hash (for the results)."""
+
+    entries: tuple[Planned, ...]
+    source_hashes: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def names(self) -> set[str]:
+        return {e.name for e in self.entries}
+
+
+def planned_run(tasks: Sequence[Task]) -> PlannedRun:
+    """The tasks' cases, each with its skips first and then its subjects."""
+    entries: list[Planned] = []
+    for task in tasks:
+        for case in task.cases:
+            entries += [Planned(task.family.name, case, name, role, skipped=reason)
+                        for name, role, reason in skips(task, case)]
+            entries += [Planned(task.family.name, case, s.name, s.role, expected_seconds=expected_seconds(s))
+                        for s in subjects(task, case)]
+    hashes = {t.family.name: source_hash(t.family) for t in tasks}
+    return PlannedRun(tuple(entries), tuple(hashes.items()))

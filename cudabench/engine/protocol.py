@@ -144,6 +144,6 @@ def hello(kernels_dirs: Sequence[Any], options: Any, settings: Optional[dict[str
 
 
 def subject_request(subject: Any, options: Any, seed: int) -> dict[str, Any]:
-    """The request for one planned subject (cudabench.engine.plan.Subject) of a run."""
-    return request(SubjectRequest(subject.family.name, subject.case, subject.name, subject.role,
+    """The request for one planned subject (cudabench.engine.plan.Planned) of a run."""
+    return request(SubjectRequest(subject.family, subject.case, subject.name, subject.role,
                                   options.settings(seed), options.timeout))

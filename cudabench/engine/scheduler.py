@@ -15,7 +15,7 @@ from typing import Any, Callable, Optional, Sequence
 
 from cudabench.engine.gpus import Gpu
 from cudabench.engine.lane import Lane, WorkerStartError
-from cudabench.engine.plan import RunOptions, Subject, Task, skips, subjects
+from cudabench.engine.plan import Planned, PlannedRun, RunOptions, Task, expected_seconds, planned_run
 from cudabench.engine.protocol import hello, subject_request
 from cudabench.engine.workers import Worker
 from cudabench.results.records.model import Result
@@ -23,18 +23,6 @@ from cudabench.results.records.model import Result
 __all__ = ["Runner", "WorkerStartError", "expected_seconds"]
 
 StartWorker = Callable[[Optional[Gpu]], Worker]
-
-
-def expected_seconds(s: Subject) -> float:
-    """A rough guess of one call's time from the family's flop and byte counts (H100-like rates):
-    only the order matters, to start the longest subjects first."""
-    if s.family.work is None:
-        return 0.0
-    try:
-        flops, moved = s.family.work(s.case.params, s.case.direction)
-    except Exception:  # noqa: BLE001 - a guess; a family's own bug shows when it runs
-        return 0.0
-    return flops / 50e12 + moved / 3e12
 
 
 class Runner:
@@ -116,19 +104,17 @@ class Runner:
 
     # ---- the run ---------------------------------------------------------------------------------
 
-    def run(self, tasks: Sequence[Task]) -> list[Result]:
-        queue: list[tuple[int, Subject]] = []   # (place in the plan, subject)
-        position = 0
-        for task in tasks:
-            for case in task.cases:
-                for name, role, reason in skips(task, case):
-                    self._record(Result(case, name, role, skipped=reason), position)
-                    position += 1
-                for s in subjects(task, case):
-                    queue.append((position, s))
-                    position += 1
+    def run(self, plan: "PlannedRun | Sequence[Task]") -> list[Result]:
+        """Run a plan (tasks are planned here); the results in plan order."""
+        planned = plan if isinstance(plan, PlannedRun) else planned_run(plan)
+        queue: list[tuple[int, Planned]] = []   # (place in the plan, subject)
+        for position, entry in enumerate(planned.entries):
+            if entry.skipped:
+                self._record(Result(entry.case, entry.name, entry.role, skipped=entry.skipped), position)
+            else:
+                queue.append((position, entry))
         if len(self.lanes) > 1:
-            queue.sort(key=lambda item: (-expected_seconds(item[1]), item[1].role != "baseline", item[0]))
+            queue.sort(key=lambda item: (-item[1].expected_seconds, item[1].role != "baseline", item[0]))
         try:
             if len(self.lanes) == 1:
                 self._serve(self.lanes[0], queue)
@@ -140,7 +126,7 @@ class Runner:
                 self._positions, self.results = [p for p, _ in ordered], [r for _, r in ordered]
         return self.results
 
-    def _run_lanes(self, queue: list[tuple[int, Subject]]) -> None:
+    def _run_lanes(self, queue: list[tuple[int, Planned]]) -> None:
         pinned: dict[str, str] = {}       # case key -> the GPU model its subjects run on
         errors: list[BaseException] = []
         threads = [threading.Thread(target=self._lane_thread, args=(lane, gpu, queue, pinned, errors),
@@ -202,9 +188,9 @@ class Runner:
                 return  # interrupted: what the killed worker said is not a result
             self._record(result, planned)
 
-    def _attempt(self, lane: Lane, s: Subject) -> Result:
+    def _attempt(self, lane: Lane, s: Planned) -> Result:
         if s.role == "variant":
-            failure = self._build(lane, s.family.name)
+            failure = self._build(lane, s.family)
             if failure:
                 return Result(s.case, s.name, s.role, skipped=f"build failed: {failure}")
         lane.ready()
@@ -226,7 +212,7 @@ class Runner:
             return failure
 
     @staticmethod
-    def _lost(s: Subject, where: dict[str, Any], reason: str) -> Result:
+    def _lost(s: Planned, where: dict[str, Any], reason: str) -> Result:
         return Result(s.case, s.name, s.role, error=reason, **where)
 
     def _record(self, result: Result, planned: int = -1) -> None:
