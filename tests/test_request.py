@@ -45,3 +45,32 @@ def test_the_help_shows_the_defaults_it_resolves_with():
     for text in (f"default {DEFAULTS['noise']:g})", f"(default {DEFAULTS['max_time']:g})",
                  f"(default {DEFAULTS['warmup']})", f"(default {DEFAULTS['timeout']:g})"):
         assert text in shown
+
+
+@pytest.mark.parametrize("name", ["sync", "events", "graph", "cupti"])
+def test_one_list_of_timers_feeds_the_help_validation_and_labels(name, tmp_path):
+    """TIMINGS (results/records/model.py) is the one list: --help, a suite file's and the command
+    line's validation, the output's timing line, the table's median heading and the timers themselves."""
+    import sys
+
+    from rich.console import Console
+
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
+    from synthetic import measured
+
+    from cudabench.measure.timers import TIMERS
+    from cudabench.results.records.model import TIMINGS
+    from cudabench.results.report import terminal
+
+    timing = TIMINGS[name]
+    assert set(TIMERS) == set(TIMINGS) and DEFAULTS["timing"] == next(iter(TIMINGS))
+    shown = " ".join(CliRunner().invoke(app, ["run", "--help"], env={"COLUMNS": "200"}).output.split())
+    assert f"{name}{' (default)' if name == DEFAULTS['timing'] else ''}: {timing.brief}" in shown
+    assert checked(TimingPolicy(timing=name)).timing == name
+    with pytest.raises(ConfigError) as refused:
+        checked(TimingPolicy(timing=name + "x"))
+    assert all(n in str(refused.value.message) for n in TIMINGS)
+    console = Console(width=130, record=True)
+    for table in terminal.tables([measured("add2", {"n": 1024}, "add2", 1e-5, timing=name)]):
+        console.print(table)
+    assert timing.label in console.export_text()

@@ -21,6 +21,7 @@ from cudabench.cli.runner import failed, gpus_of, op_kernels
 from cudabench.engine.start import start_runner
 from cudabench.engine.request import DEFAULTS
 from cudabench.errors import RunFailedError, ShapeError
+from cudabench.results.records.model import timing_help
 
 
 DTYPE_HELP = ("Precision of inputs and outputs: float32 (default), bfloat16, float16, or several "
@@ -52,9 +53,7 @@ def run(
     baseline: Optional[List[str]] = typer.Option(None, "--baseline", "-b", help="Baseline(s) to time "
                                                  "beside, or 'all' (default: the family's default)."),
     no_baseline: bool = typer.Option(False, "--no-baseline", help="Time no baseline."),
-    timing: Optional[str] = typer.Option(None, "--timing", help="sync (default): wall time per call "
-                                         "(two-sided synchronize); events: GPU time (CUDA events); graph: "
-                                         "CUDA-graph replay; cupti: kernel durations (torch.profiler)."),
+    timing: Optional[str] = typer.Option(None, "--timing", help=timing_help(DEFAULTS["timing"])),
     cold: Optional[bool] = typer.Option(None, "--cold/--hot", help="Flush L2 (write 2× its size) before "
                                         "every timed call, or not (default hot)."),
     repeat: Optional[int] = typer.Option(None, "--repeat", "-r", help="Exactly N timed samples."),
@@ -258,7 +257,7 @@ def print_notes(runner: Any, options: Any, policy: Any) -> None:
     from cudabench.results.report import terminal as report
 
     cache = "cold L2 (flushed before each call)" if policy.cold else "hot L2"
-    detail(f"timing: {policy.timing} — {TIMINGS[policy.timing]}; {cache}; inputs seed {runner.seed}")
+    detail(f"timing: {policy.timing} — {TIMINGS[policy.timing].figure}; {cache}; inputs seed {runner.seed}")
     out.print(report.isolation_line(runner.results, runner.workers_started, options.integrity), style="dim")
     summary = report.stop_summary(runner.results)
     if summary:

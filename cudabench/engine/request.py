@@ -13,9 +13,10 @@ from cudabench.engine.suite_values import parse_warmup
 from cudabench.errors import ShapeError
 from cudabench.measure.loop import Warmup
 from cudabench.measure.stop import Adaptive, FixedCount, MinTime, StopRule
+from cudabench.results.records.model import TIMINGS
 
 _ADAPTIVE, _WARMUP = Adaptive(), Warmup()
-DEFAULTS = {"timing": "sync", "cold": False, "repeat": None, "min_time": None, "noise": _ADAPTIVE.target,
+DEFAULTS = {"timing": next(iter(TIMINGS)), "cold": False, "repeat": None, "min_time": None, "noise": _ADAPTIVE.target,
             "max_time": _ADAPTIVE.max_time, "warmup": f"{_WARMUP.seconds * 1e3:g}ms", "timeout": DEFAULT_TIMEOUT}
 
 

@@ -13,14 +13,36 @@ from cudabench.results.records.codec import blank_as_null, later, written, writt
 
 DIRECTIONS = ("fwd", "bwd", "fwdbwd")
 
-# The timers (cudabench.measure.timers) by name, and what each one's figure is: the one list that the
-# suite files, the command line's checks and the output's timing line read.
-TIMINGS = {
-    "sync": "wall time per call: host clock between two torch.cuda.synchronize(), launch included",
-    "events": "GPU time per call: CUDA events around the call, launch hidden behind a GPU sleep",
-    "graph": "GPU time per call from CUDA-graph replays of R calls (no per-call launch cost)",
-    "cupti": "kernel time per call: CUPTI kernel durations (torch.profiler) summed per call",
-}
+@dataclass(frozen=True)
+class Timing:
+    """One timer (cudabench.measure.timers), as every place that names one reads it: suite files and
+    the command line (its name, validated against this list), --timing's help (brief), the output's
+    timing line (figure) and the tables' median heading (label)."""
+
+    name: str
+    brief: str
+    figure: str
+    label: str
+
+
+# The one list of timers, in the order --help gives them (the first is the default: engine.request).
+TIMINGS = {t.name: t for t in (
+    Timing("sync", "wall time per call (two-sided synchronize)",
+           "wall time per call: host clock between two torch.cuda.synchronize(), launch included", "median/call"),
+    Timing("events", "GPU time (CUDA events)",
+           "GPU time per call: CUDA events around the call, launch hidden behind a GPU sleep", "median GPU"),
+    Timing("graph", "CUDA-graph replay",
+           "GPU time per call from CUDA-graph replays of R calls (no per-call launch cost)", "median GPU"),
+    Timing("cupti", "kernel durations (torch.profiler)",
+           "kernel time per call: CUPTI kernel durations (torch.profiler) summed per call", "median kernel"),
+)}
+
+
+def timing_help(default: str) -> str:
+    """--timing's help, from the list."""
+    return "; ".join(f"{t.name}{' (default)' if t.name == default else ''}: {t.brief}" for t in TIMINGS.values()) + "."
+
+
 UNTRUSTED = ("INVALID", "ERROR")  # statuses whose figures are kept for the record but are not results
 THROTTLE_FRACTION = 0.9  # warn when the SM clock during a run falls below this share of its max
 

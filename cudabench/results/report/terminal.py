@@ -9,7 +9,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from cudabench.results.records.model import Environment, Result, noisy, sm_clock, throttle_warning
+from cudabench.results.records.model import TIMINGS, Environment, Result, noisy, sm_clock, throttle_warning
 from cudabench.results.records.stats import speedup, throughput
 from cudabench.results.units import fmt_bytes, fmt_error, fmt_share, fmt_time
 
@@ -37,8 +37,11 @@ def check_cell(r: Result) -> Text:
     return Text(label, style=style)
 
 
-MEDIAN_LABEL = {"sync": "median/call", "events": "median GPU", "graph": "median GPU",
-                "cupti": "median kernel"}
+
+
+def median_label_of(timings: set[str]) -> str:
+    """The median column's heading: the timer's own when every result has the same one."""
+    return TIMINGS[next(iter(timings))].label if len(timings) == 1 and next(iter(timings)) in TIMINGS else "median"
 
 
 def kernel_time(r: Result) -> Optional[float]:
@@ -59,7 +62,7 @@ def results_table(results: Sequence[Result], title: str, wide: bool = False) -> 
 
 def compact_table(results: Sequence[Result], title: str) -> Table:
     timings = {r.measurement.timing for r in results if r.measurement}
-    median_label = MEDIAN_LABEL.get(next(iter(timings)), "median") if len(timings) == 1 else "median"
+    median_label = median_label_of(timings)
     baseline = next((r.subject for r in results if r.role == "baseline" and r.trusted), None)
     ceiling = any(extra(r, "ceiling_fraction") is not None for r in results)
     table = Table(title=title, title_justify="left", header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False)
@@ -93,7 +96,7 @@ def wide_table(results: Sequence[Result], title: str) -> Table:
     device ceiling where known."""
     table = Table(title=title, title_justify="left", header_style="bold")
     timings = {r.measurement.timing for r in results if r.measurement}
-    median_label = MEDIAN_LABEL.get(next(iter(timings)), "median") if len(timings) == 1 else "median"
+    median_label = median_label_of(timings)
     optional = [(key, label) for key, label in (("kernel_time_cupti", "kernel (CUPTI)"),
                                                 ("kernels_per_call", "kernels/call"),
                                                 ("ceiling_fraction", "% ceiling"))
