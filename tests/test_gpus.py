@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from cudabench.engine.gpus import Gpu, parse_listing, select, visible
-from cudabench.engine.plan import RunOptions, Subject, Task
-from cudabench.engine.scheduler import Runner, WorkerStartError, expected_seconds
+from cudabench.engine.plan import RunOptions, Subject, Task, expected_seconds
+from cudabench.engine.scheduler import Runner, WorkerStartError
 from cudabench.engine.workers import ProcessWorker
 from cudabench.errors import ShapeError
 from cudabench.measure.stop import FixedCount

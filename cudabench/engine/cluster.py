@@ -20,7 +20,7 @@ import time
 from typing import Any, Callable, Optional, Sequence
 
 from cudabench.engine.lane import HELLO_TIMEOUT, Lane
-from cudabench.engine.plan import Planned, PlannedRun, RunOptions, Task, planned_run
+from cudabench.engine.plan import Planned, PlannedRun, RunOptions, Task, as_plan, longest_first
 from cudabench.engine.workers import ProcessWorker, worker_command
 from cudabench.errors import CudabenchError
 from cudabench.engine.protocol import hello, subject_request
@@ -221,7 +221,7 @@ class ClusterRunner:
     def run(self, plan: "PlannedRun | Sequence[Task]") -> list[Result]:
         if self.client is None:
             self.start()
-        entries = (plan if isinstance(plan, PlannedRun) else planned_run(plan)).entries
+        entries = as_plan(plan).entries
         planned: list[tuple[int, Planned]] = []
         positions: list[int] = []
         for position, entry in enumerate(entries):
@@ -229,7 +229,7 @@ class ClusterRunner:
                 self._record(Result(entry.case, entry.name, entry.role, skipped=entry.skipped), position, positions)
             else:
                 planned.append((position, entry))
-        ranked = sorted(planned, key=lambda item: (-item[1].expected_seconds, item[1].role != "baseline", item[0]))
+        ranked = sorted(planned, key=longest_first)
         where = self._pin_cases([s for _, s in ranked])
         futures = {}
         for rank, (place, s) in enumerate(ranked):

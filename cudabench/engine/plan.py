@@ -241,6 +241,18 @@ class PlannedRun:
         return {e.name for e in self.entries}
 
 
+def as_plan(plan: "PlannedRun | Sequence[Task]") -> PlannedRun:
+    """What a runner runs: a plan as it is, or tasks planned now."""
+    return plan if isinstance(plan, PlannedRun) else planned_run(plan)
+
+
+def longest_first(item: tuple[int, Planned]) -> tuple[float, bool, int]:
+    """The order subjects are handed to several GPUs: the longest expected first, a baseline before
+    a variant of the same length, then plan order."""
+    position, entry = item
+    return (-entry.expected_seconds, entry.role != "baseline", position)
+
+
 def planned_run(tasks: Sequence[Task]) -> PlannedRun:
     """The tasks' cases, each with its skips first and then its subjects."""
     entries: list[Planned] = []

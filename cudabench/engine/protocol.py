@@ -88,6 +88,7 @@ class SyncModes:
     warmup: int
     busy_ms: float
     timeline: int = 0           # iterations drawn on a timeline (0: none)
+    role: str = "variant"
 
 
 @dataclass(frozen=True)

@@ -15,12 +15,12 @@ from typing import Any, Callable, Optional, Sequence
 
 from cudabench.engine.gpus import Gpu
 from cudabench.engine.lane import Lane, WorkerStartError
-from cudabench.engine.plan import Planned, PlannedRun, RunOptions, Task, expected_seconds, planned_run
+from cudabench.engine.plan import Planned, PlannedRun, RunOptions, Task, as_plan, longest_first
 from cudabench.engine.protocol import hello, subject_request
 from cudabench.engine.workers import Worker
 from cudabench.results.records.model import Result
 
-__all__ = ["Runner", "WorkerStartError", "expected_seconds"]
+__all__ = ["Runner", "WorkerStartError"]
 
 StartWorker = Callable[[Optional[Gpu]], Worker]
 
@@ -106,7 +106,7 @@ class Runner:
 
     def run(self, plan: "PlannedRun | Sequence[Task]") -> list[Result]:
         """Run a plan (tasks are planned here); the results in plan order."""
-        planned = plan if isinstance(plan, PlannedRun) else planned_run(plan)
+        planned = as_plan(plan)
         queue: list[tuple[int, Planned]] = []   # (place in the plan, subject)
         for position, entry in enumerate(planned.entries):
             if entry.skipped:
@@ -114,7 +114,7 @@ class Runner:
             else:
                 queue.append((position, entry))
         if len(self.lanes) > 1:
-            queue.sort(key=lambda item: (-item[1].expected_seconds, item[1].role != "baseline", item[0]))
+            queue.sort(key=longest_first)
         try:
             if len(self.lanes) == 1:
                 self._serve(self.lanes[0], queue)

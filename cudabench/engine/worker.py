@@ -177,8 +177,8 @@ class Handler:
 
     def _checked_call(self, request: "SyncModes | Profile") -> tuple[Any, Any, Case]:
         family = self.bench.registry.family(request.family)
-        call, check = self.bench.checked_call(family, request.case, request.subject,
-                                              getattr(request, "role", "variant"), request.seed, None)
+        call, check = self.bench.checked_call(family, request.case, request.subject, request.role, request.seed,
+                                              None)
         return call, check, request.case
 
     def _sync_modes(self, request: SyncModes) -> dict[str, Any]:
