@@ -183,6 +183,7 @@ def test_a_folder_others_can_enter_is_refused():
 
 def test_a_peer_of_another_user_is_refused(tmp_path, monkeypatch):
     path = worker_folder() / "peer.sock"
+    path.unlink(missing_ok=True)  # the short stand-in folder outlives tmp_path: an earlier run's socket
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(str(path))
     listener.listen(1)

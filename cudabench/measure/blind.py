@@ -34,11 +34,11 @@ import torch
 
 from cudabench import nvtx
 from cudabench.measure.clocks import ClockMonitor, L2Flusher, cold_hook, settle_hook
-from cudabench.measure.loop import Warmup, measure
+from cudabench.measure.cupti_pass import cupti_pass
+from cudabench.measure.loop import measure
 from cudabench.measure.memory import allocated_bytes, peak_memory
 from cudabench.measure.poison import poison
 from cudabench.measure.settings import Settings
-from cudabench.measure.stop import FixedCount
 from cudabench.measure.subject import case_inputs
 from cudabench.measure.timers import CuptiRound, make_timer, sleep_cycles
 from cudabench.measure.transport import describe, share
@@ -60,6 +60,7 @@ WARM_BELOW = 2e-3
 # Blocks of each output's size poisoned before a judged call: the output's own, and scratch of that
 # size the op takes beside it (uninitialised memory it reads then differs from call to call)
 SCRATCH_COPIES = 4
+
 
 class Opened:
     """One subject while it is open: its op, inputs (shared with the judge) and timer."""
@@ -258,7 +259,7 @@ class BlindRunner:
         reply = {"measurement": measurement_to_dict(m), "sampling_seconds": sampling, "cupti": None}
         short = m.timing == "sync" and median < settings.kernel_time_below
         if on_gpu and (short or settings.integrity or s.family.report_launches):
-            reply["cupti"] = self._cupti(call, timer, m, median, short, flush)
+            reply["cupti"] = cupti_pass(call, timer, m, short, self.timer_factory, self.sync, flush)
         return reply
 
     def round(self) -> dict:
@@ -280,19 +281,6 @@ class BlindRunner:
             return {"samples": None}
         samples, s.round = s.round.end(), None
         return {"samples": samples}
-
-    def _cupti(self, call: Callable[[], Any], timer: Any, m: Any, median: float, short: bool,
-               flush: Any) -> dict:
-        """Kernel time per call, kernels per call and GPU busy time per call, from CUPTI."""
-        start = time.perf_counter()
-        if m.timing == "cupti":
-            cupti, samples = timer, list(m.samples)
-        else:
-            cupti = self.timer_factory("cupti")
-            count = 30 if short else max(5, min(20, int(0.2 / max(median, 1e-6))))
-            samples = list(measure(call, cupti, FixedCount(count), Warmup(3, 0.0), self.sync, flush).samples)
-        return {"kernel_median": summarize(samples).median, "kernel_samples": samples, "counts": list(cupti.counts), "busy": list(cupti.busy),
-                "short": short, "seconds": time.perf_counter() - start}
 
     def order(self) -> dict:
         """Hold the current stream busy, write the first inputs back on it, call, and copy the outputs

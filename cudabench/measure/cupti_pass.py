@@ -1,0 +1,40 @@
+"""The CUPTI pass after a subject's hot loop (cudabench.measure.blind): the same call on the same
+inputs under CUPTI, for its kernel time, kernels and GPU busy time per call. The judge holds the
+timer's figure to them (timed-window, no-work, impossible) and, for a call the host dominates,
+its judged calls' kernel time."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Optional
+
+from cudabench.measure.loop import Warmup, measure
+from cudabench.measure.stop import FixedCount
+from cudabench.results.records.stats import summarize
+
+# About this long of calls (at least 5, at most 20), after 3 untimed calls (1 for a call over a
+# millisecond). Its figures are medians of stable per-call counts and times; a sweep's 9 ms conv1d
+# spent 0.2 s a case in it at 20 calls.
+CUPTI_PASS_SECONDS = 0.05
+
+
+def cupti_pass_calls(median: float, short: bool) -> tuple[int, Warmup]:
+    """How many calls the pass times, and its untimed calls before them; `short`: a sync call whose
+    kernel time is reported beside its figure (30 calls)."""
+    count = 30 if short else max(5, min(20, int(CUPTI_PASS_SECONDS / max(median, 1e-6))))
+    return count, Warmup(1 if median > 1e-3 else 3, 0.0)
+
+
+def cupti_pass(call: Callable[[], Any], timer: Any, m: Any, short: bool, make_timer: Callable[[str], Any],
+               sync: Callable[[], None], flush: Optional[Callable[[], None]]) -> dict[str, Any]:
+    """Kernel time per call, kernels per call and GPU busy time per call. Under the cupti timer the
+    hot loop's own samples are the pass."""
+    start = time.perf_counter()
+    if m.timing == "cupti":
+        cupti, samples = timer, list(m.samples)
+    else:
+        cupti = make_timer("cupti")
+        count, warmup = cupti_pass_calls(summarize(m.samples).median, short)
+        samples = list(measure(call, cupti, FixedCount(count), warmup, sync, flush).samples)
+    return {"kernel_median": summarize(samples).median, "kernel_samples": samples, "counts": list(cupti.counts),
+            "busy": list(cupti.busy), "short": short, "seconds": time.perf_counter() - start}

@@ -1,0 +1,68 @@
+"""The subject process's own costs and upkeep: its heap, the pipe it reads requests from, the length of its CUPTI pass."""
+
+import subprocess
+import sys
+
+SCRIPT = """
+import gc
+from cudabench.engine.subject_worker import SubjectHandler
+handler = SubjectHandler("cpu", freeze_startup=True)
+reply = handler.handle({"op": "hello", "kernels_dirs": []})
+assert reply["type"] == "ready", reply
+frozen, young = gc.get_freeze_count(), len(gc.get_objects())
+print(frozen, young)
+"""
+
+
+def test_a_subject_process_sets_its_startup_heap_aside_so_each_open_collects_only_what_came_later():
+    """Each subject's open collects garbage. After the hello, what the process holds (torch, the
+    registry, the runner) is set aside, so that collection walks only what subjects made since."""
+    out = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    frozen, young = (int(v) for v in out.stdout.split())
+    assert frozen > 10_000          # torch's heap and the harness's
+    assert young < frozen / 20      # what a collection still walks
+
+
+def test_the_in_process_cpu_handler_leaves_its_callers_heap_alone():
+    from cudabench.engine.subject_worker import SubjectHandler
+
+    assert SubjectHandler("cpu").freeze_startup is False
+    assert SubjectHandler("cuda").freeze_startup is True
+
+
+def test_requests_are_read_whole_from_a_pipe_whether_they_come_at_once_in_pieces_or_late():
+    """The subject process polls for the judge's next request (awake between judged calls, as in the
+    hot loop), then sleeps in select: every line arrives whole and in order, and the end of the pipe
+    ends the requests."""
+    import os
+    import threading
+    import time
+
+    from cudabench.engine.subject_worker import SpinningLines
+
+    read_end, write_end = os.pipe()
+    lines = SpinningLines(read_end, spin=0.01)
+
+    def judge():
+        os.write(write_end, b'{"op": "a"}\n{"op": "b"}\n{"op"')
+        time.sleep(0.05)  # past the polling: the reader is asleep in select
+        os.write(write_end, b': "c"}\n')
+        time.sleep(0.002)
+        os.write(write_end, b'{"op": "d"}')  # a last line without its newline, then the end
+        os.close(write_end)
+
+    threading.Thread(target=judge).start()
+    assert list(lines) == ['{"op": "a"}\n', '{"op": "b"}\n', '{"op": "c"}\n', '{"op": "d"}']
+    os.close(read_end)
+
+
+def test_the_cupti_pass_is_about_fifty_milliseconds_of_calls_at_least_five():
+    """The pass reads per-call medians (kernels, busy time, kernel time): a 9 ms call needs 5 of
+    them, not 20 (its pass was 0.2 s a case in the sweep); a short call still gets 20."""
+    from cudabench.measure.cupti_pass import cupti_pass_calls
+
+    assert [cupti_pass_calls(m, short=False)[0] for m in (20e-6, 1e-3, 4.4e-3, 9e-3, 1.0)] == [20, 20, 11, 5, 5]
+    assert cupti_pass_calls(20e-6, short=True)[0] == 30
+    assert cupti_pass_calls(20e-6, short=False)[1].calls == 3
+    assert cupti_pass_calls(9e-3, short=False)[1].calls == 1
