@@ -273,6 +273,17 @@ def test_a_host_bound_calls_judged_calls_are_compared_by_kernel_time(timing):
     assert bare_session("graph")._judged_timing(result, cupti) == "graph"
 
 
+def test_under_sync_a_call_whose_host_part_exceeds_the_slack_is_judged_by_kernel_time():
+    """Under sync the host's part of a figure (launches, autograd) is what the judge's pause slows:
+    an honest attn-flash1 fwd+bwd at 370 µs in the hot loop took 590 µs in judged calls on the H200's
+    host, its kernel time 299 and 300 µs. Events hide the launch, so only a host-bound call is."""
+    gpu_most = {"busy": [299e-6] * 5, "kernel_samples": [298e-6] * 5}
+    assert bare_session("sync")._judged_timing(hot_result(370e-6), gpu_most) == "cupti"
+    assert bare_session("events")._judged_timing(hot_result(370e-6), gpu_most) == "events"
+    # a call the GPU is busy with for nearly all of its figure keeps its wall time
+    assert bare_session("sync")._judged_timing(hot_result(310e-6), gpu_most) == "sync"
+
+
 def test_a_host_bound_subjects_judged_calls_are_one_round_of_kernel_time(registry, monkeypatch):
     seen = []
     original = SubjectHandler.handle

@@ -40,7 +40,7 @@ import torch
 from cudabench import nvtx
 from cudabench.measure.check import compare, output_specs, reference_results
 from cudabench.measure.integrity_pass import IntegrityPass
-from cudabench.measure.judged_calls import HOST_BOUND, JudgedCalls, SubjectError, SubjectLost
+from cudabench.measure.judged_calls import HOST_BOUND, SYNC_HOST_SHARE, JudgedCalls, SubjectError, SubjectLost
 from cudabench.measure.settings import Settings
 from cudabench.measure.subject import Phases, case_inputs, figure, own_work, work_of
 from cudabench.measure.transport import TransportError, forget_inline, open_shared
@@ -247,13 +247,15 @@ class Session(IntegrityPass, JudgedCalls):
         """A call whose GPU is busy less than HOST_BOUND of its sync or events figure is mostly the
         host's launching, which a pause before a judged call slows by more than a cache saves (seen:
         an honest 109 µs conv1d call at 227 µs after a pause; a memo's new and same calls 283 and
-        269 µs under sync, 45.9 and 10.9 µs of kernel time). Its judged calls are timed by their
+        269 µs under sync, 45.9 and 10.9 µs of kernel time). Under sync, so is any call whose host
+        part exceeds the hot-loop slack (SYNC_HOST_SHARE). Its judged calls are timed by their
         kernel time, and so compared with the CUPTI pass's."""
         busy, kernel = cupti.get("busy") or [], cupti.get("kernel_samples") or []
         self.hot_kernel = list(kernel)
         timing = self.settings.timing
-        if timing in ("sync", "events") and busy and len(kernel) >= 3 \
-                and statistics.median(busy) < HOST_BOUND * result.stats.median:
+        share = {"sync": SYNC_HOST_SHARE, "events": HOST_BOUND}.get(timing)
+        if share is not None and busy and len(kernel) >= 3 \
+                and statistics.median(busy) < share * result.stats.median:
             return "cupti"
         return timing  # under cupti too, a round is one CUPTI session: see BlindRunner.round
 
