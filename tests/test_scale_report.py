@@ -1,0 +1,59 @@
+"""The scale tables of issue 33 (.ci/scale_report.py) from results files and run logs."""
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parent.parent / ".ci" / "scale_report.py"
+
+
+def script():
+    spec = importlib.util.spec_from_file_location("scale_report", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["scale_report"] = module  # dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    return module
+
+
+def result(subject, key, median, gpu, seconds=1.0):
+    return {"subject": subject, "case": {"key": key}, "status": "ok", "stats": {"median": median},
+            "host": "h", "gpu_index": gpu, "phases": [["sampling", seconds / 2], ["integrity", seconds / 2]]}
+
+
+def write_run(folder, name, results, wall, split="start-up 1.0 s, build 0.5 s, sampling 5.0 s, other 2.5 s"):
+    (folder / f"{name}.json").write_text(json.dumps({"results": results}))
+    # the time line as the terminal wraps it (at a space), with a parenthesised sub-split
+    head, _, tail = split.partition(" sampling ")
+    (folder / f"scale-{name}.log").write_text(f"table\n\ntime: {wall} s wall, 20% of it timed sampling — {head} "
+                                              f"sampling \n{tail} (judged 1.0 s)\n\nend\n")
+
+
+def test_speedup_goal_per_gpu_counts_and_medians_against_the_one_gpu_runs(tmp_path):
+    one = [result("a", "k1", 100e-6, 0), result("b", "k1", 200e-6, 0, seconds=3.0)]
+    write_run(tmp_path, "timex-sweep-one-1", one, 40.0)
+    write_run(tmp_path, "timex-sweep-one-2", [result("a", "k1", 102e-6, 0), result("b", "k1", 200e-6, 0)], 40.0)
+    write_run(tmp_path, "timex-sweep-all-1", [result("a", "k1", 101e-6, 0), result("b", "k1", 260e-6, 1, 3.0)],
+              11.0)
+    write_run(tmp_path, "timex-sweep-all-2", [result("a", "k1", 101e-6, 2), result("b", "k1", 201e-6, 3)], 20.0)
+    s = script()
+    runs = s.load(tmp_path)["timex-sweep"]
+    assert [r.name for r in runs] == ["one-1", "one-2", "all-1", "all-2"]
+    assert runs[0].wall == 40.0 and runs[0].phases == {"start-up": 1.0, "build": 0.5, "sampling": 5.0, "other": 2.5}
+    text = s.report("timex-sweep", runs, gpus=4)
+    speed, _, bounds = text.partition("What bounded")
+    rows = {line.split(" | ")[0].strip("| "): line for line in speed.splitlines() if line.startswith("| ")}
+    assert "3.64×" in rows["all-1"] and "| met |" in rows["all-1"]       # 40 / 11 >= 0.9 * 4
+    assert "2.00×" in rows["all-2"] and "not met" in rows["all-2"]
+    assert "h:0 1, h:1 1" in rows["all-1"] and "h:2 1, h:3 1" in rows["all-2"]
+    assert "15.0% / 30.0%" in rows["all-1"]                                # b: 260 against the one-GPU mean 200
+    assert "spread of the one-GPU runs" in text and "1.0% / 2.0%" in text  # a: 100 vs 102
+    assert "| all-1 | 10.0 | 3.0 (b k1) | 1.0 | 0.5 | 2.5 |" in bounds     # 40 s / 4 GPUs; longest subject
+
+
+def test_a_folder_without_results_files_is_one_clear_line(tmp_path, capsys):
+    import pytest
+
+    with pytest.raises(SystemExit) as stop:
+        script().main([str(tmp_path)])
+    assert "no results files" in str(stop.value)
