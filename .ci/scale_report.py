@@ -30,7 +30,8 @@ class Run:
     repeat: int
     results: list[dict]
     wall: Optional[float]              # seconds, from the run's time line
-    phases: dict[str, float]           # the time line's top-level split (start-up, build, ..., other)
+    phases: dict[str, float]           # the time line's top-level split (start-up, build, ..., other),
+    #                                    per GPU: a run on several GPUs splits its GPU-seconds
 
     @property
     def name(self) -> str:
@@ -58,18 +59,20 @@ class Run:
 
 
 def time_line(log: Path) -> tuple[Optional[float], dict[str, float]]:
-    """The wall time and its top-level split from a run's `time:` line (which may wrap)."""
+    """The wall time and its top-level split from a run's `time:` line (which may wrap), the split
+    per GPU: on several GPUs the line splits wall x GPUs ("wall on 4 GPUs (80.0 GPU-seconds)")."""
     if not log.exists():
         return None, {}
     text = log.read_text(errors="replace")
-    at = text.find("time: ")
-    if at < 0:
+    at = re.search(r"^time: ", text, re.M)
+    if at is None:
         return None, {}
-    line = " ".join(text[at:].split("\n\n")[0].split())
-    wall = re.match(r"time: ([\d.]+) s wall", line)
+    line = " ".join(text[at.start():].split("\n\n")[0].split())
+    head = re.match(r"time: ([\d.]+) s wall(?: on (\d+) GPUs)?", line)
+    gpus = int(head.group(2)) if head and head.group(2) else 1
     split = re.sub(r"\([^)]*\)", "", line.partition("—")[2])  # sub-splits in parentheses left out
-    phases = {name.strip(): float(v) for name, v in re.findall(r"([a-z][a-z -]*?) ([\d.]+) s", split)}
-    return (float(wall.group(1)) if wall else None), phases
+    phases = {name.strip(): float(v) / gpus for name, v in re.findall(r"([a-z][a-z -]*?) ([\d.]+) s", split)}
+    return (float(head.group(1)) if head else None), phases
 
 
 def load(folder: Path) -> dict[str, list[Run]]:
@@ -121,7 +124,7 @@ def report(sweep: str, runs: list[Run], gpus: int) -> str:
                      f"{f'{speedup:.2f}×' if speedup else '—'} | {met} | {ok} / {len(r.results)} | {per_gpu} | "
                      f"{spread(deviations(r.medians(), base))} |")
     lines += ["", "What bounded each run on several GPUs (seconds): the one-GPU wall over the GPU count, "
-              "the longest single subject, and the run's own split.", "",
+              "the longest single subject, and the run's own split per GPU.", "",
               "| run | one-GPU wall / GPUs | longest subject | start-up | build | other |",
               "| --- | ---: | --- | ---: | ---: | ---: |"]
     for r in runs:

@@ -21,12 +21,16 @@ def result(subject, key, median, gpu, seconds=1.0):
             "host": "h", "gpu_index": gpu, "phases": [["sampling", seconds / 2], ["integrity", seconds / 2]]}
 
 
-def write_run(folder, name, results, wall, split="start-up 1.0 s, build 0.5 s, sampling 5.0 s, other 2.5 s"):
+def write_run(folder, name, results, wall, gpus=1):
     (folder / f"{name}.json").write_text(json.dumps({"results": results}))
-    # the time line as the terminal wraps it (at a space), with a parenthesised sub-split
-    head, _, tail = split.partition(" sampling ")
-    (folder / f"scale-{name}.log").write_text(f"table\n\ntime: {wall} s wall, 20% of it timed sampling — {head} "
-                                              f"sampling \n{tail} (judged 1.0 s)\n\nend\n")
+    # the time line as the terminal wraps it (at a space), with a parenthesised sub-split; on several
+    # GPUs it splits the GPU-seconds
+    split = {k: v * gpus for k, v in (("start-up", 1.0), ("build", 0.5), ("sampling", 5.0), ("other", 2.5))}
+    head = (f"time: {wall} s wall, 20% of it timed sampling" if gpus == 1 else
+            f"time: {wall} s wall on {gpus} GPUs ({wall * gpus} GPU-seconds), 20% of them timed sampling")
+    (folder / f"scale-{name}.log").write_text(
+        f"the kernel ran in time: no\n\n{head} — start-up {split['start-up']} s, build {split['build']} s, "
+        f"sampling \n{split['sampling']} s (judged 1.0 s), other {split['other']} s\n\nend\n")
 
 
 def test_speedup_goal_per_gpu_counts_and_medians_against_the_one_gpu_runs(tmp_path):
@@ -34,12 +38,15 @@ def test_speedup_goal_per_gpu_counts_and_medians_against_the_one_gpu_runs(tmp_pa
     write_run(tmp_path, "timex-sweep-one-1", one, 40.0)
     write_run(tmp_path, "timex-sweep-one-2", [result("a", "k1", 102e-6, 0), result("b", "k1", 200e-6, 0)], 40.0)
     write_run(tmp_path, "timex-sweep-all-1", [result("a", "k1", 101e-6, 0), result("b", "k1", 260e-6, 1, 3.0)],
-              11.0)
-    write_run(tmp_path, "timex-sweep-all-2", [result("a", "k1", 101e-6, 2), result("b", "k1", 201e-6, 3)], 20.0)
+              11.0, gpus=4)
+    write_run(tmp_path, "timex-sweep-all-2", [result("a", "k1", 101e-6, 2), result("b", "k1", 201e-6, 3)], 20.0,
+              gpus=4)
     s = script()
     runs = s.load(tmp_path)["timex-sweep"]
     assert [r.name for r in runs] == ["one-1", "one-2", "all-1", "all-2"]
-    assert runs[0].wall == 40.0 and runs[0].phases == {"start-up": 1.0, "build": 0.5, "sampling": 5.0, "other": 2.5}
+    per_gpu = {"start-up": 1.0, "build": 0.5, "sampling": 5.0, "other": 2.5}
+    assert runs[0].wall == 40.0 and runs[0].phases == per_gpu  # not the earlier line that says "time: "
+    assert runs[2].wall == 11.0 and runs[2].phases == per_gpu  # 4 GPUs' GPU-seconds, per GPU
     text = s.report("timex-sweep", runs, gpus=4)
     speed, _, bounds = text.partition("What bounded")
     rows = {line.split(" | ")[0].strip("| "): line for line in speed.splitlines() if line.startswith("| ")}

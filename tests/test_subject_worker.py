@@ -52,8 +52,14 @@ def test_requests_are_read_whole_from_a_pipe_whether_they_come_at_once_in_pieces
         os.write(write_end, b'{"op": "d"}')  # a last line without its newline, then the end
         os.close(write_end)
 
-    threading.Thread(target=judge).start()
-    assert list(lines) == ['{"op": "a"}\n', '{"op": "b"}\n', '{"op": "c"}\n', '{"op": "d"}']
+    got = []
+    writer, reader = threading.Thread(target=judge), threading.Thread(target=lambda: got.extend(lines), daemon=True)
+    writer.start()
+    reader.start()
+    reader.join(10)  # a reader that misses the end would hang the suite: fail instead
+    writer.join(10)
+    assert not reader.is_alive(), "the reader did not see the end of the pipe"
+    assert got == ['{"op": "a"}\n', '{"op": "b"}\n', '{"op": "c"}\n', '{"op": "d"}']
     os.close(read_end)
 
 
