@@ -193,6 +193,48 @@ def test_patching_the_harness_timers_is_seen_and_undone(registry):
     assert r.status == "INVALID" and "cudabench.measure.timers.SyncTimer.samples" in failed(r)["process-state"]
 
 
+def test_replacing_the_request_handler_on_the_object_itself_is_seen_and_undone(registry):
+    """The handler outlives the subject: its halved replies would reach every later subject's figures."""
+    judge = make_judge(registry)
+    r = judge_one(registry, "hostile-patch-worker", judge=judge, fuzz=0)
+    assert r.status == "INVALID"
+    assert "cudabench.engine.subject_worker.SubjectHandler().handle" in failed(r)["process-state"]
+    honest = judge_one(registry, "hostile-honest", judge=judge, fuzz=0)  # the same subject process
+    assert honest.status == "ok", failed(honest)
+    assert honest.stats.median == pytest.approx(1e-6 + 1e-9 * N)  # whole figures again
+
+
+def test_the_state_guard_sees_the_standard_json_and_the_watched_objects_and_modules_replaced():
+    import json
+    import types
+
+    from cudabench.measure.state import StateGuard
+
+    class Reader:
+        def read(self):
+            return "request"
+
+    class Forger(Reader):
+        pass
+
+    guard, reader, extension = StateGuard(cuda=False), Reader(), types.ModuleType("timex_ext")
+    extension.forward = abs
+    guard.watch(reader)
+    guard.watch(extension)
+    dumps = json.dumps
+    json.dumps = lambda *a, **k: "{}"
+    reader.read = lambda: "forged"
+    reader.__class__ = Forger
+    extension.forward = lambda x: x
+    extension.added = print
+    patched = guard.restore().patched
+    label = f"{Reader.__module__}.{Reader.__qualname__}()"
+    assert set(patched) == {"json.dumps", f"{label}.__class__", f"{label}.read", "timex_ext.forward", "timex_ext.added"}
+    assert json.dumps is dumps and type(reader) is Reader and reader.read() == "request"
+    assert extension.forward is abs and not hasattr(extension, "added")
+    assert not guard.restore()  # pristine again
+
+
 def test_replacing_a_pytorch_function_a_later_subject_uses_is_seen_and_undone(registry):
     """A variant that slows the baseline's own operator (2 * x + 1 calls Tensor.__rmul__) would make
     every speedup against it look better."""

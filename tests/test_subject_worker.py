@@ -72,3 +72,14 @@ def test_the_cupti_pass_is_about_fifty_milliseconds_of_calls_at_least_five():
     assert cupti_pass_calls(20e-6, short=True)[0] == 30
     assert cupti_pass_calls(20e-6, short=False)[1].calls == 3
     assert cupti_pass_calls(9e-3, short=False)[1].calls == 1
+
+
+def test_the_subject_process_runs_its_code_under_the_module_name_the_state_guard_compares():
+    """Started with -m, a module's code runs as __main__, outside the cudabench.* modules whose classes
+    the state guard compares: a subject could patch the request handler or the pipe reader unseen.
+    The process imports itself by name and runs that (-X importtime lists what was imported)."""
+    out = subprocess.run([sys.executable, "-X", "importtime", "-m", "cudabench.engine.subject_worker"],
+                         stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    imported = {line.rsplit("|", 1)[-1].strip() for line in out.stderr.splitlines() if "|" in line}
+    assert "cudabench.engine.subject_worker" in imported

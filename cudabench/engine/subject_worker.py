@@ -34,6 +34,7 @@ class SubjectHandler:
         self.on_status = on_status
         self.modules = modules or {}  # tests: stand-in extensions by family name
         self.runner: Any = None
+        self.companions: tuple[Any, ...] = ()  # the process's pipe reader and writer, watched with it
 
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
         from cudabench.measure.subject import first_line
@@ -94,6 +95,10 @@ class SubjectHandler:
             torch.cuda.synchronize()
         self.runner = BlindRunner(registry, self.device, self.timer_factory or make_timer, on_status=self.on_status)
         self.runner.modules.update(self.modules)
+        guard = self.runner.guard
+        guard.watch(self)
+        for companion in self.companions:
+            guard.watch(companion, changing=("pending",))  # what a line read left over
         # Every open collects garbage (the last subject's mapped blocks are freed only then). A full
         # collection walks torch's whole heap: 80 ms a subject on the H200, 4 s of a 45-subject sweep.
         # What exists now is the harness's start-up, never garbage: set aside, a collection walks
@@ -147,9 +152,11 @@ def main() -> None:
 
     channel = Channel()
     handler = SubjectHandler(on_status=lambda text: channel.send({"type": "status", "text": text}))
+    requests = SpinningLines(sys.stdin.fileno())
+    handler.companions = (channel, channel.stream, requests)
     try:
         preload()
-        serve(channel, handler, SpinningLines(sys.stdin.fileno()))
+        serve(channel, handler, requests)
     except KeyboardInterrupt:
         pass
     finally:
@@ -159,4 +166,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    # run through the module's own name, not as __main__: the state guard walks the cudabench.*
+    # modules, so a subject that patched this process's classes would otherwise go unseen
+    from cudabench.engine.subject_worker import main as module_main
+
+    module_main()

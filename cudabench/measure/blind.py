@@ -105,6 +105,8 @@ class BlindRunner:
         self._flusher: Optional[L2Flusher] = None
         self.threads = thread_watch()  # before the guard's snapshot, which then protects it
         self.guard = StateGuard(cuda=device == "cuda")
+        # what a subject leaves in its place is compared; these change from one subject to the next
+        self.guard.watch(self, changing=("subject", "_flusher", "_held_from", "registry"))
 
     # ---- helpers ---------------------------------------------------------------------------------
 
@@ -118,7 +120,9 @@ class BlindRunner:
         # built or not, asked each time: the sources' content decides which library runs, so an edit
         # between two subjects of a warm process is what the second one runs
         with nvtx.range(f"build {family.name}", "build"):
-            return build(family, arch).module
+            module = build(family, arch).module
+        self.guard.watch(module)  # as first loaded: what a later subject of the family must find
+        return module
 
     def flusher(self) -> L2Flusher:
         if self._flusher is None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ctypes
 import inspect
+import json
 import sys
 import threading
 import time
@@ -51,6 +52,9 @@ def _harness_functions() -> dict[str, tuple[Any, str, Any]]:
         "torch.UntypedStorage._share_cuda_": (torch.UntypedStorage, "_share_cuda_"),
         "threading.Thread.start": (threading.Thread, "start"),
         "sys._getframe": (sys, "_getframe"),
+        # the subject process's replies to the judge are written and its requests read with these
+        "json.dumps": (json, "dumps"),
+        "json.loads": (json, "loads"),
     }
     return {name: (owner, attr, getattr(owner, attr)) for name, (owner, attr) in owners.items()}
 
@@ -225,6 +229,15 @@ class StateGuard:
         self.pristine = {name: read() for name, (read, _) in self.settings.items()}
         self._cleared = False            # the persisting-L2 limit was set to 0 for this subject
         self.persisting_set = 0          # the largest limit the subject set while it was held at 0
+        self.objects: dict[int, tuple[Any, type, dict[str, Any], frozenset[str]]] = {}
+
+    def watch(self, obj: Any, changing: tuple[str, ...] = ()) -> None:
+        """Compare this object's own attributes (all but `changing`) and its class from now on: the
+        harness's long-lived objects (the request handler, the runner, the pipe's reader), whose
+        methods a subject could replace on the object itself, and the built extension modules, whose
+        functions a subject could replace under a later subject of the same family."""
+        if id(obj) not in self.objects:
+            self.objects[id(obj)] = (obj, type(obj), dict(vars(obj)), frozenset(changing))
 
     def clear_persisting_l2(self) -> None:
         """Before each cold-timed call: the persisting-L2 limit to 0 (whatever set it: the subject,
@@ -279,6 +292,7 @@ class StateGuard:
                 patched.append(name)
             else:  # a module imported since the snapshot: taken as it is
                 self.members[name] = (owner, attr, value)
+        patched += self._restore_objects()
         changed = []
         for name, (read, write) in self.settings.items():
             now = read()
@@ -290,6 +304,25 @@ class StateGuard:
             changed.append(f"persisting-L2 limit: raised to {_show(self.persisting_set)} during cold timing")
         self._cleared, self.persisting_set = False, 0
         return Leftover(tuple(patched), tuple(changed))
+
+
+    def _restore_objects(self) -> list[str]:
+        patched = []
+        for obj, cls, pristine, changing in self.objects.values():
+            label = getattr(obj, "__name__", None) if inspect.ismodule(obj) else f"{cls.__module__}.{cls.__qualname__}()"
+            if type(obj) is not cls:
+                obj.__class__ = cls
+                patched.append(f"{label}.__class__")
+            now = vars(obj)
+            for attr in (set(now) | set(pristine)) - changing:
+                if now.get(attr, _MISSING) is pristine.get(attr, _MISSING):
+                    continue
+                if attr in pristine:
+                    now[attr] = pristine[attr]
+                else:
+                    del now[attr]
+                patched.append(f"{label}.{attr}")
+        return patched
 
 
 def _show(value: Any) -> str:

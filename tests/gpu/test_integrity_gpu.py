@@ -63,6 +63,7 @@ ATTACKS = {
     "hostile-uninit": {"determinism", "fresh-output"},
     "hostile-thread": {"threads"},
     "hostile-patch-timer": {"process-state"},
+    "hostile-patch-worker": {"process-state"},
     "hostile-patch-library": {"process-state"},
     "hostile-shape": {"shapes"},
 }

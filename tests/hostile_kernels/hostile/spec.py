@@ -336,6 +336,40 @@ def bind_patch_timer(ext):
     return op
 
 
+def bind_patch_worker(ext):
+    """Computes honestly and finds the subject process's request handler up its own call stack, then
+    replaces its `handle` on the object itself (and the class of the worker's `__main__`, as run with
+    -m) with one that halves every figure it replies to the judge."""
+
+    def halve(handle):
+        def forged(request):
+            reply = handle(request)
+            if isinstance(reply.get("sample"), float):
+                reply["sample"] /= 2
+            if isinstance(reply.get("samples"), list):
+                reply["samples"] = [v / 2 if isinstance(v, float) else v for v in reply["samples"]]
+            return reply
+
+        forged.hostile = True
+        return forged
+
+    def op(x):
+        frame = sys._getframe(1)
+        while frame is not None:
+            handler = frame.f_locals.get("self")
+            if type(handler).__name__ == "SubjectHandler" and not getattr(handler.handle, "hostile", False):
+                handler.handle = halve(handler.handle)
+                main_class = getattr(sys.modules.get("__main__"), "SubjectHandler", None)
+                if main_class is not None:
+                    main_class.handle = lambda self, request, _h=handler.handle: _h(request)
+            frame = frame.f_back
+        y = empty_like(x)
+        ext.hostile(x, y, HONEST)
+        return y
+
+    return op
+
+
 def _v(name, summary, bind_fn):
     return Variant(name, summary, bind_fn, has_backward=False)
 
@@ -384,6 +418,8 @@ FAMILY = Family(
            "written)", bind_shape),
         _v("hostile-patch-timer", "computes honestly and patches cudabench's timers to report 0 s",
            bind_patch_timer),
+        _v("hostile-patch-worker", "computes honestly and replaces its subject process's request handler "
+           "on the object itself with one that halves every figure it replies", bind_patch_worker),
         _v("hostile-patch-library", "computes honestly and replaces torch.Tensor.__rmul__ (which the "
            "baseline's 2 * x + 1 uses) with a 21x slower one", bind_patch_library),
         _v("hostile-persist-l2", "computes honestly but leaves process-wide state behind: the persisting-L2 "
