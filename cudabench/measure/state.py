@@ -236,7 +236,7 @@ class StateGuard:
         harness's long-lived objects (the request handler, the runner, the pipe's reader), whose
         methods a subject could replace on the object itself, and the built extension modules, whose
         functions a subject could replace under a later subject of the same family."""
-        if id(obj) not in self.objects:
+        if id(obj) not in self.objects and hasattr(obj, "__dict__"):  # a family with no sources has None
             self.objects[id(obj)] = (obj, type(obj), dict(vars(obj)), frozenset(changing))
 
     def clear_persisting_l2(self) -> None:
