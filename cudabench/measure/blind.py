@@ -25,7 +25,6 @@ What it reports is what this process saw; the judge decides what it means."""
 from __future__ import annotations
 
 import contextlib
-import gc
 import sys
 import time
 from typing import Any, Callable, Optional
@@ -36,7 +35,7 @@ from cudabench import nvtx
 from cudabench.measure.clocks import ClockMonitor, L2Flusher, cold_hook, settle_hook
 from cudabench.measure.cupti_pass import cupti_pass
 from cudabench.measure.loop import measure
-from cudabench.measure.memory import allocated_bytes, peak_memory
+from cudabench.measure.memory import allocated_bytes, peak_memory, release_cached
 from cudabench.measure.poison import poison
 from cudabench.measure.settings import Settings
 from cudabench.measure.subject import case_inputs
@@ -160,6 +159,10 @@ class BlindRunner:
         subject cannot run here (the judge records it as skipped)."""
         self.close()
         self.guard.restore()  # pristine, whatever an earlier subject that never finished left
+        if self.device == "cuda":
+            # blocks of the last subject the judge mapped are freed only once collected: counted in
+            # the baseline, they would later be subtracted from this subject's peak
+            release_cached()
         family = self.registry.family(family_name)
         self.threads.open(str(family.folder.resolve()) + "/")
         if role == "baseline":
@@ -168,11 +171,6 @@ class BlindRunner:
             op = family.variant(name).bind(self.module(family, settings.arch))
         inputs, grad_out = case_inputs(family, case, settings.seed, self.device)
         self.subject = Opened(family, case, op, inputs, grad_out, settings, outputs)
-        if self.device == "cuda":
-            # blocks of the last subject the judge mapped are freed only once collected: counted in
-            # the baseline, they would later be subtracted from this subject's peak
-            gc.collect()
-            torch.cuda.ipc_collect()
         self._held_from = allocated_bytes() if self.device == "cuda" else 0
         shared = {k: share(v) for k, v in inputs.items() if torch.is_tensor(v)}
         return {"inputs": shared, "grad_out": None if grad_out is None else share(grad_out)}
@@ -317,6 +315,8 @@ class BlindRunner:
         sys.setprofile(None)
         threads = self.threads.running() if s is not None else []
         self.close()
+        if self.device == "cuda":
+            release_cached()  # a warm process between runs holds no subject's peak
         return {"patched": list(leftover.patched) + hooks, "changed": list(leftover.changed), "threads": threads}
 
     def close(self) -> None:

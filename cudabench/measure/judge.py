@@ -41,6 +41,7 @@ from cudabench import nvtx
 from cudabench.measure.check import compare, output_specs, reference_results
 from cudabench.measure.integrity_pass import IntegrityPass
 from cudabench.measure.judged_calls import HOST_BOUND, SYNC_HOST_SHARE, JudgedCalls, SubjectError, SubjectLost
+from cudabench.measure.memory import release_cached
 from cudabench.measure.settings import Settings
 from cudabench.measure.subject import Phases, case_inputs, figure, own_work, work_of
 from cudabench.measure.transport import TransportError, forget_inline, open_shared
@@ -129,6 +130,8 @@ class Judge:
             result = replace(session.partial, error=f"the subject process sent {exc}")
         finally:
             session.release()
+            if self.device == "cuda":
+                release_cached(collect=False)  # the reference's fp64 temporaries, the draws' copies
         return replace(result, phases=tuple(phases.seconds.items()))
 
 

@@ -57,3 +57,25 @@ def test_an_edit_between_two_invocations_is_what_the_warm_worker_runs(tmp_path):
     edited, res = run(tmp_path, "--kernels-dir", str(kernels), "-k", "scale")
     assert edited["scale"]["status"] == "FAIL", res.output  # the edited kernel ran, and is wrong
     assert set(before) & set(served())  # in the same warm worker
+
+
+def gpu_memory_of_other_processes() -> int:
+    """MiB the device's other compute processes hold (the warm judge and subject processes among them)."""
+    import os
+    import subprocess
+
+    if shutil.which("nvidia-smi") is None:
+        pytest.skip("no nvidia-smi to read per-process memory")
+    out = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
+                         capture_output=True, text=True, check=True).stdout
+    rows = [line.split(",") for line in out.splitlines() if line.strip()]
+    return sum(int(mib) for pid, mib in rows if int(pid) != os.getpid())
+
+
+def test_a_warm_worker_between_runs_holds_no_subject_peak(tmp_path):
+    """attn-naive at N=8192 keeps 2 GiB score matrices: a warm process that kept its allocator's cache
+    would sit on them, and a later subject beside it (another pool, a Dask worker) ran out of memory."""
+    done, res = run(tmp_path, "-k", "attn-naive", "--shape", "B=1,H=8,N=8192,D=64,causal=1", "--direction", "fwd")
+    assert done["attn-naive"]["status"] == "ok", res.output
+    assert served()  # the workers are alive, warm
+    assert gpu_memory_of_other_processes() < 2500
