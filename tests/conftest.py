@@ -17,3 +17,13 @@ def registry():
     from cudabench.spec.registry import discover
 
     return discover()
+
+
+@pytest.fixture(autouse=True)
+def _own_durations_file(tmp_path_factory, monkeypatch):
+    """What subjects took is kept per machine (cudabench/engine/durations.py): each test its own file,
+    so that no test's order depends on another's, nor on the user's runs."""
+    import cudabench.engine.durations as durations
+
+    path = tmp_path_factory.mktemp("durations") / "durations.json"
+    monkeypatch.setattr(durations, "durations_file", lambda: path)

@@ -36,8 +36,11 @@ def send(message):
 def result(request, **fields):
     samples = (1e-3, 1.1e-3, 0.9e-3)
     m = Measurement(samples=samples, timing="sync", warmup_calls=1, warmup_seconds=0.0, stop_reason="test")
-    r = Result(case_from_dict(request["case"]), request["subject"], request["role"], check=Check((("out", 0.0),), 1e-5),
-               measurement=m, stats=summarize(samples), host="fake", gpu=GPU, gpu_uuid=UUID, **fields)
+    name = request["subject"]
+    took = float(name[len("sleep-"):]) if name.startswith("sleep-") else 0.01
+    r = Result(case_from_dict(request["case"]), name, request["role"], check=Check((("out", 0.0),), 1e-5),
+               measurement=m, stats=summarize(samples), host="fake", gpu=GPU, gpu_uuid=UUID,
+               phases=(("sampling", took),), **fields)
     return result_to_dict(r)
 
 

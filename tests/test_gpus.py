@@ -2,6 +2,7 @@
 parsing, and the scheduler handing subjects to one stand-in worker per fake GPU
 (tests/fake_worker.py)."""
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -105,6 +106,22 @@ def test_longest_expected_first(registry):
     small, large = (Case("timex", (("B", b), ("C", 64), ("T", 256)), "fwdbwd") for b in (2, 32))
     assert expected_seconds(Subject(family, large, "x", "variant")) > expected_seconds(Subject(family, small, "x",
                                                                                               "variant"))
+
+
+def test_a_subject_that_took_longest_last_time_starts_first_next_time(registry):
+    """The plan's guess is the same for every subject of a case; what each took is kept between runs."""
+    from cudabench.engine.durations import Durations, durations_file
+    from cudabench.engine.plan import planned_run
+
+    names = [["a", "b", "sleep-0.4", "c"]]
+    first = [s.name for _, s in Durations().ranked(enumerate(planned_run(tasks(registry, names)).entries))]
+    assert first[0] == "a"  # nothing known yet: equal guesses, plan order
+    run(registry, [H200_0, H200_1], names)
+    assert json.loads(durations_file().read_text())["add2[n=64]/fwd|variant|sleep-0.4"] == 0.4
+    ranked = [s.name for _, s in Durations().ranked(enumerate(planned_run(tasks(registry, names)).entries))]
+    assert ranked[0] == "sleep-0.4"
+    durations_file().write_text("{not json")  # a broken file is only a lost guess
+    assert len(Durations().ranked(enumerate(planned_run(tasks(registry, names)).entries))) == 4
 
 
 def test_the_run_starts_on_whichever_gpu_can_start(registry):

@@ -20,7 +20,8 @@ import time
 from typing import Any, Callable, Optional, Sequence
 
 from cudabench.engine.lane import HELLO_TIMEOUT, Lane
-from cudabench.engine.plan import Planned, PlannedRun, RunOptions, Task, as_plan, longest_first
+from cudabench.engine.durations import Durations
+from cudabench.engine.plan import Planned, PlannedRun, RunOptions, Task, as_plan
 from cudabench.engine.workers import ProcessWorker, worker_command
 from cudabench.errors import CudabenchError
 from cudabench.engine.protocol import hello, subject_request
@@ -229,7 +230,8 @@ class ClusterRunner:
                 self._record(Result(entry.case, entry.name, entry.role, skipped=entry.skipped), position, positions)
             else:
                 planned.append((position, entry))
-        ranked = sorted(planned, key=longest_first)
+        durations = Durations()
+        ranked = durations.ranked(planned)
         where = self._pin_cases([s for _, s in ranked])
         futures = {}
         for rank, (place, s) in enumerate(ranked):
@@ -241,11 +243,12 @@ class ClusterRunner:
             futures[future] = (place, s)
             self.allowed[future] = set(allowed) if allowed else None
         try:
-            self._collect(futures, positions)
+            self._collect(futures, positions, durations)
         except KeyboardInterrupt:
             self.client.cancel(list(futures))
             raise
         finally:
+            durations.save()
             order = sorted(range(len(self.results)), key=lambda i: positions[i])
             self.results[:] = [self.results[i] for i in order]
         return self.results
@@ -270,7 +273,7 @@ class ClusterRunner:
             load[model] += s.expected_seconds + 1e-6
         return where
 
-    def _collect(self, futures: dict, positions: list[int]) -> None:
+    def _collect(self, futures: dict, positions: list[int], durations: Durations) -> None:
         pending, stranded_since = set(futures), None
         while pending:
             done = {f for f in pending if f.done()}
@@ -279,7 +282,9 @@ class ClusterRunner:
                 time.sleep(0.2)
             for future in sorted(done, key=lambda f: futures[f][0]):
                 place, s = futures[future]
-                self._record(self._outcome(future, s), place, positions)
+                result = self._outcome(future, s)
+                durations.note(s, result)
+                self._record(result, place, positions)
             live = self._watch_workers()
             stranded = {f for f in pending if not live or (self.allowed.get(f) is not None and not self.allowed[f] & live)}
             if not stranded:

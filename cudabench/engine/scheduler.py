@@ -15,7 +15,8 @@ from typing import Any, Callable, Optional, Sequence
 
 from cudabench.engine.gpus import Gpu
 from cudabench.engine.lane import Lane, WorkerStartError
-from cudabench.engine.plan import Planned, PlannedRun, RunOptions, Task, as_plan, longest_first
+from cudabench.engine.durations import Durations
+from cudabench.engine.plan import Planned, PlannedRun, RunOptions, Task, as_plan
 from cudabench.engine.protocol import hello, subject_request
 from cudabench.engine.workers import Worker
 from cudabench.results.records.model import Result
@@ -113,23 +114,25 @@ class Runner:
                 self._record(Result(entry.case, entry.name, entry.role, skipped=entry.skipped), position)
             else:
                 queue.append((position, entry))
+        durations = Durations()
         if len(self.lanes) > 1:
-            queue.sort(key=longest_first)
+            queue = durations.ranked(queue)
         try:
             if len(self.lanes) == 1:
-                self._serve(self.lanes[0], queue)
+                self._serve(self.lanes[0], queue, durations=durations)
             else:
-                self._run_lanes(queue)
+                self._run_lanes(queue, durations)
         finally:  # in plan order: skips were recorded first, and lanes finish in any order
+            durations.save()
             with self._lock:
                 ordered = sorted(zip(self._positions, self.results), key=lambda pair: pair[0])
                 self._positions, self.results = [p for p, _ in ordered], [r for _, r in ordered]
         return self.results
 
-    def _run_lanes(self, queue: list[tuple[int, Planned]]) -> None:
+    def _run_lanes(self, queue: list[tuple[int, Planned]], durations: Durations) -> None:
         pinned: dict[str, str] = {}       # case key -> the GPU model its subjects run on
         errors: list[BaseException] = []
-        threads = [threading.Thread(target=self._lane_thread, args=(lane, gpu, queue, pinned, errors),
+        threads = [threading.Thread(target=self._lane_thread, args=(lane, gpu, queue, pinned, errors, durations),
                                     daemon=True)
                    for lane, gpu in zip(self.lanes, self.gpus)]
         self.launch()
@@ -158,17 +161,19 @@ class Runner:
         queue.clear()
 
     def _lane_thread(self, lane: Lane, gpu: Optional[Gpu], queue: list, pinned: dict[str, str],
-                     errors: list) -> None:
+                     errors: list, durations: Durations) -> None:
         try:
             lane.ready()
-            self._serve(lane, queue, pinned, gpu.name if gpu is not None else lane.environment.get("gpu", ""))
+            self._serve(lane, queue, pinned, gpu.name if gpu is not None else lane.environment.get("gpu", ""),
+                        durations)
         except BaseException as exc:  # noqa: BLE001 - handed to the main thread, which re-raises
             if not self._stop.is_set():
                 errors.append(exc)
                 if not isinstance(exc, WorkerStartError):
                     self._stop.set()
 
-    def _serve(self, lane: Lane, queue: list, pinned: Optional[dict[str, str]] = None, model: str = "") -> None:
+    def _serve(self, lane: Lane, queue: list, pinned: Optional[dict[str, str]] = None, model: str = "",
+               durations: Optional[Durations] = None) -> None:
         """Run subjects from the queue on this lane until it is empty (or holds only subjects pinned
         to another GPU model)."""
         while not self._stop.is_set():
@@ -186,6 +191,8 @@ class Runner:
                 raise
             if self._stop.is_set():
                 return  # interrupted: what the killed worker said is not a result
+            if durations is not None:
+                durations.note(s, result)
             self._record(result, planned)
 
     def _attempt(self, lane: Lane, s: Planned) -> Result:
