@@ -3,8 +3,10 @@ kernel can get right (`honest_can_pass`), and how far the `large` kind scales (`
 
 An honest kernel here accumulates in float32 and stores in the case's precision. It can get a draw
 right when the reference, run in float32 on the same (rounded) inputs, is finite, stays 2^HEADROOM
-below the precision's largest value, and is within half the tolerance of the fp64
-reference. Otherwise the draw tests the reference's conditioning, not the kernel: attention's
+below the precision's largest value, and is within a quarter of the tolerance of the fp64
+reference (SUMMATION_SLACK: another honest summation order can be a few times float32's own error;
+attn-flash1's fwd+bwd on outliers was 5.7e-5 against the tolerance 5e-5 on the H100 where half was
+the rule). Otherwise the draw tests the reference's conditioning, not the kernel: attention's
 gradients on all-equal inputs are rounding noise around zero, and sums of float16 outliers overflow
 float16 whatever the kernel does.
 
@@ -25,6 +27,7 @@ from cudabench.measure.workload import make_workload
 
 HEADROOM = {"float32": 16, "bfloat16": 16, "float16": 4}  # bits below the largest value: room for
 #                                                           another summation order's intermediates
+SUMMATION_SLACK = 4  # the float32 reference within tolerance / this: see the module's note
 _exponents: dict[tuple, int] = {}  # (family, case key) -> exponent: once per case and process
 
 
@@ -39,7 +42,7 @@ def honest_can_pass(family: Any, case: Any, inputs: dict[str, Any], grad_out: An
         got = make_workload(family.reference, as_float32, case.direction, family.grad_inputs,
                             None if grad_out is None else grad_out.float()).results()
     want = reference if reference is not None else reference_results(family, inputs, case.direction, grad_out)
-    tolerance = family.tolerance_for(case.dtype) / 2
+    tolerance = family.tolerance_for(case.dtype) / SUMMATION_SLACK
     for name, value in got.items():
         v = value.detach()
         if not bool(torch.isfinite(v).all()) or (v.numel() and float(v.abs().max()) > limit):
