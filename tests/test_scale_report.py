@@ -36,9 +36,11 @@ def write_run(folder, name, results, wall, gpus=1):
 def test_speedup_goal_per_gpu_counts_and_medians_against_the_one_gpu_runs(tmp_path):
     one = [result("a", "k1", 100e-6, 0), result("b", "k1", 200e-6, 0, seconds=3.0)]
     write_run(tmp_path, "timex-sweep-one-1", one, 40.0)
-    write_run(tmp_path, "timex-sweep-one-2", [result("a", "k1", 102e-6, 0), result("b", "k1", 200e-6, 0)], 40.0)
-    write_run(tmp_path, "timex-sweep-all-1", [result("a", "k1", 101e-6, 0), result("b", "k1", 260e-6, 1, 3.0)],
-              11.0, gpus=4)
+    # the slower one-GPU run is not the one compared with
+    write_run(tmp_path, "timex-sweep-one-2", [result("a", "k1", 102e-6, 0), result("b", "k1", 200e-6, 0)], 44.0)
+    skipped = {"subject": "c", "case": {"key": "k2"}, "status": "SKIP", "gpu_index": -1, "phases": []}
+    write_run(tmp_path, "timex-sweep-all-1", [result("a", "k1", 101e-6, 0), result("b", "k1", 260e-6, 1, 3.0),
+                                              skipped], 11.0, gpus=4)
     write_run(tmp_path, "timex-sweep-all-2", [result("a", "k1", 101e-6, 2), result("b", "k1", 201e-6, 3)], 20.0,
               gpus=4)
     s = script()
@@ -52,7 +54,7 @@ def test_speedup_goal_per_gpu_counts_and_medians_against_the_one_gpu_runs(tmp_pa
     rows = {line.split(" | ")[0].strip("| "): line for line in speed.splitlines() if line.startswith("| ")}
     assert "3.64×" in rows["all-1"] and "| met |" in rows["all-1"]       # 40 / 11 >= 0.9 * 4
     assert "2.00×" in rows["all-2"] and "not met" in rows["all-2"]
-    assert "h:0 1, h:1 1" in rows["all-1"] and "h:2 1, h:3 1" in rows["all-2"]
+    assert "h:0 1, h:1 1 |" in rows["all-1"] and "h:2 1, h:3 1" in rows["all-2"]  # a skip ran on no GPU
     assert "15.0% / 30.0%" in rows["all-1"]                                # b: 260 against the one-GPU mean 200
     assert "spread of the one-GPU runs" in text and "1.0% / 2.0%" in text  # a: 100 vs 102
     assert "| all-1 | 10.0 | 3.0 (b k1) | 1.0 | 0.5 | 2.5 |" in bounds     # 40 s / 4 GPUs; longest subject
