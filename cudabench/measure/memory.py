@@ -34,13 +34,19 @@ def peak_memory(call: Callable[[], Any], sync: Callable[[], None], since: int) -
     return max(0, int(peak))
 
 
+# Cached-but-free bytes above which a process hands them back between subjects. Below it, the next
+# subject reuses them (cudaMalloc and cudaFree synchronise): the large peaks go, small subjects pay nothing.
+RELEASE_ABOVE = 1 << 30
+
+
 def release_cached(collect: bool = True) -> None:
-    """Hand the blocks PyTorch's allocator keeps cached back to the device; with `collect`, after
-    collecting the garbage that still holds some and the IPC blocks another process stopped mapping
-    (the subject process: its heap is set aside at start, so that is quick; the judge's is not, and
-    its tensors go by reference counting). Between subjects, in each process: a warm process would
-    otherwise sit on the largest subject's peak (8 GiB of eager attention's scores), and several on
-    one GPU (warm workers, a Dask worker's) left a later subject out of memory (4×H100, 2026-11-26)."""
+    """Hand the blocks PyTorch's allocator keeps cached back to the device when they pass
+    RELEASE_ABOVE; with `collect`, first collect the garbage that still holds some and the IPC
+    blocks another process stopped mapping (the subject process: its heap is set aside at start, so
+    that is quick; the judge's is not, and its tensors go by reference counting). Between subjects,
+    in each process: a warm process would otherwise sit on the largest subject's peak (8 GiB of eager
+    attention's scores), and several on one GPU (warm workers, a Dask worker's) left a later subject
+    out of memory (4×H100, 2026-11-26)."""
     import gc
 
     import torch
@@ -48,4 +54,5 @@ def release_cached(collect: bool = True) -> None:
     if collect:
         gc.collect()
         torch.cuda.ipc_collect()
-    torch.cuda.empty_cache()
+    if torch.cuda.memory_reserved() - torch.cuda.memory_allocated() > RELEASE_ABOVE:
+        torch.cuda.empty_cache()
