@@ -159,16 +159,68 @@ def test_a_worker_that_cannot_start_is_a_clear_error(monkeypatch):
 def test_a_launched_worker_starts_while_the_caller_plans_and_is_closed_if_never_used(registry):
     runner = Runner(RunOptions(), lambda gpu: ProcessWorker(FAKE))
     runner.launch()
+    runner.lanes[0]._launching.join()  # the launch's own thread: process started, hello sent
     pending = runner.lanes[0]._starting
     assert pending is not None and pending.proc.poll() is None
     runner.start()  # the hello sent at launch is answered now
     assert runner.environment["gpu"] == "fake GPU" and runner.lanes[0]._starting is None
+    assert runner.waited["start-up"] > 0
     runner.close()
     unused = Runner(RunOptions(), lambda gpu: ProcessWorker(FAKE))
     unused.launch()
+    unused.lanes[0]._launching.join()
     proc = unused.lanes[0]._starting.proc
     unused.close()  # e.g. planning raised a user error: the worker must not outlive the command
     assert proc.poll() is not None
+
+
+def test_a_worker_still_starting_when_the_run_is_closed_is_closed_by_its_launch():
+    """Ctrl-C while a warm worker is still being reached: what the launch gets afterwards is closed."""
+    import threading
+
+    reached, closed = threading.Event(), []
+
+    class Slow:
+        def send(self, message):
+            raise AssertionError("a closed run sends no hello")
+
+        def close(self):
+            closed.append(True)
+
+    def start(gpu):
+        reached.wait(10)
+        return Slow()
+
+    runner = Runner(RunOptions(), start)
+    runner.launch()
+    runner.close()
+    reached.set()
+    runner.lanes[0]._launching.join(10)
+    assert closed == [True] and runner.lanes[0]._starting is None
+
+
+def test_lanes_start_their_workers_at_once():
+    """Each lane reaches its worker in its own thread: a warm worker that must first start (torch,
+    a CUDA context: seconds) does not hold up the next GPU's."""
+    import threading
+
+    from cudabench.engine.gpus import parse_listing
+
+    inside, both = [], threading.Event()
+
+    def start(gpu):
+        inside.append(gpu.index)
+        if len(inside) == 2:
+            both.set()
+        assert both.wait(10), "the second lane's worker was not reached while the first's was starting"
+        return ProcessWorker(FAKE)
+
+    gpus = parse_listing("0, NVIDIA H100, GPU-a\n1, NVIDIA H100, GPU-b\n")
+    with Runner(RunOptions(), start, gpus=gpus) as runner:
+        runner.launch()
+        for lane in runner.lanes:
+            lane.ready()
+    assert sorted(inside) == [0, 1]
 
 
 def test_planning_in_the_parent_does_not_import_torch():
@@ -219,3 +271,43 @@ def test_a_worker_reports_any_exception_with_its_type_instead_of_ending_silently
     assert reply["type"] == "error" and reply["healthy"] is True
     assert reply["message"] == "AttributeError: 'profile' object has no attribute 'kineto_results'"
     assert "Traceback" in capsys.readouterr().err  # the whole story stays in the worker's log
+
+
+def test_waiting_for_a_fresh_subject_process_is_start_up_not_build():
+    """A warm worker starts its next run's subject process when a run ends; a run straight after
+    waits for it in its first build request. The time line says start-up for that part."""
+    import time as clock
+
+    from cudabench.engine.lane import Lane
+    from cudabench.engine.subject_link import SubjectLink
+    from cudabench.engine.workers import InlineWorker
+
+    class SlowHello:
+        def handle(self, request):
+            if request["op"] == "hello":
+                clock.sleep(0.3)
+                return {"type": "ready"}
+            return {"type": "build", "seconds": 0.0}
+
+    link = SubjectLink(lambda: InlineWorker(SlowHello()), {"op": "hello"})
+    link.ask({"op": "build"}, 10)
+    assert link.take_waited() >= 0.3 and link.take_waited() == 0.0
+    link.ask({"op": "build"}, 10)  # greeted: no wait any more
+    assert link.take_waited() < 0.3
+
+    class Judge:
+        def request(self, message, timeout, on_status):
+            if message["op"] == "hello":
+                return {"type": "ready", "environment": {}}
+            clock.sleep(0.35)
+            return {"type": "built", "ok": True, "subject_start": 0.3, "seconds": 0.0, "cache_hit": True}
+
+        def close(self):
+            pass
+
+    lane = Lane(Judge, {"op": "hello"})
+    lane.ready()
+    before = lane.waited["start-up"]
+    assert lane.build("add2", None) == ""
+    assert lane.waited["start-up"] - before == pytest.approx(0.3)
+    assert 0.0 <= lane.waited["build"] < 0.3
