@@ -6,6 +6,7 @@ that, and the next request starts a fresh one."""
 from __future__ import annotations
 
 import sys
+import time
 from typing import Any, Callable, Optional
 
 from cudabench.engine.workers import HELLO_TIMEOUT, ProcessWorker, Worker, WorkerLost
@@ -27,6 +28,7 @@ class SubjectLink:
         self._greeted: Optional[bool] = False  # None: a hello sent, not yet answered
         self._sent: dict[str, Any] = {}        # the hello last sent
         self.started = 0
+        self.waited = 0.0                      # seconds spent waiting for a subject process to start
 
     @classmethod
     def process(cls, hello: dict[str, Any], on_status: Callable[[str], None]) -> "SubjectLink":
@@ -49,13 +51,26 @@ class SubjectLink:
         worker = self.worker
         if self._greeted is True:
             return worker
+        start = time.perf_counter()
+        try:
+            self._greet(worker, timeout)
+        finally:
+            self.waited += time.perf_counter() - start
+        return worker
+
+    def take_waited(self) -> float:
+        """Seconds waited for subject processes to start since the last call (a warm worker's next run
+        can find the one started after the last run still starting: that is start-up, not build)."""
+        waited, self.waited = self.waited, 0.0
+        return waited
+
+    def _greet(self, worker: Worker, timeout: float) -> None:
         if self._greeted is None:  # the hello sent at launch: its answer first
             self._answered(lambda: worker.wait(min(timeout, HELLO_TIMEOUT), self.on_status))
         if self._greeted is not True or self._sent != self.hello:  # (a later run's hello since then)
             hello = self._sent = self.hello
             self._answered(lambda: worker.request(hello, min(timeout, HELLO_TIMEOUT), self.on_status))
         self._greeted = True
-        return worker
 
     def _answered(self, reply_of: Callable[[], dict[str, Any]]) -> None:
         try:

@@ -162,11 +162,13 @@ class Handler:
         try:
             reply = self.link.ask(protocol_request(Build(family.name, request.arch)), BUILD_TIMEOUT)
         except SubjectLost as lost:
-            return {"type": "built", "ok": False, "message": lost.reason}
+            return {"type": "built", "ok": False, "message": lost.reason, "subject_start": self.link.take_waited()}
+        waited = self.link.take_waited()  # the caller counts it as start-up
         if reply.get("type") == "error":
-            return {"type": "built", "ok": False, "message": str(reply.get("message"))}
+            return {"type": "built", "ok": False, "message": str(reply.get("message")), "subject_start": waited}
         self.families = self.families | {family.name}
-        return {"type": "built", "ok": True, **{k: reply[k] for k in ("seconds", "cache_hit", "arch", "directory")}}
+        return {"type": "built", "ok": True, "subject_start": waited,
+                **{k: reply[k] for k in ("seconds", "cache_hit", "arch", "directory")}}
 
     def _subject(self, request: SubjectRequest) -> dict[str, Any]:
         family = self.bench.registry.family(request.family)
