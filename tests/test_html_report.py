@@ -1,6 +1,7 @@
 """`cudabench report --html`: one self-contained page (no script, nothing fetched), the run's tables,
 its plots inside the page, the history section, and every name shown as written."""
 
+import dataclasses
 import os
 import shutil
 from html.parser import HTMLParser
@@ -97,6 +98,8 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 @pytest.mark.skipif(CHROMIUM is None, reason="no Chromium here (CI): the page's structure is tested above")
 def test_the_page_opens_in_headless_chromium(tmp_path):
     """A real browser renders it from the file alone (no network), tables and images included."""
+    from cudabench.results.records.model import IntegrityCheck
+
     sync_api = pytest.importorskip("playwright.sync_api")
     pytest.importorskip("matplotlib")
     store = tmp_path / "s.db"
@@ -105,6 +108,16 @@ def test_the_page_opens_in_headless_chromium(tmp_path):
             opened.append(timex_sweep(speed), Provenance(f"{i:x}" * 40, False), f"2026-11-23T08:0{i}:00")
     out = tmp_path / "report.html"
     assert CliRunner().invoke(app, ["report", "--html", str(out), "--store", str(store)]).exit_code == 0
+    # the widest figures of a real attention sweep on the H100 (it scrolled at 821 px): milliseconds,
+    # hundreds of MiB, the longest names, an INVALID row
+    attention = {"B": 1, "H": 8, "N": 16384, "D": 128, "causal": 1}
+    wide = tmp_path / "attention.html"
+    flash = replace_integrity(measured("attention", attention, "attn-flash1", 1.827e-3, direction="fwdbwd",
+                                       timing="events"), IntegrityCheck("distribution", "fail", "wrong on outliers"))
+    sdpa = measured("attention", attention, "sdpa-efficient", 48.53e-3, role="baseline", direction="fwdbwd",
+                    timing="events")
+    wide.write_text(page(doc([dataclasses.replace(flash, peak_memory=33_600_000),
+                              dataclasses.replace(sdpa, peak_memory=557_800_000)])))
     flags = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
              "--disable-sync", "--no-first-run"]
     with sync_api.sync_playwright() as pw:
@@ -120,6 +133,9 @@ def test_the_page_opens_in_headless_chromium(tmp_path):
         widths = tab.eval_on_selector_all("img", "imgs => imgs.map(i => i.naturalWidth)")
         assert len(widths) == 2 and min(widths) > 100  # both plots decoded
         assert tab.locator("table").count() >= 3
+        tab.goto(wide.as_uri())
+        assert tab.evaluate("document.documentElement.scrollWidth") <= 800 and errors == []
+        tab.goto(out.as_uri())
         keep = os.environ.get("CUDABENCH_SCREENSHOT")  # e.g. docs/benchmarks/report-800px.png
         tab.screenshot(path=keep or str(tmp_path / "page.png"), full_page=True)
         browser.close()

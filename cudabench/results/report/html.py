@@ -30,11 +30,12 @@ img { max-width: 100%; border: 1px solid #ddd; } svg.bars { width: 100%; max-wid
 svg.bars text { font-size: 12px; font-family: system-ui, sans-serif; } .apart { font-size: 0.85em; color: #555; }
 """
 
-# (header, flat row key): what decides, in a width that fits 800 px; the reasons go under the table
-COLUMNS = (("subject", "subject"), ("role", "role"), ("dir", "direction"), ("status", "status"),
-           ("rel err", "rel_error"), ("median ±95% CI", "median"), ("n", "n"), ("peak memory", "peak_memory"),
-           ("timing", "timing"))
-TEXT_COLUMNS = {"subject", "role", "direction", "status", "timing"}
+# (header, flat row key): what decides, in a width that fits 800 px (one table per direction, under
+# its heading: a direction column took the width a real attention case then lacked); the reasons go
+# under the table
+COLUMNS = (("subject", "subject"), ("role", "role"), ("status", "status"), ("rel err", "rel_error"),
+           ("median ±95% CI", "median"), ("n", "n"), ("peak memory", "peak_memory"), ("timing", "timing"))
+TEXT_COLUMNS = {"subject", "role", "status", "timing"}
 BAR_WIDTH, LABEL_WIDTH, VALUE_WIDTH, ROW_HEIGHT = 360, 220, 140, 22  # the bar chart, in SVG pixels
 
 
@@ -46,8 +47,8 @@ class Figure:
 
 def page(doc: Mapping[str, Any], figures: Sequence[Figure] = (), history: Optional[Mapping[Any, Sequence[Any]]] = None,
          source: str = "", left_out: Sequence[str] = ()) -> str:
-    """The whole page for one results document: per case a bar chart of its subjects and its table,
-    then its plots (and why any is left out), then (optionally) history series."""
+    """The whole page for one results document: per case and direction a bar chart of its subjects and
+    their table, then its plots (and why any is left out), then (optionally) history series."""
     env = doc.get("environment") or {}
     parts = [f"<h1>cudabench results: {_e(env.get('gpu', ''))}</h1>",
              f"<p class=meta>{_e(_environment_line(env))}<br>command: <code>{_e(doc.get('command', ''))}</code>"
@@ -56,8 +57,8 @@ def page(doc: Mapping[str, Any], figures: Sequence[Figure] = (), history: Option
     for heading, rows in _groups(doc):
         parts.append(f"<h2>{_e(heading)}</h2>")
         for direction in dict.fromkeys(r["direction"] for r in rows):
-            parts.append(_bars([r for r in rows if r["direction"] == direction], direction))
-        parts.append(_table(rows))
+            these = [r for r in rows if r["direction"] == direction]
+            parts += [_bars(these, direction), _table(these)]
     for figure in figures:
         parts.append(f"<h2>{_e(figure.title)}</h2>")
         parts.append(f'<img alt="{_e(figure.title)}" src="data:image/png;base64,'
