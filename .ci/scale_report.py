@@ -77,14 +77,34 @@ def time_line(log: Path) -> tuple[Optional[float], dict[str, float]]:
     return (float(head.group(1)) if head else None), phases
 
 
+def recorded_split(doc: dict) -> tuple[Optional[float], dict[str, float]]:
+    """The same from the results file's `run_time` (written since 2026-11-26): the lanes' waits and
+    the results' phases, the rest as other, per GPU. (None, {}) for a file without it."""
+    run_time = doc.get("run_time")
+    if not run_time:
+        return None, {}
+    gpus = max(int(run_time.get("gpus", 1)), 1)
+    spent = dict(run_time.get("waited") or {})
+    for r in doc["results"]:
+        phases = r.get("phases") or {}
+        for name, seconds in (phases.items() if isinstance(phases, dict) else phases):
+            top = name.partition("/")[0]
+            spent[top] = spent.get(top, 0.0) + seconds
+    spent["other"] = max(0.0, run_time["wall"] * gpus - sum(spent.values()))
+    return run_time["wall"], {name: seconds / gpus for name, seconds in spent.items()}
+
+
 def load(folder: Path) -> dict[str, list[Run]]:
     sweeps: dict[str, list[Run]] = {}
     for path in sorted(folder.glob("*.json")):
         m = RUN_FILE.match(path.name)
         if not m:
             continue
-        wall, phases = time_line(folder / f"scale-{path.stem}.log")
-        run = Run(m["sweep"], m["mode"], int(m["repeat"]), json.loads(path.read_text())["results"], wall, phases)
+        doc = json.loads(path.read_text())
+        wall, phases = recorded_split(doc)
+        if wall is None:  # an older file: its log's time line
+            wall, phases = time_line(folder / f"scale-{path.stem}.log")
+        run = Run(m["sweep"], m["mode"], int(m["repeat"]), doc["results"], wall, phases)
         sweeps.setdefault(run.sweep, []).append(run)
     for runs in sweeps.values():
         runs.sort(key=lambda r: (MODES.index(r.mode), r.repeat))

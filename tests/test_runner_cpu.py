@@ -119,6 +119,7 @@ def test_an_invalid_subject_shows_no_figure_and_enters_no_speedup():
 def test_each_result_says_where_its_time_went_and_the_breakdown_adds_up(registry):
     from cudabench.measure.subject import INTEGRITY_PARTS, PHASES
     from cudabench.results.exporters.json_document import result_from_dict, result_to_dict
+    from cudabench.results.records.model import RunTime
 
     runner, results = cpu_run(registry, ["add2"], {"n": 64})
     timed = [r for r in results if r.measurement is not None]
@@ -131,14 +132,14 @@ def test_each_result_says_where_its_time_went_and_the_breakdown_adds_up(registry
         assert all(seconds >= 0 for seconds in phases.values())
         assert result_from_dict(result_to_dict(r)).phases == r.phases
     spent = sum(s for r in results for _, s in r.phases)
-    line = report.time_breakdown(results, wall=spent + 1.0, waited={"start-up": 0.5, "build": 0.0})
+    line = report.time_breakdown(results, RunTime(spent + 1.0, 1, (("start-up", 0.5), ("build", 0.0))))
     assert line.startswith(f"time: {spent + 1.0:.1f} s wall") and "start-up 0.5 s" in line
     assert line.endswith("other 0.5 s") and "timed sampling" in line
     from dataclasses import replace
 
     parts = replace(timed[0], phases=(("sampling", 1.0), ("integrity", 0.25), ("integrity/judged calls", 0.5),
                                       ("integrity/shapes", 0.25)))
-    line = report.time_breakdown([parts], wall=2.0, waited={})
+    line = report.time_breakdown([parts], RunTime(2.0))
     assert "sampling 1.0 s, integrity 1.0 s (judged calls 0.5, shapes 0.2, rest 0.2), other 0.0 s" in line
 
 
@@ -170,3 +171,23 @@ def test_tables_are_grouped_per_gpu_model_and_skips_join_their_case():
     assert made[0].row_count == 3  # the skip sits with its case, on the model the case ran on
     one_model = report.tables([replace(r, gpu="NVIDIA H200") for r in results[:2]])
     assert [t.title for t in one_model] == ["timex  B=32,C=768,T=768  float32"]
+
+
+def test_the_results_file_keeps_where_the_run_time_went(registry, tmp_path):
+    """The time line is in the results file too (scale reports read it there, `show` prints it)."""
+    import json
+
+    from cudabench.cli.run import execute
+    from cudabench.cli.run_outputs import Outputs
+    from cudabench.engine.plan import planned_run
+    from cudabench.engine.suite_file import TimingPolicy
+
+    options = RunOptions(rule=FixedCount(5), warmup=Warmup(1, 0))
+    tasks = [replace(t, variants=()) for t in plan(registry, ["add2"], {"n": 64}, options)]
+    runner = inline_runner(options, timer_factory=lambda name: FakeTimer())
+    out = tmp_path / "r.json"
+    execute(runner, planned_run(tasks), Outputs(out, None, None), "cudabench run -k add2",
+            TimingPolicy(timing="sync", cold=False))
+    doc = json.loads(out.read_text())
+    assert doc["complete"] is True and doc["run_time"]["gpus"] == 1 and doc["run_time"]["wall"] > 0
+    assert set(doc["run_time"]["waited"]) == {"start-up", "build"}  # pairs are written as an object

@@ -3,6 +3,8 @@
 import importlib.util
 import json
 import sys
+
+import pytest
 from pathlib import Path
 
 SCRIPT = Path(__file__).resolve().parent.parent / ".ci" / "scale_report.py"
@@ -66,3 +68,16 @@ def test_a_folder_without_results_files_is_one_clear_line(tmp_path, capsys):
     with pytest.raises(SystemExit) as stop:
         script().main([str(tmp_path)])
     assert "no results files" in str(stop.value)
+
+
+def test_the_results_files_run_time_is_read_before_any_log(tmp_path):
+    """A run's file written since the time line was kept in it needs no log."""
+    runs = {"one-1": ([result("a", "k1", 100e-6, 0, seconds=6.0)], 10.0, 1),
+            "all-1": ([result("a", "k1", 100e-6, 0, seconds=3.0), result("b", "k1", 1e-3, 1, seconds=3.0)], 4.0, 2)}
+    for name, (results, wall, gpus) in runs.items():
+        (tmp_path / f"timex-sweep-{name}.json").write_text(json.dumps(
+            {"results": results, "run_time": {"wall": wall, "gpus": gpus, "waited": {"start-up": 1.0, "build": 0.0}}}))
+    one, every = script().load(tmp_path)["timex-sweep"]
+    assert one.wall == 10.0 and one.phases["start-up"] == 1.0 and one.phases["other"] == pytest.approx(3.0)
+    assert every.wall == 4.0 and every.phases["sampling"] == pytest.approx(1.5)   # 3 GPU-s over 2 GPUs
+    assert every.phases["other"] == pytest.approx((8.0 - 1.0 - 6.0) / 2)

@@ -20,9 +20,9 @@ from cudabench.results.compare.render import to_json, to_markdown as verdicts_ma
 from cudabench.results.compare.verdicts import compare_documents
 from cudabench.results.exporters.csv_file import to_csv
 from cudabench.results.exporters.json_document import (json_safe, check_document, document, load_results, result_from_dict,
-                                      write_json_atomic)
+                                      write_json_atomic, run_time_from)
 from cudabench.results.exporters.markdown_file import to_markdown
-from cudabench.results.records.model import Check, IntegrityCheck
+from cudabench.results.records.model import Check, IntegrityCheck, RunTime
 from cudabench.results.plots.sweep import sweep_panels
 from synthetic import ENV, doc, measured, skipped, timex_sweep
 
@@ -185,6 +185,11 @@ def test_a_document_round_trips_unchanged_in_meaning(tmp_path):
     assert [result_from_dict(r) for r in loaded["results"]] == results
     assert {k: v for k, v in loaded.items() if k != "results"} == {k: v for k, v in original.items() if k != "results"}
     assert loaded == original  # as plain data too: nothing added, nothing lost
+    ended = document(results, ENV, run_time=RunTime(12.5, 4, (("start-up", 2.0), ("build", 0.5))))
+    write_json_atomic(tmp_path / "ended.json", ended)
+    assert load_results(tmp_path / "ended.json") == ended
+    assert run_time_from(ended) == RunTime(12.5, 4, (("start-up", 2.0), ("build", 0.5)))
+    assert run_time_from(original) is None
 
 
 def test_non_finite_figures_round_trip(tmp_path):

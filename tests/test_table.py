@@ -73,6 +73,14 @@ def test_show_prints_a_results_file_as_run_did(tmp_path):
     assert wide.exit_code == 0 and "IQR" in wide.output
     missing = CliRunner().invoke(app, ["show", str(tmp_path / "none.json")])
     assert missing.exit_code == 2 and "Traceback" not in missing.output
+    assert "time:" not in res.output  # the file has no run time (an older one, or cut short)
+    from cudabench.results.exporters.json_document import document
+    from cudabench.results.records.model import RunTime
+    from synthetic import ENV
+
+    write_json_atomic(path, document(results(), ENV, run_time=RunTime(30.0, 2, (("start-up", 1.5),))))
+    timed = CliRunner().invoke(app, ["show", str(path)])
+    assert "time: 30.0 s wall on 2 GPUs (60.0 GPU-seconds)" in timed.output and "start-up 1.5 s" in timed.output
 
 
 @pytest.mark.parametrize("columns", ["80", "130"])

@@ -260,7 +260,7 @@ def show(
     """Print a results file's tables and notes the way `run` printed them: read a CI log's or a
     colleague's run without a GPU."""
     from cudabench.results.report import terminal as report
-    from cudabench.results.exporters.json_document import load_results, result_from_dict
+    from cudabench.results.exporters.json_document import load_results, result_from_dict, run_time_from
     from cudabench.results.records.model import Environment
 
     doc = load_results(results, allow_stdin=True)
@@ -272,5 +272,8 @@ def show(
         out.print_table(table)
     for line in report.notes(runs):
         say(line, console=out)
+    run_time = run_time_from(doc)
+    if run_time is not None and runs:
+        detail(report.time_breakdown(runs, run_time))
     if not doc.get("complete", True):
         say(("note: ", "yellow"), "this run did not finish: what it did not reach is missing.", console=err)

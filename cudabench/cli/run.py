@@ -197,6 +197,7 @@ def execute(runner: Any, planned: Any, outputs: Outputs, command: str, policy: A
     `started`: when the command began (perf_counter), for the time breakdown."""
     from cudabench.results.report import terminal as report
     from cudabench.results.exporters.json_document import document
+    from cudabench.results.records.model import RunTime
 
     hashes = dict(planned.source_hashes)
     env: list = []
@@ -222,15 +223,15 @@ def execute(runner: Any, planned: Any, outputs: Outputs, command: str, policy: A
             interrupted = True
         finally:
             runner.close()  # workers end here, before the tables, also on Ctrl-C
+    run_time = RunTime(time.perf_counter() - started, runner.gpu_count, tuple(runner.waited.items()))
     for table in report.tables(runner.results, wide):
         out.print_table(table)
     print_notes(runner, runner.options, policy)
     if runner.results:
-        detail(report.time_breakdown(runner.results, time.perf_counter() - started, runner.waited,
-                                     runner.gpu_count))
+        detail(report.time_breakdown(runner.results, run_time))
     if env:
-        outputs.save(document(runner.results, env[0], command, runner.seed, hashes, complete=not interrupted),
-                     final=True)
+        outputs.save(document(runner.results, env[0], command, runner.seed, hashes, complete=not interrupted,
+                              run_time=run_time), final=True)
     outputs.tell()
     missing = outputs.missing()
     if missing and not interrupted:

@@ -32,7 +32,7 @@ from cudabench.errors import ConfigError
 from cudabench.files import parse_json, read_input
 from cudabench.outputs import write_text_atomic
 from cudabench.results.records.codec import from_data, to_data
-from cudabench.results.records.model import Case, Environment, Measurement, Result
+from cudabench.results.records.model import Case, Environment, Measurement, Result, RunTime
 from cudabench.spec.family import Family
 
 SCHEMA = "cudabench.results"
@@ -68,10 +68,11 @@ def measurement_from_dict(m: Mapping[str, Any]) -> Measurement:
 
 def document(results: Iterable[Result], env: Environment, command: str = "",
              seed: Optional[int] = None, source_hashes: Optional[Mapping[str, str]] = None,
-             complete: bool = True) -> dict[str, Any]:
+             complete: bool = True, run_time: Optional[RunTime] = None) -> dict[str, Any]:
     """The whole results document; `source_hashes` maps family names to `source_hash(family)`;
-    `complete` is False for the copies written while the run goes on and for an interrupted run."""
-    return {
+    `complete` is False for the copies written while the run goes on and for an interrupted run;
+    `run_time`, once the run has ended, where its wall time went."""
+    doc = {
         "schema": SCHEMA,
         "schema_version": SCHEMA_VERSION,
         "command": command,
@@ -81,6 +82,15 @@ def document(results: Iterable[Result], env: Environment, command: str = "",
         "source_hashes": dict(source_hashes or {}),
         "results": [result_to_dict(r) for r in results],
     }
+    if run_time is not None:
+        doc["run_time"] = to_data(run_time)
+    return doc
+
+
+def run_time_from(doc: Mapping[str, Any]) -> Optional[RunTime]:
+    """A document's run time, None where it has none (an older file, a run cut short)."""
+    data = doc.get("run_time")
+    return from_data(RunTime, data) if data else None
 
 
 def source_hash(family: Family) -> str:

@@ -238,6 +238,15 @@ class Environment:
     settings: tuple[tuple[str, str], ...] = field(default_factory=tuple)
 
 
+@dataclass(frozen=True)
+class RunTime:
+    """Where a run's wall time went, beyond each result's own phases: what its `time:` line says."""
+
+    wall: float                                    # seconds, from the command's start to its last result
+    gpus: int = 1                                  # the lanes it ran on (its GPU-seconds are wall x gpus)
+    waited: tuple[tuple[str, float], ...] = ()     # seconds the lanes waited: start-up, build
+
+
 def noisy(reason: str) -> bool:
     """True when sampling gave up before the precision target was met."""
     return "> target" in reason

@@ -79,13 +79,17 @@ class Document(_Record):
     complete: bool = True
     environment: model_of(model.Environment)  # type: ignore[valid-type]
     source_hashes: dict[str, str]
+    run_time: Optional[model_of(model.RunTime)] = None  # type: ignore[valid-type]  # older files lack it
     results: list[model_of(model.Result)]  # type: ignore[valid-type]
 
 
 def normalised(doc: Any) -> dict[str, Any]:
     """`doc` as plain data with every field present and typed (NaN strings read as floats);
     raises pydantic's ValidationError where it does not match the schema."""
-    return Document.model_validate(doc).model_dump(by_alias=True)
+    data = Document.model_validate(doc).model_dump(by_alias=True)
+    if data.get("run_time") is None:
+        data.pop("run_time", None)  # an older file, or a copy written before the run ended: as it was
+    return data
 
 
 # ---- messages -------------------------------------------------------------------------------------

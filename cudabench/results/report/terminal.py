@@ -9,7 +9,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from cudabench.results.records.model import TIMINGS, Environment, Result, noisy, sm_clock, throttle_warning
+from cudabench.results.records.model import TIMINGS, Environment, Result, RunTime, noisy, sm_clock, throttle_warning
 from cudabench.results.records.stats import speedup, throughput
 from cudabench.results.units import fmt_bytes, fmt_error, fmt_share, fmt_time
 
@@ -235,12 +235,13 @@ def isolation_line(results: Sequence[Result], workers: int, integrity: bool) -> 
 BREAKDOWN = ("start-up", "build", "inputs", "reference", "check", "warm-up", "sampling", "integrity")
 
 
-def time_breakdown(results: Sequence[Result], wall: float, waited: dict[str, float], gpus: int = 1) -> str:
+def time_breakdown(results: Sequence[Result], run_time: RunTime) -> str:
     """Where the run's wall time went: the waits for workers to start and build, then each phase
     summed over the subjects (measure.subject.PHASES; integrity with its parts beside it), and the
     rest (planning, messages, saving results, tables; with several GPUs also a GPU's idle time) as
     other. With several GPUs the total is wall time × GPUs."""
-    spent, parts_of = dict(waited), {}
+    wall, gpus = run_time.wall, run_time.gpus
+    spent, parts_of = dict(run_time.waited), {}
     for r in results:
         for name, seconds in r.phases:
             top, _, part = name.partition("/")
