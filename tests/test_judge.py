@@ -219,8 +219,8 @@ def test_the_state_guard_sees_the_standard_json_and_the_watched_objects_and_modu
 
     guard, reader, extension = StateGuard(cuda=False), Reader(), types.ModuleType("timex_ext")
     extension.forward = abs
-    guard.watch(reader)
-    guard.watch(extension)
+    guard.objects.watch(reader)
+    guard.objects.watch(extension)
     dumps = json.dumps
     json.dumps = lambda *a, **k: "{}"
     reader.read = lambda: "forged"
@@ -233,6 +233,32 @@ def test_the_state_guard_sees_the_standard_json_and_the_watched_objects_and_modu
     assert json.dumps is dumps and type(reader) is Reader and reader.read() == "request"
     assert extension.forward is abs and not hasattr(extension, "added")
     assert not guard.restore()  # pristine again
+    reader.cache = "made by the harness"
+    guard.objects.accept(reader, "cache")  # the harness's own change: compared from now on
+    assert not guard.restore()
+    reader.cache = "replaced"
+    assert guard.restore().patched == (f"{label}.cache",) and reader.cache == "made by the harness"
+
+
+def test_an_extension_is_watched_from_the_moment_it_is_made(registry):
+    """Not from its family's first subject: a subject of another family could load it first and patch
+    it, or put a module of its own in the process's cache of loaded libraries."""
+    import types
+    from pathlib import Path
+
+    from cudabench.measure.blind import BlindRunner
+    from cudabench.spec import build
+
+    runner = BlindRunner(registry, "cpu")
+    loaded, path, made = {}, Path("/tmp/timex_abc.so"), types.ModuleType("timex_ext")
+    made.forward = abs
+    for tell in build.ON_LOAD:
+        tell(loaded, path, made)
+    made.forward = lambda x: x
+    loaded[path] = types.ModuleType("forged")
+    patched = runner.guard.restore().patched
+    assert set(patched) >= {"timex_ext.forward", f"the loaded extension {path}"}
+    assert loaded[path] is made and made.forward is abs
 
 
 def test_replacing_a_pytorch_function_a_later_subject_uses_is_seen_and_undone(registry):

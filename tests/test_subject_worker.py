@@ -83,3 +83,28 @@ def test_the_subject_process_runs_its_code_under_the_module_name_the_state_guard
     assert out.returncode == 0, out.stderr
     imported = {line.rsplit("|", 1)[-1].strip() for line in out.stderr.splitlines() if "|" in line}
     assert "cudabench.engine.subject_worker" in imported
+
+
+def test_a_handle_replaced_during_a_request_answers_no_later_request():
+    """serve() takes the functions it calls once: a subject that replaces the handler's `handle` (on
+    the object or its class) cannot get between the judge's next request and its reply, nor take
+    itself out of the state guard's report in it."""
+    import io
+
+    from cudabench.engine.channel import serve
+
+    class Handler:
+        def handle(self, request):
+            forged = lambda *args: {"type": "forged"}  # noqa: E731
+            self.handle = forged
+            type(self).handle = forged
+            return {"type": "real", "n": request["n"]}
+
+    class Pipe:
+        sent = []
+
+        def send(self, message):
+            self.sent.append(message)
+
+    serve(Pipe(), Handler(), io.StringIO('{"n": 1}\n\n{"n": 2}\n{"op": "exit"}\n{"n": 3}\n'))
+    assert Pipe.sent == [{"type": "real", "n": 1}, {"type": "real", "n": 2}]

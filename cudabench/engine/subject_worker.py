@@ -10,6 +10,7 @@ protocol.py), as the judge's does."""
 from __future__ import annotations
 
 import gc
+import json
 import os
 import select
 import sys
@@ -87,6 +88,7 @@ class SubjectHandler:
         prepare_process(self.device, hello)
         if self.runner is not None:  # a warm worker's next run: the same runner, its state guard
             self.runner.registry = registry  # snapshot of the pristine process kept, reads the folders again
+            self.runner.guard.objects.accept(self.runner, "registry")
             return {"type": "ready", "pid": os.getpid()}
         if self.device == "cuda":
             # autograd's device threads start at the first CUDA backward: now, so none is a subject's
@@ -95,10 +97,11 @@ class SubjectHandler:
             torch.cuda.synchronize()
         self.runner = BlindRunner(registry, self.device, self.timer_factory or make_timer, on_status=self.on_status)
         self.runner.modules.update(self.modules)
-        guard = self.runner.guard
-        guard.watch(self)
+        watched = self.runner.guard.objects
+        watched.watch(self)
         for companion in self.companions:
-            guard.watch(companion, changing=("pending",))  # what a line read left over
+            if companion is not None:
+                watched.watch(companion, changing=("pending",))  # what a line read left over
         # Every open collects garbage (the last subject's mapped blocks are freed only then). A full
         # collection walks torch's whole heap: 80 ms a subject on the H200, 4 s of a 45-subject sweep.
         # What exists now is the harness's start-up, never garbage: set aside, a collection walks
@@ -148,12 +151,16 @@ class SpinningLines:
 
 
 def main() -> None:
-    from cudabench.engine.worker import Channel, preload, serve
+    from cudabench.engine.channel import Channel, serve
+    from cudabench.engine.worker import preload
 
     channel = Channel()
     handler = SubjectHandler(on_status=lambda text: channel.send({"type": "status", "text": text}))
     requests = SpinningLines(sys.stdin.fileno())
-    handler.companions = (channel, channel.stream, requests)
+    stream = channel.stream  # what writes the replies, down to the file: json's coders, the buffers
+    handler.companions = (channel, stream, getattr(stream, "buffer", None), getattr(getattr(stream, "buffer", None),
+                                                                                  "raw", None),
+                          requests, json._default_encoder, json._default_decoder)
     try:
         preload()
         serve(channel, handler, requests)

@@ -24,10 +24,11 @@ import os
 import socket
 import sys
 from pathlib import Path
-from typing import Any, Callable, Optional, TextIO
+from typing import Any, Callable, Optional
 
 from cudabench import nvtx
-from cudabench.engine.protocol import (Build, Hello, Profile, SubjectRequest, SyncModes, Transfer, encode,
+from cudabench.engine.channel import Channel, serve
+from cudabench.engine.protocol import (Build, Hello, Profile, SubjectRequest, SyncModes, Transfer,
                                        read_request)
 from cudabench.engine.protocol import request as protocol_request
 from cudabench.errors import CudabenchError
@@ -159,6 +160,7 @@ class Handler:
         from cudabench.measure.judge import SubjectLost
 
         family = self.bench.registry.family(request.family)
+        self.link.take_waited()  # an earlier wait (after a lost subject, say) is not this build's
         try:
             reply = self.link.ask(protocol_request(Build(family.name, request.arch)), BUILD_TIMEOUT)
         except SubjectLost as lost:
@@ -260,37 +262,7 @@ def _plain(record: Any) -> dict[str, Any]:
 
 # ---- the process ---------------------------------------------------------------------------------
 
-class Channel:
-    """Messages on the original stdout; fd 1 then points at stderr for everything else."""
-
-    def __init__(self) -> None:
-        sys.stdout.flush()
-        self.stream: TextIO = os.fdopen(os.dup(1), "w", buffering=1)
-        os.dup2(2, 1)
-
-    def send(self, message: dict[str, Any]) -> None:
-        self.stream.write(encode(message))
-        self.stream.flush()
-
-
 BUILD_TIMEOUT = 1800.0
-
-
-def serve(channel: Channel, handler: Any, requests: TextIO) -> None:
-    for line in requests:
-        if not line.strip():
-            continue
-        try:
-            request = json.loads(line)
-        except ValueError:
-            channel.send({"type": "error", "message": f"unreadable request {line[:100]!r}"})
-            continue
-        if request.get("op") == "exit":
-            return
-        reply = handler.handle(request)
-        channel.send(reply)
-        if reply.get("healthy") is False:
-            return  # a broken CUDA context: exit, the parent starts a fresh worker
 
 
 def preload() -> None:

@@ -201,10 +201,11 @@ class InlineWorker:
 
     def __init__(self, handler: Any) -> None:
         self.handler = handler
+        self.handle = type(handler).handle  # taken once, as serve() does in a worker process
 
     def request(self, message: dict[str, Any], timeout: float, on_status: Status = lambda s: None) -> dict[str, Any]:
         self.handler.on_status = on_status
-        return self.handler.handle(message)
+        return self.handle(self.handler, message)
 
     def close(self) -> None:
         pass

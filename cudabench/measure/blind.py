@@ -46,6 +46,7 @@ from cudabench.results.exporters.json_document import measurement_to_dict
 from cudabench.results.records.model import Case
 from cudabench.results.records.stats import summarize
 from cudabench.measure.threads import thread_watch
+from cudabench.spec import build as build_module
 from cudabench.spec.build import build
 from cudabench.spec.family import Family
 from cudabench.spec.registry import Registry
@@ -105,7 +106,9 @@ class BlindRunner:
         self.threads = thread_watch()  # before the guard's snapshot, which then protects it
         self.guard = StateGuard(cuda=device == "cuda")
         # what a subject leaves in its place is compared; these change from one subject to the next
-        self.guard.watch(self, changing=("subject", "_flusher", "_held_from", "registry"))
+        # (the registry and the flusher are set by the harness only, which says so: see accept)
+        self.guard.objects.watch(self, changing=("subject", "_held_from"))
+        build_module.ON_LOAD.append(self.guard.objects.watch_loaded)  # each extension as it is made
 
     # ---- helpers ---------------------------------------------------------------------------------
 
@@ -119,14 +122,13 @@ class BlindRunner:
         # built or not, asked each time: the sources' content decides which library runs, so an edit
         # between two subjects of a warm process is what the second one runs
         with nvtx.range(f"build {family.name}", "build"):
-            module = build(family, arch).module
-        self.guard.watch(module)  # as first loaded: what a later subject of the family must find
-        return module
+            return build(family, arch).module
 
     def flusher(self) -> L2Flusher:
         if self._flusher is None:
             props = torch.cuda.get_device_properties(torch.cuda.current_device())
             self._flusher = L2Flusher(int(getattr(props, "L2_cache_size", 0)) or 64 << 20)
+            self.guard.objects.accept(self, "_flusher")  # made once: a subject's replacement shows
         return self._flusher
 
     def _opened(self) -> Opened:
@@ -315,6 +317,7 @@ class BlindRunner:
         sys.setprofile(None)
         threads = self.threads.running() if s is not None else []
         self.close()
+        del s  # the subject's outputs and a graph's pool go with it, before the release
         if self.device == "cuda":
             release_cached()  # a warm process between runs holds no subject's peak
         return {"patched": list(leftover.patched) + hooks, "changed": list(leftover.changed), "threads": threads}

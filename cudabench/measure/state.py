@@ -19,6 +19,7 @@ from __future__ import annotations
 import ctypes
 import inspect
 import json
+import json.encoder
 import sys
 import threading
 import time
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from cudabench.device import nvml_loaded
+from cudabench.measure.watched import WatchedObjects
 
 CU_LIMIT_PERSISTING_L2_CACHE_SIZE = 0x06  # CUlimit in cuda.h
 
@@ -55,6 +57,12 @@ def _harness_functions() -> dict[str, tuple[Any, str, Any]]:
         # the subject process's replies to the judge are written and its requests read with these
         "json.dumps": (json, "dumps"),
         "json.loads": (json, "loads"),
+        "json.JSONEncoder.encode": (json.JSONEncoder, "encode"),
+        "json.JSONEncoder.iterencode": (json.JSONEncoder, "iterencode"),
+        "json.JSONDecoder.decode": (json.JSONDecoder, "decode"),
+        "json.JSONDecoder.raw_decode": (json.JSONDecoder, "raw_decode"),
+        "json.encoder.c_make_encoder": (json.encoder, "c_make_encoder"),
+        "json.encoder.encode_basestring_ascii": (json.encoder, "encode_basestring_ascii"),
     }
     return {name: (owner, attr, getattr(owner, attr)) for name, (owner, attr) in owners.items()}
 
@@ -229,15 +237,7 @@ class StateGuard:
         self.pristine = {name: read() for name, (read, _) in self.settings.items()}
         self._cleared = False            # the persisting-L2 limit was set to 0 for this subject
         self.persisting_set = 0          # the largest limit the subject set while it was held at 0
-        self.objects: dict[int, tuple[Any, type, dict[str, Any], frozenset[str]]] = {}
-
-    def watch(self, obj: Any, changing: tuple[str, ...] = ()) -> None:
-        """Compare this object's own attributes (all but `changing`) and its class from now on: the
-        harness's long-lived objects (the request handler, the runner, the pipe's reader), whose
-        methods a subject could replace on the object itself, and the built extension modules, whose
-        functions a subject could replace under a later subject of the same family."""
-        if id(obj) not in self.objects and hasattr(obj, "__dict__"):  # a family with no sources has None
-            self.objects[id(obj)] = (obj, type(obj), dict(vars(obj)), frozenset(changing))
+        self.objects = WatchedObjects()  # the harness's long-lived objects, added as they are made
 
     def clear_persisting_l2(self) -> None:
         """Before each cold-timed call: the persisting-L2 limit to 0 (whatever set it: the subject,
@@ -292,7 +292,7 @@ class StateGuard:
                 patched.append(name)
             else:  # a module imported since the snapshot: taken as it is
                 self.members[name] = (owner, attr, value)
-        patched += self._restore_objects()
+        patched += self.objects.restore()
         changed = []
         for name, (read, write) in self.settings.items():
             now = read()
@@ -304,25 +304,6 @@ class StateGuard:
             changed.append(f"persisting-L2 limit: raised to {_show(self.persisting_set)} during cold timing")
         self._cleared, self.persisting_set = False, 0
         return Leftover(tuple(patched), tuple(changed))
-
-
-    def _restore_objects(self) -> list[str]:
-        patched = []
-        for obj, cls, pristine, changing in self.objects.values():
-            label = getattr(obj, "__name__", None) if inspect.ismodule(obj) else f"{cls.__module__}.{cls.__qualname__}()"
-            if type(obj) is not cls:
-                obj.__class__ = cls
-                patched.append(f"{label}.__class__")
-            now = vars(obj)
-            for attr in (set(now) | set(pristine)) - changing:
-                if now.get(attr, _MISSING) is pristine.get(attr, _MISSING):
-                    continue
-                if attr in pristine:
-                    now[attr] = pristine[attr]
-                else:
-                    del now[attr]
-                patched.append(f"{label}.{attr}")
-        return patched
 
 
 def _show(value: Any) -> str:

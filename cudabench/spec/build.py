@@ -14,7 +14,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional
 
 from cudabench.errors import BuildError, NoGPUError, ShapeError
 from cudabench import tools
@@ -153,6 +153,7 @@ def folder_key(family: Family, arch: str, flags: tuple[str, ...]) -> str:
 PYTHON_API_VERSION = 1013  # the C API's PYTHON_API_VERSION, unchanged since Python 2.4
 KEEP_LOADED = 8  # content-named libraries kept per build folder
 _LOADED: dict[Path, Any] = {}  # loaded library -> its module, once per process
+ON_LOAD: list[Callable[[dict, Path, Any], None]] = []  # told of each module as it is made (the state guard)
 
 
 def build(family: Family, arch: Optional[str] = None, verbose: bool = False) -> BuildResult:
@@ -262,6 +263,8 @@ def _load(name: str, path: Path) -> Any:
             if api.PyModule_ExecDef(made, ctypes.cast(init(), ctypes.py_object).value) != 0:
                 raise BuildError(f"{path} failed to initialise.", "Delete it and build again.")
         _LOADED[path] = made
+        for tell in ON_LOAD:
+            tell(_LOADED, path, made)
     return _LOADED[path]
 
 

@@ -339,7 +339,8 @@ def bind_patch_timer(ext):
 def bind_patch_worker(ext):
     """Computes honestly and finds the subject process's request handler up its own call stack, then
     replaces its `handle` on the object itself (and the class of the worker's `__main__`, as run with
-    -m) with one that halves every figure it replies to the judge."""
+    -m) with one that halves every figure it replies to the judge and takes itself out of the state
+    guard's report."""
 
     def halve(handle):
         def forged(request):
@@ -348,6 +349,8 @@ def bind_patch_worker(ext):
                 reply["sample"] /= 2
             if isinstance(reply.get("samples"), list):
                 reply["samples"] = [v / 2 if isinstance(v, float) else v for v in reply["samples"]]
+            if isinstance(reply.get("patched"), list):  # and hides itself from the state guard's report
+                reply["patched"] = [name for name in reply["patched"] if "SubjectHandler" not in name]
             return reply
 
         forged.hostile = True
