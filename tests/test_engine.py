@@ -311,3 +311,36 @@ def test_waiting_for_a_fresh_subject_process_is_start_up_not_build():
     assert lane.build("add2", None) == ""
     assert lane.waited["start-up"] - before == pytest.approx(0.3)
     assert 0.0 <= lane.waited["build"] < 0.3
+
+
+def test_a_lane_asked_for_its_worker_after_the_run_was_closed_starts_none_that_outlives_it():
+    """Ctrl-C while a lane's launch was still reaching its worker: the launch closes what it got, and
+    a lane thread that then asks for the worker gets an error, not a second worker nobody closes."""
+    import threading
+
+    from cudabench.engine.lane import Lane, WorkerStartError
+
+    reached, started, closed = threading.Event(), [], []
+
+    class Fake:
+        def __init__(self):
+            self.n = len(started)
+            started.append(self.n)
+
+        def send(self, message):
+            pass
+
+        def close(self):
+            closed.append(self.n)
+
+    def start():
+        reached.wait(10)
+        return Fake()
+
+    lane = Lane(start, {"op": "hello"})
+    lane.launch()
+    lane.close()
+    reached.set()
+    with pytest.raises(WorkerStartError):
+        lane.ready()
+    assert sorted(started) == sorted(closed)  # every worker started was closed

@@ -145,3 +145,30 @@ def test_a_subject_taken_by_a_gpu_that_then_cannot_restart_goes_to_another(regis
         results = runner.run(tasks(registry, [names]))
     assert [r.subject for r in results] == names  # every subject recorded, none lost with GPU 0
     assert all(r.status == "ok" for r in results if r.subject != "exit")
+
+
+def test_a_subject_never_run_is_guessed_in_the_recorded_subjects_units(registry):
+    """A new subject's guess (one call's time) is scaled as the recorded ones compare with theirs, so it
+    does not wait behind every recorded subject; a cache that cannot be written costs only the record."""
+    from cudabench.engine import durations
+    from cudabench.engine.durations import Durations, subject_key
+    from cudabench.engine.plan import planned_run
+    from cudabench.errors import ConfigError
+
+    entries = list(enumerate(planned_run(tasks(registry, [["old"], ["new"]])).entries))
+    (_, old), (_, new) = entries
+    record = Durations()
+    record.known = {subject_key(old): 1000 * old.expected_seconds}  # 1000x its guess
+    ranked = [s.name for _, s in record.ranked(entries)]
+    assert ranked == ["new", "old"]  # new's guess is larger: scaled by the same 1000, it goes first
+
+    def unwritable(path, text):
+        raise ConfigError("cannot write")
+
+    record.took = {subject_key(old): 1.0}
+    original = durations.write_text_atomic
+    durations.write_text_atomic = unwritable
+    try:
+        record.save()  # no error: the run's results matter, not this record
+    finally:
+        durations.write_text_atomic = original

@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import statistics
 from pathlib import Path
 from typing import Iterable
 
 from cudabench.engine.plan import Planned, longest_first
+from cudabench.errors import CudabenchError
 from cudabench.outputs import write_text_atomic
 from cudabench.results.records.model import Result
 from cudabench.spec.build import cache_root
 
 # A subject makes about this many calls (warm-up, samples, judged calls, the CUPTI pass): the plan's
-# guess of one call's time times this is comparable with a recorded subject's seconds
+# guess of one call's time times this stands for its seconds while nothing is recorded
 CALLS_PER_SUBJECT = 60
 
 
@@ -48,9 +50,15 @@ class Durations:
         self.took: dict[str, float] = {}
 
     def ranked(self, queue: Iterable[tuple[int, Planned]]) -> list[tuple[int, Planned]]:
-        """The queue, longest expected first: by what each subject took last time, else by the guess."""
+        """The queue, longest expected first: by what each subject took last time, else by the guess
+        scaled as the recorded subjects of this queue compare with theirs (a guess of one call is
+        far below a subject's seconds, and a new subject must not wait behind every recorded one)."""
+        queue = list(queue)
+        ratios = [self.known[subject_key(s)] / s.expected_seconds for _, s in queue
+                  if subject_key(s) in self.known and s.expected_seconds > 0]
+        scale = statistics.median(ratios) if ratios else CALLS_PER_SUBJECT
         estimated = [(position, dataclasses.replace(s, expected_seconds=self.known.get(
-                        subject_key(s), s.expected_seconds * CALLS_PER_SUBJECT)))
+                        subject_key(s), s.expected_seconds * scale)))
                      for position, s in queue]
         return sorted(estimated, key=longest_first)
 
@@ -63,5 +71,5 @@ class Durations:
             return
         try:
             write_text_atomic(durations_file(), json.dumps({**_load(), **self.took}, sort_keys=True))
-        except OSError:
-            pass  # a read-only cache folder: the next run guesses again
+        except (OSError, CudabenchError):
+            pass  # a read-only cache folder: the next run guesses again; the run itself goes on

@@ -54,7 +54,7 @@ class Lane:
         lanes' workers do that at once, not one after another (a first `--gpus all` on four H100s
         spent 20 s starting them in turn)."""
         if self.worker is None and self._starting is None and self._launching is None:
-            self._closed, self._launch_error = False, None
+            self._launch_error = None
             self._launched_at = time.perf_counter()
             self._launching = threading.Thread(target=self._launch, daemon=True)
             self._launching.start()
@@ -99,7 +99,12 @@ class Lane:
         launched = self._starting is not None
         start = self._launched_at if launched and self._launched_at is not None else time.perf_counter()
         if not launched:
-            self._starting = self._start()
+            worker = self._start()
+            with self._lock:
+                if self._closed:  # the run was closed (Ctrl-C) while this one started
+                    worker.close()
+                    raise WorkerStartError("The run was stopped while its worker started.")
+                self._starting = worker
         worker = self._starting  # held there until it answers, so close() can end it meanwhile (Ctrl-C)
         try:
             if launched:

@@ -173,6 +173,7 @@ class Session(IntegrityPass, JudgedCalls):
 
     def release(self) -> None:
         self.mapped, self.mapped_grad, self.first_outputs, self._last_got = {}, None, {}, None
+        self.first = None  # its draw's tensors, before the judge hands cached memory back
         forget_inline()
 
     # ---- the steps ---------------------------------------------------------------------------------
