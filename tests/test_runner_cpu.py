@@ -191,3 +191,43 @@ def test_the_results_file_keeps_where_the_run_time_went(registry, tmp_path):
     doc = json.loads(out.read_text())
     assert doc["complete"] is True and doc["run_time"]["gpus"] == 1 and doc["run_time"]["wall"] > 0
     assert set(doc["run_time"]["waited"]) == {"start-up", "build"}  # pairs are written as an object
+
+
+def test_results_are_saved_in_the_background_and_coalesced():
+    """A lane hands its result in and goes on while the files are rewritten; results that come in
+    during a save go into one next save; close waits for the save in progress; a failed save is kept
+    for the final one to report."""
+    import threading
+    import time as clock
+
+    from cudabench.cli.run_outputs import BackgroundSaver
+
+    inside, release, saves = threading.Event(), threading.Event(), []
+
+    def save():
+        saves.append(len(saves))
+        inside.set()
+        assert release.wait(10)
+
+    saver = BackgroundSaver(save)
+    saver.changed()
+    assert inside.wait(10)          # the first save is under way, and blocked
+    for _ in range(5):
+        saver.changed()             # returns at once: no lane waits for a save
+    assert saves == [0]
+    inside.clear()
+    release.set()                   # the first ends; the five changes make one more save
+    assert inside.wait(10)
+    saver.close()                   # waits for what is in progress; nothing was asked since
+    assert saves == [0, 1]
+
+    def full():
+        raise OSError("disk full")
+
+    failing = BackgroundSaver(full)
+    failing.changed()
+    end = clock.monotonic() + 10
+    while failing.error is None and clock.monotonic() < end:
+        clock.sleep(0.01)
+    failing.close()
+    assert isinstance(failing.error, OSError)

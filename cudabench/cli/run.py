@@ -195,20 +195,27 @@ def execute(runner: Any, planned: Any, outputs: Outputs, command: str, policy: A
             started: Optional[float] = None, wide: bool = False) -> None:
     """Run the planned tasks in workers; print tables and notes; exit non-zero when a subject failed.
     `started`: when the command began (perf_counter), for the time breakdown."""
+    from cudabench.cli.run_outputs import BackgroundSaver
     from cudabench.results.report import terminal as report
-    from cudabench.results.exporters.json_document import document
+    from cudabench.results.exporters.json_document import document, result_to_dict
     from cudabench.results.records.model import RunTime
 
     hashes = dict(planned.source_hashes)
     env: list = []
+    encoded: dict[int, dict] = {}  # each result encoded once (runner.results holds them to the end)
 
-    def save() -> None:
-        if env:
-            outputs.save(document(runner.results, env[0], command, runner.seed, hashes, complete=False))
+    def current(complete: bool, run_time: Optional[RunTime] = None) -> dict:
+        results = list(runner.results)
+        for r in results:
+            if id(r) not in encoded:
+                encoded[id(r)] = result_to_dict(r)
+        return document([encoded[id(r)] for r in results], env[0], command, runner.seed, hashes, complete, run_time)
+
+    saver = BackgroundSaver(lambda: outputs.save(current(False)) if env else None)
 
     def on_result(result) -> None:
         progress.advance()
-        save()
+        saver.changed()
 
     interrupted = False
     started = time.perf_counter() if started is None else started
@@ -223,6 +230,7 @@ def execute(runner: Any, planned: Any, outputs: Outputs, command: str, policy: A
             interrupted = True
         finally:
             runner.close()  # workers end here, before the tables, also on Ctrl-C
+            saver.close()   # before the final save below
     run_time = RunTime(time.perf_counter() - started, runner.gpu_count, tuple(runner.waited.items()))
     for table in report.tables(runner.results, wide):
         out.print_table(table)
@@ -230,8 +238,7 @@ def execute(runner: Any, planned: Any, outputs: Outputs, command: str, policy: A
     if runner.results:
         detail(report.time_breakdown(runner.results, run_time))
     if env:
-        outputs.save(document(runner.results, env[0], command, runner.seed, hashes, complete=not interrupted,
-                              run_time=run_time), final=True)
+        outputs.save(current(not interrupted, run_time), final=True)
     outputs.tell()
     missing = outputs.missing()
     if missing and not interrupted:

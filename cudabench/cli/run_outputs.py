@@ -1,5 +1,5 @@
-"""Where a run's results go: the results files (JSON, CSV, Markdown), rewritten atomically after
-each result, standard output for one of them, and the results store, appended at the end."""
+"""Where a run's results go: the results files (JSON, CSV, Markdown), rewritten atomically as results
+come in (BackgroundSaver), standard output for one of them, and the results store, appended at the end."""
 
 # Imports inside the commands are deliberate: every command module is loaded at start-up (for
 # `cudabench --help` too), so each command imports what it uses when it runs.
@@ -9,10 +9,11 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Callable, Iterator, Optional
 
 from cudabench.cli.common import check_writable, detail, err, is_stdout, out, say
 from cudabench.errors import ShapeError
@@ -72,8 +73,8 @@ class Outputs:
         for path, text in ((self.json, None), (self.csv, to_csv), (self.markdown, to_markdown)):
             if path is None or (is_stdout(path) and not final):
                 continue  # standard output gets the whole document once, at the end
-            if text is None:
-                write_json_atomic(path, doc)  # `-` is written to stdout directly
+            if text is None:  # `-` is written to stdout directly; copies during the run compact (quicker)
+                write_json_atomic(path, doc, compact=not final)
             else:
                 write_text_atomic(path, text(doc))
         if final and self.store is not None:
@@ -108,6 +109,39 @@ class Outputs:
             detail(f"store: {self.store} (run {self.stored_as})")
         if self.store_problem:
             say(("warning: ", "yellow"), self.store_problem, console=err)
+
+
+class BackgroundSaver:
+    """Rewrites the results files as results come in, in a thread of its own: the lane that hands in a
+    result goes on at once, and results that come in during a save go into the next one. (Each lane
+    used to save in turn, holding the others: a save of 168 results takes about 0.2 s, 16 s over an
+    attention sweep.) A failed save is kept for the final one, which says it in the caller's thread."""
+
+    def __init__(self, save: Callable[[], None]) -> None:
+        self._save, self._wanted, self._stopping = save, threading.Event(), False
+        self.error: Optional[Exception] = None
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+
+    def changed(self) -> None:
+        self._wanted.set()
+
+    def _loop(self) -> None:
+        while True:
+            self._wanted.wait()
+            self._wanted.clear()
+            if self._stopping:
+                return
+            try:
+                self._save()
+            except Exception as exc:  # noqa: BLE001 - the final save, in the caller's thread, reports it
+                self.error = exc
+
+    def close(self) -> None:
+        """Stop after the save in progress, if any: the caller's final save comes next."""
+        self._stopping = True
+        self._wanted.set()
+        self._thread.join()
 
 
 def store_path(option: Optional[str]) -> Optional[Path]:

@@ -66,7 +66,7 @@ def measurement_from_dict(m: Mapping[str, Any]) -> Measurement:
     return from_data(Measurement, m)
 
 
-def document(results: Iterable[Result], env: Environment, command: str = "",
+def document(results: Iterable[Result | dict], env: Environment, command: str = "",
              seed: Optional[int] = None, source_hashes: Optional[Mapping[str, str]] = None,
              complete: bool = True, run_time: Optional[RunTime] = None) -> dict[str, Any]:
     """The whole results document; `source_hashes` maps family names to `source_hash(family)`;
@@ -80,7 +80,7 @@ def document(results: Iterable[Result], env: Environment, command: str = "",
         "complete": complete,
         "environment": to_data(env),
         "source_hashes": dict(source_hashes or {}),
-        "results": [result_to_dict(r) for r in results],
+        "results": [r if isinstance(r, dict) else result_to_dict(r) for r in results],  # a dict: encoded already
     }
     if run_time is not None:
         doc["run_time"] = to_data(run_time)
@@ -114,9 +114,10 @@ def json_safe(value: Any) -> Any:
     return value
 
 
-def write_json_atomic(path: Path | str, data: dict[str, Any]) -> None:
-    """The document as JSON (NaN and infinities as strings), written atomically (cudabench.outputs)."""
-    write_text_atomic(path, json.dumps(json_safe(data), indent=1) + "\n")
+def write_json_atomic(path: Path | str, data: dict[str, Any], compact: bool = False) -> None:
+    """The document as JSON (NaN and infinities as strings), written atomically (cudabench.outputs);
+    `compact` on one line (json's C encoder: four times quicker than indented)."""
+    write_text_atomic(path, json.dumps(json_safe(data), indent=None if compact else 1) + "\n")
 
 
 # ---- reading --------------------------------------------------------------------------------------
