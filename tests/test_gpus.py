@@ -2,6 +2,7 @@
 parsing, and the scheduler handing subjects to one stand-in worker per fake GPU
 (tests/fake_worker.py)."""
 
+import dataclasses
 import json
 import os
 import sys
@@ -110,16 +111,20 @@ def test_longest_expected_first(registry):
 
 def test_a_subject_that_took_longest_last_time_starts_first_next_time(registry):
     """The plan's guess is the same for every subject of a case; what each took is kept between runs."""
-    from cudabench.engine.durations import Durations, durations_file
+    from cudabench.engine.durations import Durations, durations_file, run_context
     from cudabench.engine.plan import planned_run
 
     names = [["a", "b", "sleep-0.4", "c"]]
     first = [s.name for _, s in Durations().ranked(enumerate(planned_run(tasks(registry, names)).entries))]
     assert first[0] == "a"  # nothing known yet: equal guesses, plan order
-    run(registry, [H200_0, H200_1], names)
-    assert json.loads(durations_file().read_text())["add2[n=64]/fwd|variant|sleep-0.4"] == 0.4
-    ranked = [s.name for _, s in Durations().ranked(enumerate(planned_run(tasks(registry, names)).entries))]
+    _, runner = run(registry, [H200_0, H200_1], names)
+    context = run_context(runner.options)
+    assert json.loads(durations_file().read_text())[f"{context}|add2[n=64]/fwd|variant|sleep-0.4"] == 0.4
+    ranked = [s.name for _, s in Durations(context).ranked(enumerate(planned_run(tasks(registry, names)).entries))]
     assert ranked[0] == "sleep-0.4"
+    other = run_context(dataclasses.replace(runner.options, integrity=False))
+    assert other != context  # a run of other settings keeps its own records
+    assert [s.name for _, s in Durations(other).ranked(enumerate(planned_run(tasks(registry, names)).entries))][0] == "a"
     durations_file().write_text("{not json")  # a broken file is only a lost guess
     assert len(Durations().ranked(enumerate(planned_run(tasks(registry, names)).entries))) == 4
 
@@ -151,21 +156,21 @@ def test_a_subject_never_run_is_guessed_in_the_recorded_subjects_units(registry)
     """A new subject's guess (one call's time) is scaled as the recorded ones compare with theirs, so it
     does not wait behind every recorded subject; a cache that cannot be written costs only the record."""
     from cudabench.engine import durations
-    from cudabench.engine.durations import Durations, subject_key
+    from cudabench.engine.durations import Durations
     from cudabench.engine.plan import planned_run
     from cudabench.errors import ConfigError
 
     entries = list(enumerate(planned_run(tasks(registry, [["old"], ["new"]])).entries))
     (_, old), (_, new) = entries
     record = Durations()
-    record.known = {subject_key(old): 1000 * old.expected_seconds}  # 1000x its guess
+    record.known = {record.key(old): 1000 * old.expected_seconds}  # 1000x its guess
     ranked = [s.name for _, s in record.ranked(entries)]
     assert ranked == ["new", "old"]  # new's guess is larger: scaled by the same 1000, it goes first
 
     def unwritable(path, text):
         raise ConfigError("cannot write")
 
-    record.took = {subject_key(old): 1.0}
+    record.took = {record.key(old): 1.0}
     original = durations.write_text_atomic
     durations.write_text_atomic = unwritable
     try:

@@ -20,7 +20,7 @@ import time
 from typing import Any, Callable, Optional, Sequence
 
 from cudabench.engine.lane import HELLO_TIMEOUT, Lane
-from cudabench.engine.durations import Durations
+from cudabench.engine.durations import Durations, run_context
 from cudabench.engine.plan import Planned, PlannedRun, RunOptions, Task, as_plan
 from cudabench.engine.workers import ProcessWorker, worker_command
 from cudabench.errors import CudabenchError
@@ -230,7 +230,7 @@ class ClusterRunner:
                 self._record(Result(entry.case, entry.name, entry.role, skipped=entry.skipped), position, positions)
             else:
                 planned.append((position, entry))
-        durations = Durations()
+        durations = Durations(run_context(self.options))
         ranked = durations.ranked(planned)
         where = self._pin_cases([s for _, s in ranked])
         futures = {}

@@ -8,12 +8,13 @@ the rest and ended the run alone. Runs after it use what it took."""
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import statistics
 from pathlib import Path
 from typing import Iterable
 
-from cudabench.engine.plan import Planned, longest_first
+from cudabench.engine.plan import Planned, RunOptions, longest_first
 from cudabench.errors import CudabenchError
 from cudabench.outputs import write_text_atomic
 from cudabench.results.records.model import Result
@@ -28,8 +29,11 @@ def durations_file() -> Path:
     return cache_root() / "durations.json"
 
 
-def subject_key(s: Planned) -> str:
-    return f"{s.case.key}|{s.role}|{s.name}"
+def run_context(options: RunOptions) -> str:
+    """What makes a subject take longer or shorter beside its case: the run's settings (timer, stop
+    rule, warm-up, integrity, ...; not its seed), as a short digest."""
+    settings = {k: v for k, v in dataclasses.asdict(options.settings(0)).items() if k != "seed"}
+    return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
 def _load() -> dict[str, float]:
@@ -45,26 +49,30 @@ def _load() -> dict[str, float]:
 class Durations:
     """One run's use of the file: rank its queue by it, note what each subject took, save at the end."""
 
-    def __init__(self) -> None:
+    def __init__(self, context: str = "") -> None:
+        self.context = context  # run_context(): a quick --repeat 5 run records apart from full runs
         self.known = _load()
         self.took: dict[str, float] = {}
+
+    def key(self, s: Planned) -> str:
+        return f"{self.context}|{s.case.key}|{s.role}|{s.name}"
 
     def ranked(self, queue: Iterable[tuple[int, Planned]]) -> list[tuple[int, Planned]]:
         """The queue, longest expected first: by what each subject took last time, else by the guess
         scaled as the recorded subjects of this queue compare with theirs (a guess of one call is
         far below a subject's seconds, and a new subject must not wait behind every recorded one)."""
         queue = list(queue)
-        ratios = [self.known[subject_key(s)] / s.expected_seconds for _, s in queue
-                  if subject_key(s) in self.known and s.expected_seconds > 0]
+        ratios = [self.known[self.key(s)] / s.expected_seconds for _, s in queue
+                  if self.key(s) in self.known and s.expected_seconds > 0]
         scale = statistics.median(ratios) if ratios else CALLS_PER_SUBJECT
         estimated = [(position, dataclasses.replace(s, expected_seconds=self.known.get(
-                        subject_key(s), s.expected_seconds * scale)))
+                        self.key(s), s.expected_seconds * scale)))
                      for position, s in queue]
         return sorted(estimated, key=longest_first)
 
     def note(self, s: Planned, result: Result) -> None:
         if result.phases:  # a skip, or a subject lost before its phases, adds nothing
-            self.took[subject_key(s)] = round(sum(seconds for _, seconds in result.phases), 3)
+            self.took[self.key(s)] = round(sum(seconds for _, seconds in result.phases), 3)
 
     def save(self) -> None:
         if not self.took:

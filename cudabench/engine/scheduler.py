@@ -15,7 +15,7 @@ from typing import Any, Callable, Optional, Sequence
 
 from cudabench.engine.gpus import Gpu
 from cudabench.engine.lane import Lane, WorkerStartError
-from cudabench.engine.durations import Durations
+from cudabench.engine.durations import Durations, run_context
 from cudabench.engine.plan import Planned, PlannedRun, RunOptions, Task, as_plan
 from cudabench.engine.protocol import hello, subject_request
 from cudabench.engine.workers import Worker
@@ -114,7 +114,7 @@ class Runner:
                 self._record(Result(entry.case, entry.name, entry.role, skipped=entry.skipped), position)
             else:
                 queue.append((position, entry))
-        durations = Durations()
+        durations = Durations(run_context(self.options))
         if len(self.lanes) > 1:
             queue = durations.ranked(queue)
         try:
