@@ -83,13 +83,12 @@ def recorded_split(doc: dict) -> tuple[Optional[float], dict[str, float]]:
     run_time = doc.get("run_time")
     if not run_time:
         return None, {}
+    from cudabench.results.report.terminal import phase_totals
+
     gpus = max(int(run_time.get("gpus", 1)), 1)
-    spent = dict(run_time.get("waited") or {})
-    for r in doc["results"]:
-        phases = r.get("phases") or {}
-        for name, seconds in (phases.items() if isinstance(phases, dict) else phases):
-            top = name.partition("/")[0]
-            spent[top] = spent.get(top, 0.0) + seconds
+    phases = (r.get("phases") or {} for r in doc["results"])
+    spent, _ = phase_totals((p.items() if isinstance(p, dict) else p for p in phases),
+                            (run_time.get("waited") or {}).items())
     spent["other"] = max(0.0, run_time["wall"] * gpus - sum(spent.values()))
     return run_time["wall"], {name: seconds / gpus for name, seconds in spent.items()}
 

@@ -157,10 +157,10 @@ def main() -> None:
     channel = Channel()
     handler = SubjectHandler(on_status=lambda text: channel.send({"type": "status", "text": text}))
     requests = SpinningLines(sys.stdin.fileno())
-    stream = channel.stream  # what writes the replies, down to the file: json's coders, the buffers
-    handler.companions = (channel, stream, getattr(stream, "buffer", None), getattr(getattr(stream, "buffer", None),
-                                                                                  "raw", None),
-                          requests, json._default_encoder, json._default_decoder)
+    # what reads the requests and writes the replies, down to the file, json's coders included
+    buffer = getattr(channel.stream, "buffer", None)
+    handler.companions = (channel, channel.stream, buffer, getattr(buffer, "raw", None), requests,
+                          json._default_encoder, json._default_decoder)
     try:
         preload()
         serve(channel, handler, requests)

@@ -18,11 +18,10 @@ from __future__ import annotations
 
 import ctypes
 import inspect
-import json
-import json.encoder
+import json.encoder  # noqa: F401 - this and the next three: owners of HARNESS_FUNCTIONS, found in sys.modules
 import sys
-import threading
-import time
+import threading  # noqa: F401
+import time  # noqa: F401
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
@@ -32,39 +31,31 @@ from cudabench.measure.watched import WatchedObjects
 CU_LIMIT_PERSISTING_L2_CACHE_SIZE = 0x06  # CUlimit in cuda.h
 
 
-def _harness_functions() -> dict[str, tuple[Any, str, Any]]:
-    """name -> (owner, attribute, current value) of what the timers and the check rely on."""
-    import torch
-    import torch.autograd.profiler
+# What the timers and the check rely on, by dotted name (module, then attributes down to the owner)
+HARNESS_FUNCTIONS = (
+    "time.perf_counter", "torch.cuda.synchronize", "torch.cuda._sleep", "torch.cuda.Event.record",
+    "torch.cuda.Event.elapsed_time", "torch.cuda.Event.synchronize", "torch.cuda.CUDAGraph.replay",
+    "torch.autograd.profiler.profile", "torch.autograd.profiler.record_function", "torch.linalg.vector_norm",
+    "torch.Tensor.copy_", "torch.Tensor.clone", "torch.Tensor.untyped_storage", "torch.UntypedStorage._share_cuda_",
+    "threading.Thread.start", "sys._getframe",
+    # the subject process's replies to the judge are written and its requests read with these
+    "json.dumps", "json.loads", "json.JSONEncoder.encode", "json.JSONEncoder.iterencode", "json.JSONDecoder.decode",
+    "json.JSONDecoder.raw_decode", "json.encoder.c_make_encoder", "json.encoder.encode_basestring_ascii",
+)
 
-    owners = {
-        "time.perf_counter": (time, "perf_counter"),
-        "torch.cuda.synchronize": (torch.cuda, "synchronize"),
-        "torch.cuda._sleep": (torch.cuda, "_sleep"),
-        "torch.cuda.Event.record": (torch.cuda.Event, "record"),
-        "torch.cuda.Event.elapsed_time": (torch.cuda.Event, "elapsed_time"),
-        "torch.cuda.Event.synchronize": (torch.cuda.Event, "synchronize"),
-        "torch.cuda.CUDAGraph.replay": (torch.cuda.CUDAGraph, "replay"),
-        "torch.autograd.profiler.profile": (torch.autograd.profiler, "profile"),
-        "torch.autograd.profiler.record_function": (torch.autograd.profiler, "record_function"),
-        "torch.linalg.vector_norm": (torch.linalg, "vector_norm"),
-        "torch.Tensor.copy_": (torch.Tensor, "copy_"),
-        "torch.Tensor.clone": (torch.Tensor, "clone"),
-        "torch.Tensor.untyped_storage": (torch.Tensor, "untyped_storage"),
-        "torch.UntypedStorage._share_cuda_": (torch.UntypedStorage, "_share_cuda_"),
-        "threading.Thread.start": (threading.Thread, "start"),
-        "sys._getframe": (sys, "_getframe"),
-        # the subject process's replies to the judge are written and its requests read with these
-        "json.dumps": (json, "dumps"),
-        "json.loads": (json, "loads"),
-        "json.JSONEncoder.encode": (json.JSONEncoder, "encode"),
-        "json.JSONEncoder.iterencode": (json.JSONEncoder, "iterencode"),
-        "json.JSONDecoder.decode": (json.JSONDecoder, "decode"),
-        "json.JSONDecoder.raw_decode": (json.JSONDecoder, "raw_decode"),
-        "json.encoder.c_make_encoder": (json.encoder, "c_make_encoder"),
-        "json.encoder.encode_basestring_ascii": (json.encoder, "encode_basestring_ascii"),
-    }
-    return {name: (owner, attr, getattr(owner, attr)) for name, (owner, attr) in owners.items()}
+
+def _harness_functions() -> dict[str, tuple[Any, str, Any]]:
+    """name -> (owner, attribute, current value) of HARNESS_FUNCTIONS."""
+    import torch.autograd.profiler  # noqa: F401 - torch and its submodules, loaded to be walked below
+
+    found = {}
+    for name in HARNESS_FUNCTIONS:
+        path, attr = name.rsplit(".", 1)
+        owner = sys.modules[path.split(".")[0]]
+        for part in path.split(".")[1:]:
+            owner = getattr(owner, part)
+        found[name] = (owner, attr, getattr(owner, attr))
+    return found
 
 
 CONSTANTS = (int, float, str, bool, tuple, type(None))

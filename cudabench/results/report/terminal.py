@@ -235,20 +235,29 @@ def isolation_line(results: Sequence[Result], workers: int, integrity: bool) -> 
 BREAKDOWN = ("start-up", "build", "inputs", "reference", "check", "warm-up", "sampling", "integrity")
 
 
+def phase_totals(phase_lists: Iterable[Iterable[tuple[str, float]]], waited: Iterable[tuple[str, float]] = ()
+                 ) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+    """Seconds per top-level phase over the results' (name, seconds) phases, after the lanes' waits;
+    and each phase's named parts ("integrity/cupti" is integrity's part cupti)."""
+    spent: dict[str, float] = dict(waited)
+    parts_of: dict[str, dict[str, float]] = {}
+    for phases in phase_lists:
+        for name, seconds in phases:
+            top, _, part = name.partition("/")
+            spent[top] = spent.get(top, 0.0) + seconds
+            if part:
+                parts_of.setdefault(top, {})
+                parts_of[top][part] = parts_of[top].get(part, 0.0) + seconds
+    return spent, parts_of
+
+
 def time_breakdown(results: Sequence[Result], run_time: RunTime) -> str:
     """Where the run's wall time went: the waits for workers to start and build, then each phase
     summed over the subjects (measure.subject.PHASES; integrity with its parts beside it), and the
     rest (planning, messages, saving results, tables; with several GPUs also a GPU's idle time) as
     other. With several GPUs the total is wall time × GPUs."""
     wall, gpus = run_time.wall, run_time.gpus
-    spent, parts_of = dict(run_time.waited), {}
-    for r in results:
-        for name, seconds in r.phases:
-            top, _, part = name.partition("/")
-            spent[top] = spent.get(top, 0.0) + seconds
-            if part:
-                parts_of.setdefault(top, {})
-                parts_of[top][part] = parts_of[top].get(part, 0.0) + seconds
+    spent, parts_of = phase_totals((r.phases for r in results), run_time.waited)
     parts = [f"{name} {spent[name]:.1f} s" + _split(parts_of.get(name, {}), spent[name])
              for name in BREAKDOWN if spent.get(name, 0.0) >= 0.05]
     total = wall * max(gpus, 1)
