@@ -4,6 +4,8 @@ against the user's reference like any family; `cudabench.bench` runs it in worke
 and returns the records a results file holds; without a GPU, one exception type."""
 
 import json
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -20,12 +22,14 @@ from cudabench.measure.judge import Judge
 from cudabench.measure.settings import Settings
 from cudabench.results.exporters.json_document import load_results
 from cudabench.results.records.model import Case
+from cudabench.spec.compile_check import binding_command, find_nvcc, nvcc_command
 from cudabench.spec.op_family import op_spec, resolve, write_family
 from cudabench.spec.registry import discover
 from opbench import ops
 
 FAKE = [sys.executable, str(Path(__file__).parent / "fake_worker.py")]
 PATHS = dict(inputs="opbench.bench:make_inputs", reference="opbench.bench:reference")
+MY_OPS = Path(__file__).resolve().parents[1] / "examples" / "my_ops"
 
 
 class ConstantTimer:
@@ -167,13 +171,26 @@ def test_the_judge_never_imports_the_ops_module(tmp_path, monkeypatch, reference
     assert set(family.make_inputs({"n": 8}, __import__("torch").Generator(), "cpu")) == {"a", "b"}
 
 
-def test_the_readme_example_op_is_correct_and_so_is_its_baseline(tmp_path, monkeypatch):
-    """examples/my_ops: what README's "From Python" runs (bench_gelu.py, test_gelu_speed.py)."""
-    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "examples" / "my_ops"))
+def test_the_readme_examples_baseline_matches_its_reference(tmp_path, monkeypatch):
+    """examples/my_ops: what README's "From Python" runs (bench_gelu.py, test_gelu_speed.py). Its op is
+    a CUDA extension (a GPU test runs it); the baseline and the fp64 reference are checked here."""
+    monkeypatch.syspath_prepend(str(MY_OPS))
     paths = dict(inputs="my_ops.bench:make_inputs", reference="my_ops.bench:reference")
-    for role in ("variant", "baseline"):
-        r = judged(tmp_path, "my_ops.ops:gelu_tanh", role=role, baselines=["my_ops.bench:torch_gelu"], paths=paths)
-        assert r.status == "ok", (r.subject, r.error, r.skipped, r.check)
+    r = judged(tmp_path, "my_ops.ops:gelu_tanh", role="baseline", baselines=["my_ops.bench:torch_gelu"], paths=paths)
+    assert r.status == "ok", (r.subject, r.error, r.skipped, r.check)
+    assert "my_ops.ops" not in sys.modules  # the op's module (which builds the extension) was never needed
+
+
+@pytest.mark.skipif(not shutil.which("nvcc"), reason="needs nvcc")
+def test_the_readme_examples_extension_compiles_for_sm_90(tmp_path):
+    """gelu.cu with nvcc alone, gelu.cpp's binding against torch's headers: what load() builds."""
+    nvcc = find_nvcc()
+    commands = [nvcc_command(nvcc, MY_OPS / "my_ops" / "gelu.cu", "sm_90", tmp_path / "gelu.o"),
+                binding_command(shutil.which("c++") or "g++", MY_OPS / "my_ops" / "gelu.cpp", tmp_path, nvcc)]
+    for command in filter(None, commands):
+        done = subprocess.run(command, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr[-3000:]
+    assert (tmp_path / "gelu.o").stat().st_size > 0
 
 
 def test_an_op_named_by_import_path_gets_every_integrity_check(tmp_path):

@@ -147,3 +147,23 @@ def test_nvml_loading_its_library_during_a_subject_is_not_taken_for_a_patch(monk
     pynvml.nvmlInit()  # what the clock monitor does during the subject
     assert not guard.restore().patched
     assert pynvml.nvmlLib is loaded
+
+
+def test_the_notes_name_the_reasons_and_say_when_every_sample_was_throttled():
+    """Seen on the H100 beside a process running matmuls: every batch under the SW power cap, so
+    nothing was left out; the note must say the figure is slow, and why."""
+    base = measured("timex", {"B": 1, "C": 1, "T": 8}, "timex-v4", 1e-3)
+    all_capped = split_throttled([1.0] * 4, [(0, 2, 1.0), (2, 2, 2.0)],
+                                 [(1.0, reading(1600, POWER_CAP)), (2.0, reading(1590, POWER_CAP))])
+    r = replace(base, measurement=replace(base.measurement, samples=all_capped[0], sample_clocks=all_capped[2]))
+    [note] = [line for line in terminal.notes([r]) if "throttled" in line]
+    assert "all 4 samples were taken while the GPU was throttled (SW power cap)" in note
+    assert "slower than the GPU can do" in note
+    half = split_throttled([1.0] * 4, [(0, 2, 1.0), (2, 2, 2.0)],
+                           [(1.0, reading(1980)), (2.0, reading(1500, POWER_CAP | 0x20))])
+    r = replace(base, measurement=replace(base.measurement, samples=half[0], throttled_samples=half[1],
+                                          sample_clocks=half[2]))
+    [note] = [line for line in terminal.notes([r]) if "throttled" in line]
+    assert "2 of 4 samples left out: taken while the GPU was throttled (SW power cap, SW thermal slowdown)" in note
+    plain = replace(base, measurement=replace(base.measurement, sample_clocks=half[2][:1]))
+    assert not [line for line in terminal.notes([plain]) if "throttled" in line]

@@ -115,3 +115,25 @@ def test_speed(stand_in):
     second.assert_outcomes(passed=1)
     with Store(store, read_only=True) as opened:
         assert len(opened.runs()) == 2
+
+
+EXAMPLE = TESTS.parent / "examples" / "my_ops"
+
+
+@pytest.mark.skipif("torch" in sys.modules and __import__("torch").cuda.is_available(), reason="a GPU is here")
+def test_the_example_packages_own_test_file_is_skipped_without_a_gpu(pytester, monkeypatch, tmp_path):
+    """examples/my_ops's CPU part, as a user's CI would run it: its test file skipped with the reason,
+    its script one paragraph and a non-zero exit, neither importing the op (whose import builds the
+    CUDA extension)."""
+    import subprocess
+
+    monkeypatch.setenv("CUDABENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("PYTHONPATH", str(EXAMPLE))
+    pytester.copy_example(str(EXAMPLE / "test_gelu_speed.py"))
+    result = pytester.runpytest_subprocess("-rs", "-p", "no:cacheprovider")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*SKIPPED*cudabench: No CUDA device*"])
+    script = subprocess.run([sys.executable, str(EXAMPLE / "bench_gelu.py")], capture_output=True, text=True,
+                            cwd=tmp_path)
+    assert script.returncode != 0 and script.stderr.startswith("cudabench: No CUDA device")
+    assert "Traceback" not in script.stderr and not (tmp_path / "gelu.json").exists()

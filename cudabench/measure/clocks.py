@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Optional, Sequence
 
 from cudabench.device import ClockReading, read_clocks
-from cudabench.results.records.model import Measurement, SampleClocks
+from cudabench.results.records.model import THROTTLE_REASONS, Measurement, SampleClocks
 
 
 
@@ -89,10 +89,7 @@ class L2Flusher:
         self.buffer.fill_(1.0)
 
 
-# NVML's clock event (throttle) reasons that slow the SM below what the kernel would get: a software
-# power cap, a hardware slowdown, software and hardware thermal limits, the power brake. Idle, the
-# applications-clocks setting and sync boost are not slowdowns of a running kernel.
-THROTTLE_MASK = 0x4 | 0x8 | 0x20 | 0x40 | 0x80
+THROTTLE_MASK = sum(THROTTLE_REASONS)  # a power cap, thermal limit, hardware slowdown or power brake
 
 
 def split_throttled(samples: Sequence[float], batches: Sequence[tuple[int, int, float]],

@@ -103,6 +103,16 @@ class Stats:
         return (self.ci_high - self.ci_low) / 2 / self.median if self.median > 0 else math.nan
 
 
+# NVML's clock event (throttle) reasons that slow the SM below what the kernel would get. Idle, the
+# applications-clocks setting and sync boost are not slowdowns of a running kernel.
+THROTTLE_REASONS = {0x4: "SW power cap", 0x8: "HW slowdown", 0x20: "SW thermal slowdown",
+                    0x40: "HW thermal slowdown", 0x80: "HW power brake"}
+
+
+def throttle_names(reasons: int) -> list[str]:
+    return [name for bit, name in THROTTLE_REASONS.items() if reasons & bit]
+
+
 @dataclass(frozen=True)
 class SampleClocks:
     """The GPU's SM clock and throttle reasons (NVML's bitmask) while a run of consecutive samples was

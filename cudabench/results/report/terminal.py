@@ -9,7 +9,8 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from cudabench.results.records.model import TIMINGS, Environment, Result, RunTime, noisy, sm_clock, throttle_warning
+from cudabench.results.records.model import (TIMINGS, Environment, Measurement, Result, RunTime, noisy, sm_clock,
+                                             throttle_names, throttle_warning)
 from cudabench.results.records.stats import speedup, throughput
 from cudabench.results.units import fmt_bytes, fmt_error, fmt_share, fmt_time
 
@@ -206,10 +207,9 @@ def notes(results: Sequence[Result]) -> list[str]:
         warning = throttle_warning(dict(r.measurement.clocks))
         if warning:
             lines.append(f"warning: {who}: {warning}")
-        left_out = len(r.measurement.throttled_samples)
-        if left_out:
-            lines.append(f"{who}: {left_out} of {left_out + len(r.measurement.samples)} samples left out: taken while "
-                         "the GPU was throttled (power, thermal or hardware slowdown; the results file keeps them)")
+        note = throttled_note(r.measurement)
+        if note:
+            lines.append(f"{who}: {note}")
     for skipped_in in dict.fromkeys(tuple(v) for v in other_precision.values()):
         names = [n for n, v in other_precision.items() if tuple(v) == skipped_in]
         lines.append(f"not run in {', '.join(skipped_in)}: {', '.join(names)} (they do not take it; "
@@ -219,6 +219,21 @@ def notes(results: Sequence[Result]) -> list[str]:
                      f"to the target precision (95 % CI): {', '.join(noisy_ones)}. Their medians are reported; "
                      "GPU-side timers (--timing events or graph) vary less than wall time per call.")
     return lines
+
+
+def throttled_note(m: Measurement) -> str:
+    """What the samples taken while the GPU was throttled did to a figure, naming NVML's reasons."""
+    throttled = [c for c in m.sample_clocks if c.throttled]
+    why = ", ".join(dict.fromkeys(n for c in throttled for n in throttle_names(c.reasons)))
+    why = f" ({why})" if why else ""
+    left_out = len(m.throttled_samples)
+    if left_out:
+        return (f"{left_out} of {left_out + len(m.samples)} samples left out: taken while the GPU was throttled"
+                f"{why}; the results file keeps them")
+    if throttled:  # every batch was throttled: split_throttled keeps them all
+        return (f"all {len(m.samples)} samples were taken while the GPU was throttled{why}: kept, as nothing else "
+                "was measured, so this figure is slower than the GPU can do")
+    return ""
 
 
 def isolation_line(results: Sequence[Result], workers: int, integrity: bool) -> str:
