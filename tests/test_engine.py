@@ -223,6 +223,53 @@ def test_lanes_start_their_workers_at_once():
     assert sorted(inside) == [0, 1]
 
 
+def test_the_first_lane_builds_a_family_alone_and_the_others_load_it_side_by_side():
+    """On four GPUs each lane loads each family in its own subject process (which may still be
+    starting: seconds). Only the first build needs to be alone (a compile, then the cache); the
+    other lanes loading it one after another held the last GPU up by their sum."""
+    import threading
+
+    from cudabench.engine.gpus import parse_listing
+
+    gpus = parse_listing("".join(f"{i}, NVIDIA H100, GPU-{i}\n" for i in range(4)))
+    runner = Runner(RunOptions(), lambda gpu: None, gpus=gpus)
+    spans, running, most = [], [0], [0]
+    lock = threading.Lock()
+
+    def slow_build(family, arch):
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        start = time.perf_counter()
+        time.sleep(0.3)
+        with lock:
+            running[0] -= 1
+            spans.append((start, time.perf_counter()))
+        return ""
+
+    for lane in runner.lanes:
+        lane.build = slow_build
+    threads = [threading.Thread(target=runner._build, args=(lane, "timex")) for lane in runner.lanes]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    first, *rest = sorted(spans)
+    assert len(spans) == 4 and all(start >= first[1] for start, _ in rest)  # the first built alone
+    assert most[0] == 3  # then the other three at once
+
+
+def test_a_failed_first_build_is_every_lanes_answer():
+    from cudabench.engine.gpus import parse_listing
+
+    runner = Runner(RunOptions(), lambda gpu: None, gpus=parse_listing("0, H100, a\n1, H100, b\n"))
+    calls = []
+    for lane in runner.lanes:
+        lane.build = lambda family, arch: calls.append(family) or "nvcc: error"
+    assert [runner._build(lane, "timex") for lane in runner.lanes] == ["nvcc: error"] * 2
+    assert calls == ["timex"]
+
+
 def test_planning_in_the_parent_does_not_import_torch():
     """The worker starts before the parent plans; importing torch first (seconds on a cold machine)
     would put that import on the critical path again."""

@@ -43,6 +43,7 @@ class Runner:
         self._report = threading.Lock()        # the callbacks (e.g. rewriting the results file), one at a time
         self._build_locks: dict[str, threading.Lock] = {}
         self._build_failures: dict[str, str] = {}
+        self._built: set[str] = set()             # families some lane has built: the cache has them
         self._stop = threading.Event()
         self._positions: list[int] = []        # each result's place in the plan
 
@@ -207,16 +208,22 @@ class Runner:
 
     def _build(self, lane: Lane, family: str) -> str:
         """'' once the family is built in this lane's worker, else why not (remembered for the run:
-        the sources are the same on every GPU)."""
+        the sources are the same on every GPU). The first lane to need a family builds it alone; the
+        others wait for it, then load it from the cache side by side, not one after another (each
+        load may wait for its lane's subject process to start: seconds, for each GPU in turn)."""
         with self._lock:
             lock = self._build_locks.setdefault(family, threading.Lock())
-        with lock:  # one compile at a time; the other lanes then find the cache
+        with lock:
             if family in self._build_failures:
                 return self._build_failures[family]
-            failure = lane.build(family, self.options.arch)
-            if failure:
-                self._build_failures[family] = failure
-            return failure
+            if family not in self._built:
+                failure = lane.build(family, self.options.arch)
+                if failure:
+                    self._build_failures[family] = failure
+                else:
+                    self._built.add(family)
+                return failure
+        return lane.build(family, self.options.arch)
 
     @staticmethod
     def _lost(s: Planned, where: dict[str, Any], reason: str) -> Result:

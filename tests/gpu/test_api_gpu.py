@@ -19,7 +19,7 @@ from cudabench.cli.app import app
 
 pytestmark = pytest.mark.gpu
 pytest_plugins = ["pytester"]
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TESTS = ROOT / "tests"
 PATHS = dict(inputs="opbench.bench:make_inputs", reference="opbench.bench:reference")
 SHAPE = {"n": 1 << 22}
