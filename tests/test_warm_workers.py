@@ -229,29 +229,33 @@ def test_run_uses_warm_workers_unless_told_not_to(monkeypatch):
                     ("fresh", "cudabench.engine.worker")]
 
 
+class StandInSubject:
+    """A subject process as the judge's SubjectLink sees it: what it was sent and asked, and whether
+    it was closed."""
+
+    def __init__(self, n=1):
+        self.n, self.sent, self.asked, self.closed = n, [], [], False
+
+    def send(self, message):
+        self.sent.append(message)
+
+    def wait(self, timeout, on_status=None):
+        return {"type": "ready"}
+
+    def request(self, message, timeout, on_status=None):
+        self.asked.append(message)
+        return {"type": "ready"} if message["op"] == "hello" else {"type": "ok", "by": self.n}
+
+    def close(self):
+        self.closed = True
+
+
 def test_a_subject_process_started_for_the_next_run_gets_that_runs_hello():
     """It was started (and greeted) with the last run's hello; a run with other options (--nvtx, say)
     sends its own before the first subject."""
     from cudabench.engine.subject_link import SubjectLink
 
-    class Recorder:
-        def __init__(self):
-            self.sent, self.asked = [], []
-
-        def send(self, message):
-            self.sent.append(message)
-
-        def wait(self, timeout, on_status=None):
-            return {"type": "ready"}
-
-        def request(self, message, timeout, on_status=None):
-            self.asked.append(message)
-            return {"type": "ready"} if message["op"] == "hello" else {"type": "ok"}
-
-        def close(self):
-            pass
-
-    worker = Recorder()
+    worker = StandInSubject()
     link = SubjectLink(lambda: worker, {"op": "hello", "nvtx": False})
     link.launch()                                   # at the end of run 1, for run 2
     link.rehello({"op": "hello", "nvtx": True})     # run 2's hello
@@ -261,6 +265,34 @@ def test_a_subject_process_started_for_the_next_run_gets_that_runs_hello():
     link.rehello({"op": "hello", "nvtx": True})     # the same again: nothing to send
     link.ask({"op": "open"}, 10)
     assert worker.asked[2:] == [{"op": "open"}]
+
+
+def test_after_a_run_the_spare_process_takes_over_and_a_new_spare_starts():
+    """Back to back, a run waited for the subject process started at the end of the last (torch, a
+    CUDA context: seconds on each GPU). Now one more is kept: started a run ago, never used by a
+    subject, it takes over at the end of a run, so no run's subjects share an earlier run's process."""
+    from cudabench.engine.subject_link import SubjectLink
+
+    made = []
+
+    def start():
+        made.append(StandInSubject(len(made) + 1))
+        return made[-1]
+
+    link = SubjectLink(start, {"op": "hello", "run": 1})
+    assert link.ask({"op": "open"}, 10)["by"] == 1
+    link.renew()                                    # the end of run 1: no spare yet, so 2 starts, and spare 3
+    assert made[0].closed and [w.n for w in made] == [1, 2, 3] and not made[2].asked
+    link.rehello({"op": "hello", "run": 2})
+    assert link.ask({"op": "open"}, 10)["by"] == 2
+    link.renew()                                    # the end of run 2: spare 3 takes over, 4 is the new spare
+    assert made[1].closed and len(made) == 4 and not made[2].closed
+    link.rehello({"op": "hello", "run": 3})
+    assert link.ask({"op": "open"}, 10)["by"] == 3
+    assert made[2].sent == [{"op": "hello", "run": 1}]  # greeted at its start with the hello of then,
+    assert made[2].asked[0] == {"op": "hello", "run": 3}  # and with its own run's before its first subject
+    link.close()
+    assert all(w.closed for w in made)
 
 
 def test_it_answers_the_listing_at_once_while_it_serves_a_run():

@@ -13,7 +13,6 @@ from cudabench.engine.workers import HELLO_TIMEOUT, ProcessWorker, Worker, Worke
 from cudabench.measure.judge import SubjectLost
 
 
-
 def subject_command(python: str = sys.executable) -> list[str]:
     return [python, "-m", "cudabench.engine.subject_worker"]
 
@@ -29,6 +28,7 @@ class SubjectLink:
         self._sent: dict[str, Any] = {}        # the hello last sent
         self.started = 0
         self.waited = 0.0                      # seconds spent waiting for a subject process to start
+        self.spare: Optional[tuple[Worker, dict[str, Any]]] = None  # started, no subject ever ran in it
 
     @classmethod
     def process(cls, hello: dict[str, Any], on_status: Callable[[str], None]) -> "SubjectLink":
@@ -38,13 +38,29 @@ class SubjectLink:
     def launch(self) -> None:
         """Start the process and send its hello without waiting for the answer."""
         if self.worker is None:
-            self.worker = self.start()
-            self.started += 1
-            self._greeted = False
-            if hasattr(self.worker, "send"):
-                self.worker.send(self.hello)
-                self._sent = self.hello
-                self._greeted = None  # sent, not yet answered
+            self.worker, self._sent = self._started()
+            self._greeted = None if self._sent else False  # None: sent, not yet answered
+
+    def _started(self) -> tuple[Worker, dict[str, Any]]:
+        """A new process, its hello sent (where it takes one without a request)."""
+        worker = self.start()
+        self.started += 1
+        if not hasattr(worker, "send"):
+            return worker, {}
+        worker.send(self.hello)
+        return worker, self.hello
+
+    def renew(self) -> None:
+        """The current process ends. The spare takes its place (started a run ago, so a run that comes
+        straight after finds it ready), and a new spare starts. No subject runs in a spare before it
+        takes over, so no run's subjects share a process with an earlier run's."""
+        self.drop()
+        if self.spare is not None:
+            (self.worker, self._sent), self.spare = self.spare, None
+            self._greeted = None if self._sent else False
+        else:
+            self.launch()
+        self.spare = self._started()
 
     def _ready(self, timeout: float) -> Worker:
         self.launch()
@@ -107,4 +123,8 @@ class SubjectLink:
         self.worker = None
         self._greeted = False
 
-    close = drop
+    def close(self) -> None:
+        self.drop()
+        if self.spare is not None:
+            self.spare[0].close()
+            self.spare = None

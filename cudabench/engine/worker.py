@@ -143,14 +143,14 @@ class Handler:
                                       nvtx_iterations=request.nvtx_iterations))
 
     def renew_subject_process(self) -> None:
-        """After a run (warm workers): the subject process is replaced by a fresh one, started now so
-        that the next run finds it ready. Each run's subjects then run in a process no earlier run's
-        subject ran in: the state guard restores and checks what the harness depends on, but not every
-        library function a subject could patch for a later one (a baseline's conv1d, say)."""
+        """After a run (warm workers): the subject process is replaced by one no subject has run in (the
+        link's spare, started a run ago, so that a run straight after this one finds it ready). Each
+        run's subjects then run in a process no earlier run's subject ran in: the state guard restores
+        and checks what the harness depends on, but not every library function a subject could patch
+        for a later one (a baseline's conv1d, say)."""
         if self.link is not None:
-            self.link.drop()
+            self.link.renew()
             self.families = frozenset()
-            self.link.launch()
 
     def loaded_families(self) -> list[str]:
         return sorted(self.families)

@@ -59,8 +59,9 @@ def test_an_edit_between_two_invocations_is_what_the_warm_worker_runs(tmp_path):
     assert set(before) & set(served())  # in the same warm worker
 
 
-def gpu_memory_of_other_processes() -> int:
-    """MiB the device's other compute processes hold (the warm judge and subject processes among them)."""
+def gpu_memory_of_other_processes() -> list[int]:
+    """MiB each of the device's other compute processes holds (the warm judge, its subject process and
+    its spare among them)."""
     import os
     import subprocess
 
@@ -69,7 +70,7 @@ def gpu_memory_of_other_processes() -> int:
     out = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
                          capture_output=True, text=True, check=True).stdout
     rows = [line.split(",") for line in out.splitlines() if line.strip()]
-    return sum(int(mib) for pid, mib in rows if int(pid) != os.getpid())
+    return [int(mib) for pid, mib in rows if int(pid) != os.getpid()]
 
 
 def test_a_warm_worker_between_runs_holds_no_subject_peak(tmp_path):
@@ -78,4 +79,5 @@ def test_a_warm_worker_between_runs_holds_no_subject_peak(tmp_path):
     done, res = run(tmp_path, "-k", "attn-naive", "--shape", "B=1,H=8,N=8192,D=64,causal=1", "--direction", "fwd")
     assert done["attn-naive"]["status"] == "ok", res.output
     assert served()  # the workers are alive, warm
-    assert gpu_memory_of_other_processes() < 2500
+    held = gpu_memory_of_other_processes()
+    assert max(held) < 2048, held  # one that kept the 2 GiB of scores holds more, its context besides
