@@ -150,3 +150,33 @@ def test_on_a_cluster_of_two_gpu_models_each_case_stays_on_one_model(registry):
         by_case.setdefault(r.case.key, set()).add(r.gpu)
     assert all(len(models) == 1 for models in by_case.values()), by_case
     assert {m for models in by_case.values() for m in models} == {"NVIDIA A100", "NVIDIA H100"}  # both used
+
+
+def test_a_dask_workers_kept_lane_is_greeted_again_by_a_later_run(monkeypatch):
+    """The lane (and its judge) outlives a run on a Dask worker; a later run greets it again, so the
+    judge gives that run a subject process no earlier run's subject ran in."""
+    from cudabench.engine import cluster
+    from cudabench.engine.lane import Lane
+
+    greeted = []
+    monkeypatch.setattr(Lane, "next_run", lambda self: greeted.append(self))
+    monkeypatch.setattr(cluster, "_LANES", {})
+    monkeypatch.setattr(cluster, "_RUN_OF", {})
+    hello = {"op": "hello", "kernels_dirs": []}
+    first = cluster._lane(hello, FAKE, "run-1")
+    assert cluster._lane(hello, FAKE, "run-1") is first and greeted == []
+    assert cluster._lane(hello, FAKE, "run-2") is first and greeted == [first]
+
+
+def test_a_lane_greeted_for_a_later_run_loads_its_families_again():
+    from cudabench.engine.lane import Lane
+    from cudabench.engine.workers import ProcessWorker
+
+    lane = Lane(lambda: ProcessWorker(FAKE), {"op": "hello", "kernels_dirs": []})
+    try:
+        worker = lane.ready()
+        assert lane.build("add2", None) == "" and lane._loaded == {"add2"}
+        lane.next_run()
+        assert lane.worker is worker and lane._loaded == set()
+    finally:
+        lane.close()

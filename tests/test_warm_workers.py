@@ -305,3 +305,24 @@ def test_it_answers_the_listing_at_once_while_it_serves_a_run():
         thread.join(30)
     [(_, info)] = warm_workers()
     assert not info["busy"] and info["runs"] == 2
+
+
+def test_a_later_runs_hello_gets_a_subject_process_no_earlier_run_used():
+    """A judge kept between runs without the warm daemon's end-of-run renewal (a Dask worker's lane)
+    renews its subject process at the next run's hello; one renewed at the end of the run is not
+    renewed again (its spare would be wasted)."""
+    from cudabench.engine.worker import Handler
+
+    handler = Handler(device="cpu")
+    hello = {"op": "hello", "kernels_dirs": []}
+    served = {"op": "build", "family": "no-such-family", "arch": None}
+    assert handler.handle(hello)["type"] == "ready"
+    renewed = []
+    handler.link.renew = lambda: renewed.append(True)
+    assert handler.handle(hello)["type"] == "ready" and renewed == []  # nothing ran in it yet
+    handler.handle(served)
+    assert handler.handle(hello)["type"] == "ready" and renewed == [True]
+    assert handler.handle(hello)["type"] == "ready" and renewed == [True]
+    handler.handle(served)
+    handler.renew_subject_process()  # a warm worker's end of run
+    assert handler.handle(hello)["type"] == "ready" and renewed == [True, True]

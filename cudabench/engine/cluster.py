@@ -15,6 +15,7 @@ import atexit
 import dataclasses
 import json
 import random
+import secrets
 import threading
 import time
 from typing import Any, Callable, Optional, Sequence
@@ -49,12 +50,15 @@ def require_distributed() -> Any:
 # ---- on a Dask worker ----------------------------------------------------------------------------
 
 _LANES: dict[str, Lane] = {}
+_RUN_OF: dict[str, str] = {}   # lane key -> the run it serves now
 _LANES_LOCK = threading.Lock()
 
 
-def _lane(hello: dict[str, Any], command: Sequence[str]) -> Lane:
+def _lane(hello: dict[str, Any], command: Sequence[str], run: str) -> Lane:
     """This Dask worker's lane for a run's hello: one cudabench worker process, started on first use
-    and kept warm for the next task (it inherits the Dask worker's CUDA_VISIBLE_DEVICES)."""
+    and kept warm for the next task (it inherits the Dask worker's CUDA_VISIBLE_DEVICES). A later run
+    with the same hello keeps the worker but greets it again (Lane.next_run): no subject process
+    serves two runs."""
     key = json.dumps([hello, list(command), _sources_stamp(hello)], sort_keys=True)
     if key not in _LANES:
         for old in _LANES.values():  # another run's worker: one GPU, one worker
@@ -62,6 +66,9 @@ def _lane(hello: dict[str, Any], command: Sequence[str]) -> Lane:
         _LANES.clear()
         argv = list(command) or worker_command()  # by default this node's own Python
         _LANES[key] = Lane(lambda: ProcessWorker(argv), hello)
+    elif _RUN_OF.get(key) != run:
+        _LANES[key].next_run()
+    _RUN_OF[key] = run
     return _LANES[key]
 
 
@@ -88,20 +95,20 @@ def _close_lanes() -> None:
         lane.close()
 
 
-def worker_environment(hello: dict[str, Any], command: Sequence[str]) -> dict[str, Any]:
+def worker_environment(hello: dict[str, Any], command: Sequence[str], run: str) -> dict[str, Any]:
     """A Dask task: start this node's cudabench worker and say what it runs on."""
     with _LANES_LOCK:
-        lane = _lane(hello, command)
+        lane = _lane(hello, command, run)
         lane.ready()
         return {"environment": lane.environment, "ceilings": lane.ceilings}
 
 
-def run_subject(hello: dict[str, Any], command: Sequence[str], build: Optional[dict[str, Any]],
+def run_subject(hello: dict[str, Any], command: Sequence[str], run: str, build: Optional[dict[str, Any]],
                 request: dict[str, Any], timeout: float) -> dict[str, Any]:
     """A Dask task: one subject in this node's isolated cudabench worker. Returns the result as a
     dict and the seconds waited for the worker's start and builds."""
     with _LANES_LOCK:
-        lane = _lane(hello, command)
+        lane = _lane(hello, command, run)
         before = dict(lane.waited)
         name, role = request["subject"], request["role"]
 
@@ -139,6 +146,7 @@ class ClusterRunner:
         self.results: list[Result] = []
         self.seed = options.seed if options.seed is not None else random.SystemRandom().randrange(2**31)
         self.hello = hello(kernels_dirs, options, settings)
+        self.run_token = secrets.token_hex(8)   # tells a Dask worker's kept lane that a new run began
         self.environment: dict[str, Any] = {}
         self.ceilings: Optional[dict[str, Any]] = None
         self.waited = {"start-up": 0.0, "build": 0.0}
@@ -191,8 +199,8 @@ class ClusterRunner:
         """Start every GPU worker's cudabench worker at once and learn its GPU model; the first to
         answer gives the run's environment. Raises only when none can start."""
         start = time.perf_counter()
-        futures = {addr: self.client.submit(worker_environment, self.hello, self.command, resources=GPU,
-                                            workers=[addr], allow_other_workers=False, pure=False)
+        futures = {addr: self.client.submit(worker_environment, self.hello, self.command, self.run_token,
+                                            resources=GPU, workers=[addr], allow_other_workers=False, pure=False)
                    for addr in workers}
         failures: list[CudabenchError] = []
         for addr, future in futures.items():
@@ -236,7 +244,7 @@ class ClusterRunner:
         futures = {}
         for rank, (place, s) in enumerate(ranked):
             allowed = where.get(s.case.key)
-            future = self.client.submit(run_subject, self.hello, self.command, self._build_request(s),
+            future = self.client.submit(run_subject, self.hello, self.command, self.run_token, self._build_request(s),
                                         self._request(s), self.options.timeout, resources=GPU, pure=False,
                                         priority=len(ranked) - rank, workers=allowed,
                                         allow_other_workers=False)

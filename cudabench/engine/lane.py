@@ -132,6 +132,23 @@ class Lane:
         self.worker, self._loaded = worker, set()
         return worker
 
+    def next_run(self) -> None:
+        """A later run on the same worker (a Dask worker keeps its lane between runs): the run's hello
+        again, so the judge starts that run afresh and its subjects get a subject process no earlier
+        run's subject ran in (families are then loaded again). A worker that does not answer it is
+        replaced."""
+        if self.worker is None:
+            return  # its start sends the hello
+        try:
+            reply = self.worker.request(self.hello, HELLO_TIMEOUT, self.on_status)
+        except WorkerLost:
+            reply = {}
+        if reply.get("type") != "ready":
+            self.replace()
+            return
+        self.environment, self.ceilings = reply["environment"], reply.get("ceilings")
+        self._loaded = set()
+
     def replace(self) -> None:
         """Drop the worker; the next request starts a fresh one."""
         if self.worker is not None:

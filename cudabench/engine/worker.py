@@ -51,6 +51,7 @@ class Handler:
         self.link: Any = None
         # rebound, never changed in place: a warm worker's acceptor thread reads it while a run goes on
         self.families: frozenset[str] = frozenset()
+        self.served = False  # the subject process has served a request since it took over
         self.where: dict[str, Any] = {"host": socket.gethostname(), "gpu": "", "gpu_index": -1, "gpu_uuid": ""}
 
     def handle(self, message: dict[str, Any]) -> dict[str, Any]:
@@ -67,6 +68,7 @@ class Handler:
                 return self._hello(request)
             if self.bench is None:
                 return {"type": "error", "message": "the worker got a request before hello"}
+            self.served = True
             answers = {Build: self._build, SubjectRequest: self._subject, SyncModes: self._sync_modes,
                        Profile: self._profile, Transfer: self._transfer}
             if type(request) in answers:
@@ -103,7 +105,9 @@ class Handler:
         registry = discover([Path(d) for d in request.kernels_dirs])
         if self.link is None:
             self.link = self._subject_link(request)
-        else:  # a warm worker's next run: the same subject process reads the kernels folders again
+        else:  # a later run (a warm worker's, a Dask worker's): its own subject process, greeted anew
+            if self.served:
+                self.renew_subject_process()
             self.link.rehello(self._subject_hello(request))
         prepare_process(self.device, request)
         env = environment(dict(request.settings))
@@ -150,7 +154,7 @@ class Handler:
         for a later one (a baseline's conv1d, say)."""
         if self.link is not None:
             self.link.renew()
-            self.families = frozenset()
+            self.families, self.served = frozenset(), False
 
     def loaded_families(self) -> list[str]:
         return sorted(self.families)
