@@ -295,6 +295,30 @@ def test_after_a_run_the_spare_process_takes_over_and_a_new_spare_starts():
     assert all(w.closed for w in made)
 
 
+def test_a_worker_that_serves_several_runs_keeps_a_spare_from_its_first():
+    """Without a spare before the first run's end, the second run (back to back, or a Dask cluster's
+    next) waited for a fresh subject process: 4.7 s on each of four H100s."""
+    from cudabench.engine.subject_link import SubjectLink
+    from cudabench.engine.warm import load_handler
+    from cudabench.engine.workers import worker_command
+
+    made = []
+
+    def start():
+        made.append(StandInSubject(len(made) + 1))
+        return made[-1]
+
+    link = SubjectLink(start, {"op": "hello"})
+    link.launch()
+    link.keep_spare()                               # at the first hello of a worker that serves several runs
+    link.keep_spare()                               # one spare, not two
+    assert [w.n for w in made] == [1, 2]
+    link.renew()                                    # the end of run 1: 2 takes over at once, 3 is the spare
+    assert link.ask({"op": "open"}, 10)["by"] == 2 and len(made) == 3
+    assert load_handler(None).spare and worker_command(keep_spare=True)[-1] == "--keep-spare"
+    assert "--keep-spare" not in worker_command()   # a run's fresh worker serves one run: no spare
+
+
 def test_it_answers_the_listing_at_once_while_it_serves_a_run():
     invocation("ok")  # started
     thread = threading.Thread(target=invocation, args=("sleep-2",))

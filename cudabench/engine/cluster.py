@@ -64,7 +64,7 @@ def _lane(hello: dict[str, Any], command: Sequence[str], run: str) -> Lane:
         for old in _LANES.values():  # another run's worker: one GPU, one worker
             old.close()
         _LANES.clear()
-        argv = list(command) or worker_command()  # by default this node's own Python
+        argv = list(command) or worker_command(keep_spare=True)  # by default this node's own Python
         _LANES[key] = Lane(lambda: ProcessWorker(argv), hello)
     elif _RUN_OF.get(key) != run:
         _LANES[key].next_run()

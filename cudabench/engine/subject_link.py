@@ -60,7 +60,13 @@ class SubjectLink:
             self._greeted = None if self._sent else False
         else:
             self.launch()
-        self.spare = self._started()
+        self.keep_spare()
+
+    def keep_spare(self) -> None:
+        """Start the spare now, if there is none (a worker that will serve several runs starts it with
+        its first, so that even its second run finds one ready)."""
+        if self.spare is None:
+            self.spare = self._started()
 
     def _ready(self, timeout: float) -> Worker:
         self.launch()

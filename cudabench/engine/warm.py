@@ -200,7 +200,7 @@ def load_handler(spec: Optional[str]) -> Any:
     if not spec:
         from cudabench.engine.worker import Handler
 
-        return Handler()
+        return Handler(spare=True)
     path, _, name = spec.rpartition(":")
     module_spec = importlib.util.spec_from_file_location("cudabench_warm_handler", path)
     module = importlib.util.module_from_spec(module_spec)

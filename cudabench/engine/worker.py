@@ -41,11 +41,13 @@ class Handler:
     runs in this process (no isolation), through the same judge and the same requests."""
 
     def __init__(self, device: str = "cuda", timer_factory: Optional[Callable[[str], Any]] = None,
-                 on_status: Callable[[str], None] = lambda s: None, eager_subject: bool = True) -> None:
+                 on_status: Callable[[str], None] = lambda s: None, eager_subject: bool = True,
+                 spare: bool = False) -> None:
         self.device = device
         self.timer_factory = timer_factory
         self.on_status = on_status
         self.eager_subject = eager_subject
+        self.spare = spare  # it serves several runs (warm, a Dask lane): a spare subject process from the start
         self.bench: Any = None
         self.judge: Any = None
         self.link: Any = None
@@ -137,6 +139,8 @@ class Handler:
         link = SubjectLink.process(hello, lambda text: self.on_status(text))
         if self.eager_subject:
             link.launch()
+        if self.spare:
+            link.keep_spare()
         return link
 
     @staticmethod
@@ -288,10 +292,12 @@ def preload() -> None:
 def main(argv: Optional[list[str]] = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m cudabench.engine.worker")
     parser.add_argument("--request", help="answer this one request (JSON) and exit")
+    parser.add_argument("--keep-spare", action="store_true",
+                        help="it will serve several runs (a Dask worker's lane): a spare subject process from the start")
     args = parser.parse_args(argv)
     channel = Channel()
     handler = Handler(on_status=lambda text: channel.send({"type": "status", "text": text}),
-                      eager_subject=not args.request)
+                      eager_subject=not args.request, spare=args.keep_spare and not args.request)
     try:
         preload()
         if args.request:

@@ -43,13 +43,15 @@ class Worker(Protocol):
     def close(self) -> None: ...
 
 
-def worker_command(python: str = sys.executable, request: Optional[dict[str, Any]] = None) -> list[str]:
+def worker_command(python: str = sys.executable, request: Optional[dict[str, Any]] = None,
+                   keep_spare: bool = False) -> list[str]:
     """The worker's command line; with `request`, a one-shot worker that answers it and exits
-    (used under a profiler, whose stdin is not the worker's)."""
+    (used under a profiler, whose stdin is not the worker's); with `keep_spare`, one that will serve
+    several runs (a Dask worker's lane) and so keeps a spare subject process from the start."""
     command = [python, "-m", "cudabench.engine.worker"]
     if request is not None:
         command += ["--request", json.dumps(request)]
-    return command
+    return command + (["--keep-spare"] if keep_spare else [])
 
 
 def describe_exit(code: Optional[int]) -> str:
