@@ -42,7 +42,7 @@ class Run:
         return f"{self.mode}-{self.repeat}"
 
     @property
-    def ready(self) -> Optional[float]:
+    def wall_without_start_up(self) -> Optional[float]:
         """The wall time less what a GPU waited for its worker or subject process to start."""
         return self.wall - self.phases.get("start-up", 0.0) if self.wall else None
 
@@ -139,7 +139,7 @@ def report(sweep: str, runs: list[Run], gpus: int) -> str:
     base_wall = min(r.wall for r in ones if r.wall) if any(r.wall for r in ones) else None
     # and without the wait for workers or subject processes to start, on both sides: a one-GPU run
     # straight after another waited seconds for its fresh subject process (the goal is judged on this)
-    base_ready = min((r.ready for r in ones if r.ready), default=None)
+    base_ready = min((r.wall_without_start_up for r in ones if r.wall_without_start_up), default=None)
     pooled: dict[tuple[str, str], list[float]] = {}
     for r in ones:
         for k, v in r.medians().items():
@@ -155,7 +155,7 @@ def report(sweep: str, runs: list[Run], gpus: int) -> str:
              "| --- | ---: | ---: | ---: | --- | ---: | --- | --- |"]
     for r in runs:
         speedup = base_wall / r.wall if base_wall and r.wall else None
-        fair = base_ready / r.ready if base_ready and r.ready else None
+        fair = base_ready / r.wall_without_start_up if base_ready and r.wall_without_start_up else None
         met = "—" if r.mode == "one" or fair is None else ("met" if fair >= goal else "not met")
         ok = sum(1 for x in r.results if x.get("status") == "ok")
         per_gpu = ", ".join(f"{g} {n}" for g, n in r.per_gpu().items())

@@ -319,6 +319,25 @@ def test_a_worker_that_serves_several_runs_keeps_a_spare_from_its_first():
     assert "--keep-spare" not in worker_command()   # a run's fresh worker serves one run: no spare
 
 
+def test_the_judges_subject_link_starts_the_spare_only_where_it_serves_several_runs(monkeypatch):
+    """Handler(spare=True) (the warm daemon, a Dask lane) starts a spare with its subject process at the
+    first hello; a run's fresh worker starts none."""
+    from cudabench.engine.protocol import Hello
+    from cudabench.engine.subject_link import SubjectLink
+    from cudabench.engine.worker import Handler
+
+    made = []
+
+    def standing_in(hello, on_status):
+        return SubjectLink(lambda: made.append(StandInSubject(len(made) + 1)) or made[-1], hello)
+
+    monkeypatch.setattr(SubjectLink, "process", staticmethod(standing_in))
+    kept = Handler(device="cuda", spare=True)._subject_link(Hello(()))
+    assert len(made) == 2 and kept.worker is made[0] and kept.spare[0] is made[1]
+    fresh = Handler(device="cuda")._subject_link(Hello(()))
+    assert len(made) == 3 and fresh.worker is made[2] and fresh.spare is None
+
+
 def test_it_answers_the_listing_at_once_while_it_serves_a_run():
     invocation("ok")  # started
     thread = threading.Thread(target=invocation, args=("sleep-2",))
