@@ -55,10 +55,8 @@ _LANES_LOCK = threading.Lock()
 
 
 def _lane(hello: dict[str, Any], command: Sequence[str], run: str) -> Lane:
-    """This Dask worker's lane for a run's hello: one cudabench worker process, started on first use
-    and kept warm for the next task (it inherits the Dask worker's CUDA_VISIBLE_DEVICES). A later run
-    with the same hello keeps the worker but greets it again (Lane.next_run): no subject process
-    serves two runs."""
+    """This Dask worker's lane for a run's hello: one cudabench worker process (with the Dask worker's
+    CUDA_VISIBLE_DEVICES), kept for later tasks; a later run greets it again (Lane.next_run)."""
     key = json.dumps([hello, list(command), _sources_stamp(hello)], sort_keys=True)
     if key not in _LANES:
         for old in _LANES.values():  # another run's worker: one GPU, one worker
