@@ -369,3 +369,32 @@ def test_a_later_runs_hello_gets_a_subject_process_no_earlier_run_used():
     handler.handle(served)
     handler.renew_subject_process()  # a warm worker's end of run
     assert handler.handle(hello)["type"] == "ready" and renewed == [True, True]
+
+
+def test_a_spare_that_died_while_it_waited_is_replaced_at_the_hand_over():
+    """Killed (out of memory, or by a subject of the run before): the next run's first request got
+    "the subject process could not start", and a first build failure is every lane's for the run."""
+    import sys
+
+    from cudabench.engine.subject_link import SubjectLink
+    from cudabench.engine.workers import ProcessWorker
+
+    fake = [sys.executable, str(Path(__file__).parent / "fake_worker.py")]
+    started = []
+
+    def start():
+        started.append(ProcessWorker(fake))
+        return started[-1]
+
+    link = SubjectLink(start, {"op": "hello", "kernels_dirs": []})
+    try:
+        link.launch()
+        link.keep_spare()
+        spare = link.spare[0]
+        os.kill(spare.proc.pid, signal.SIGKILL)
+        spare.proc.wait(10)
+        link.renew()
+        assert link.worker is not spare and link.ask({"op": "build", "family": "add2"}, 30)["ok"]
+        assert len(started) == 4  # the first, the dead spare, its replacement, and a new spare
+    finally:
+        link.close()

@@ -96,6 +96,9 @@ def options(
 
 def main() -> None:
     from cudabench.cli.supervise import supervised
+    from cudabench.engine.sealed import seal
+
+    seal()  # it holds the pipes to its workers: no subject may open them through /proc (docs/trust.md)
 
     for stream in (sys.stdout, sys.stderr):  # a name no encoding of the terminal can write is escaped, not fatal
         if hasattr(stream, "reconfigure"):

@@ -1,11 +1,11 @@
 """A run on a Dask distributed cluster: the same subjects, submitted as Dask tasks to workers that
-declare `--resources GPU=1` (one Dask worker per GPU). On its node each task runs its subject in
-an isolated cudabench worker (a Lane, kept warm between the tasks of one Dask worker), which
-builds the kernels there, with that node's build cache. cudabench plans and orders the tasks
+declare `--resources GPU=1` (one Dask worker per GPU). On its node each task runs its subject in an
+isolated cudabench worker (a Lane kept between tasks and runs), which builds the kernels there, with
+that node's build cache. cudabench plans and orders the tasks
 (longest expected first), and on a cluster of several GPU models keeps the subjects of a case on
-one model; Dask places and moves them. A Dask worker lost mid-task: Dask runs
-the task again elsewhere, up to its `distributed.scheduler.allowed-failures`; past that the
-subject is recorded as lost. Nothing is dropped silently.
+one model; Dask places and moves them. A Dask worker lost mid-task: Dask runs the task again
+elsewhere, up to its `distributed.scheduler.allowed-failures`; past that the subject is recorded as
+lost. Nothing is dropped silently.
 
 `distributed` is an optional dependency: `pip install "cudabench[cluster]"`."""
 
@@ -18,10 +18,12 @@ import random
 import secrets
 import threading
 import time
+from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
 from cudabench.engine.lane import HELLO_TIMEOUT, Lane
 from cudabench.engine.durations import Durations, run_context
+from cudabench.engine.sealed import seal
 from cudabench.engine.plan import Planned, PlannedRun, RunOptions, Task, as_plan
 from cudabench.engine.workers import ProcessWorker, worker_command
 from cudabench.errors import CudabenchError
@@ -62,6 +64,7 @@ def _lane(hello: dict[str, Any], command: Sequence[str], run: str) -> Lane:
         for old in _LANES.values():  # another run's worker: one GPU, one worker
             old.close()
         _LANES.clear()
+        seal()  # this Dask worker holds the pipes to its cudabench worker (docs/trust.md)
         argv = list(command) or worker_command(keep_spare=True)  # by default this node's own Python
         _LANES[key] = Lane(lambda: ProcessWorker(argv), hello)
     elif _RUN_OF.get(key) != run:
@@ -71,10 +74,7 @@ def _lane(hello: dict[str, Any], command: Sequence[str], run: str) -> Lane:
 
 
 def _sources_stamp(hello: dict[str, Any]) -> list[tuple[str, int, int]]:
-    """Path, size and modification time of every kernel source and spec.py this node would load: a
-    family edited between two runs gets a fresh worker (and build) instead of the warm one's old code."""
-    from pathlib import Path
-
+    """Path, size and mtime of each source and spec.py this node would load (an edit: a fresh worker)."""
     from cudabench.spec.registry import builtin_kernels_dir
 
     roots = [builtin_kernels_dir(), *map(Path, hello.get("kernels_dirs", ()))]

@@ -13,6 +13,12 @@ from cudabench.engine.workers import HELLO_TIMEOUT, ProcessWorker, Worker, Worke
 from cudabench.measure.judge import SubjectLost
 
 
+def alive(worker: Worker) -> bool:
+    """False once a worker's process has exited (a worker in this process is always alive)."""
+    proc = getattr(worker, "proc", None)
+    return proc is None or proc.poll() is None
+
+
 def subject_command(python: str = sys.executable) -> list[str]:
     return [python, "-m", "cudabench.engine.subject_worker"]
 
@@ -55,10 +61,13 @@ class SubjectLink:
         straight after finds it ready), and a new spare starts. No subject runs in a spare before it
         takes over, so no run's subjects share a process with an earlier run's."""
         self.drop()
-        if self.spare is not None:
-            (self.worker, self._sent), self.spare = self.spare, None
+        spare, self.spare = self.spare, None
+        if spare is not None and alive(spare[0]):
+            self.worker, self._sent = spare
             self._greeted = None if self._sent else False
-        else:
+        else:  # none, or it died while it waited (killed, out of memory): a fresh one
+            if spare is not None:
+                spare[0].close()
             self.launch()
         self.keep_spare()
 

@@ -152,7 +152,10 @@ class SpinningLines:
 
 def main() -> None:
     from cudabench.engine.channel import Channel, serve
+    from cudabench.engine.sealed import seal
     from cudabench.engine.worker import preload
+
+    seal()  # before any subject's code: no other process of the user writes into this one's pipes
 
     channel = Channel()
     handler = SubjectHandler(on_status=lambda text: channel.send({"type": "status", "text": text}))

@@ -34,6 +34,7 @@ import threading
 import time
 from typing import Any, Optional, TextIO
 
+from cudabench.engine import sealed
 from cudabench.engine.protocol import encode
 
 IDLE_SECONDS = 600.0
@@ -215,6 +216,7 @@ def main(argv: Optional[list[str]] = None) -> None:
     parser.add_argument("--idle", type=float, default=IDLE_SECONDS)
     parser.add_argument("--handler", default="")
     args = parser.parse_args(argv)
+    sealed.seal()  # the subject process it starts cannot write into this one's pipes (docs/trust.md)
     os.dup2(2, 1)  # a kernel's printf or a library's chatter goes to the log, never to a caller
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     old_mask = os.umask(0o177)  # the socket file is made 0600
