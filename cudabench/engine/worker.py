@@ -28,6 +28,7 @@ from typing import Any, Callable, Optional
 
 from cudabench import nvtx
 from cudabench.engine.channel import Channel, serve
+from cudabench.engine import sealed
 from cudabench.engine.protocol import (Build, Hello, Profile, SubjectRequest, SyncModes, Transfer,
                                        read_request)
 from cudabench.engine.protocol import request as protocol_request
@@ -274,9 +275,9 @@ BUILD_TIMEOUT = 1800.0
 
 
 def preload() -> None:
-    """Import torch and the measuring code and create the CUDA context before the first request:
-    the parent is still planning meanwhile, so the hello finds them ready. A failure here is left
-    for the hello to report."""
+    """Import torch and the measuring code, create the CUDA context and make a first backward before
+    the first request: the parent is still planning meanwhile (or, for a spare subject process, the
+    run before), so the hello finds them ready. A failure here is left for the hello to report."""
     try:
         import torch
 
@@ -284,7 +285,10 @@ def preload() -> None:
         import cudabench.measure.judge  # noqa: F401
 
         if torch.cuda.is_available():
-            torch.zeros(1, device="cuda")
+            x = torch.zeros(2, device="cuda", requires_grad=True)
+            # a first backward given its upstream gradient imports torch.fx and sympy: 3 s on the H100
+            # machine, which a run's first fwdbwd subject (or reference) paid as "check" time
+            torch.autograd.grad(x * 2, [x], torch.ones_like(x))
     except Exception:  # noqa: BLE001 - reported by the hello, which does the same steps
         pass
 
@@ -295,6 +299,7 @@ def main(argv: Optional[list[str]] = None) -> None:
     parser.add_argument("--keep-spare", action="store_true",
                         help="it will serve several runs (a Dask worker's lane): a spare subject process from the start")
     args = parser.parse_args(argv)
+    sealed.seal()  # the subject process it starts cannot write into this one's pipes (docs/trust.md)
     channel = Channel()
     handler = Handler(on_status=lambda text: channel.send({"type": "status", "text": text}),
                       eager_subject=not args.request, spare=args.keep_spare and not args.request)
