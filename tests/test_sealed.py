@@ -2,10 +2,14 @@
 their /proc/<pid>/fd entries and write into their pipes; CUDABENCH_DEBUG=1 leaves them open."""
 
 import os
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+
+from cudabench.engine import sealed as seal_module
 
 CODE = "from cudabench.engine.sealed import seal, sealed; print(sealed(), seal(), sealed())"
 
@@ -22,16 +26,46 @@ def test_a_sealed_process_is_no_longer_dumpable():
     assert probe(CUDABENCH_DEBUG="1") == ["False", "False", "False"]
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux") or os.geteuid() == 0,
-                    reason="root opens any process's /proc entries")
-def test_another_process_of_the_user_cannot_open_a_sealed_process_pipe():
-    sealed = subprocess.Popen([sys.executable, "-c", "from cudabench.engine.sealed import seal; import sys; "
-                               "seal(); print('ok', flush=True); sys.stdin.read()"],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+def as_user() -> tuple[str, object]:
+    """A Python and a preexec that run a child as an ordinary user: this one, or `nobody` when the tests
+    run as root (root opens any process's /proc entries, sealed or not)."""
+    if os.geteuid() != 0:
+        return sys.executable, None
+    python = shutil.which("python3", path="/usr/bin:/bin")  # one that `nobody` may run, without cudabench
+    if python is None:
+        pytest.skip("as root, the test needs a system python3 to run as nobody")
+
+    def drop() -> None:
+        os.setgid(65534)
+        os.setuid(65534)
+
+    return python, drop
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl is Linux's")
+@pytest.mark.parametrize("sealed", [True, False])
+def test_another_process_of_the_user_cannot_open_a_sealed_process_pipe(sealed):
+    python, drop = as_user()
+    source = Path(seal_module.__file__).read_text()  # the real seal(), in a child that cannot import cudabench
+    # a pipe of the child's own, as the judge's pipes to its subject process are the user's
+    code = (source + "\nimport sys\n" + ("seal()\n" if sealed else "")
+            + "r, w = os.pipe()\nprint(w, flush=True)\nsys.stdin.read()\n")
+    child = subprocess.Popen([python, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                             preexec_fn=drop, env={"PATH": os.environ.get("PATH", "")})
     try:
-        assert sealed.stdout.readline().strip() == "ok"
-        with pytest.raises(PermissionError):
-            open(f"/proc/{sealed.pid}/fd/0", "w")
+        fd = child.stdout.readline().strip()
+        opener = subprocess.run([python, "-c", OPENER, f"/proc/{child.pid}/fd/{fd}"], capture_output=True, text=True,
+                                preexec_fn=drop, timeout=60)
+        assert opener.stdout.strip() == ("denied" if sealed else "opened"), opener.stderr
     finally:
-        sealed.kill()
-        sealed.wait(10)
+        child.kill()
+        child.wait(10)
+
+
+OPENER = """import sys
+try:
+    open(sys.argv[1], "w").write("{}\\n")
+    print("opened")
+except PermissionError:
+    print("denied")
+"""
