@@ -76,3 +76,20 @@ def test_call_timeline_draws_the_first_calls_with_their_launches_syncs_and_kerne
 
     path = plot_timeline(spans, {"profiled": ("timex-v4", True)}, "nsys", tmp_path / "t.png")
     assert path.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_the_workers_sleeps_between_calls_leave_the_tables(report):
+    """The GPU sleeps queued before each profiled call (outside its range) are cudabench's: no row,
+    no launch, no GPU time of any range."""
+    from dataclasses import replace
+
+    from cudabench.profile.nsys_report import SLEEP_KERNEL, ApiCall, Kernel, without_sleeps
+
+    first = report.kernels[0]
+    sleep = Kernel(SLEEP_KERNEL, first.start - 5000, first.start - 100, 999_999)
+    launch = ApiCall("cudaLaunchKernel", first.start - 9000, first.start - 8000, 999_999, report.api_calls[0].thread)
+    with_sleep = replace(report, kernels=(sleep, *report.kernels), api_calls=(launch, *report.api_calls))
+    assert SLEEP_KERNEL in {t.name for t in kernel_table(with_sleep)}  # the test's premise
+    cleaned = without_sleeps(with_sleep)
+    assert cleaned == report
+    assert launch_overhead(cleaned).launches == 9

@@ -8,7 +8,7 @@ import bisect
 import re
 import sqlite3
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Optional
 
@@ -83,9 +83,23 @@ def read_report(path: Path) -> Report:
     try:
         strings = dict(db.execute("SELECT id, value FROM StringIds"))
         tables = _tables(db)
-        return Report(_kernels(db, strings, tables), _api_calls(db, strings, tables), _ranges(db, strings, tables))
+        return without_sleeps(Report(_kernels(db, strings, tables), _api_calls(db, strings, tables),
+                                 _ranges(db, strings, tables)))
     finally:
         db.close()
+
+
+SLEEP_KERNEL = "at::cuda::spin_kernel"  # torch.cuda._sleep: the worker's, queued before each profiled call
+
+
+def without_sleeps(report: Report) -> Report:
+    """The report less the GPU sleeps the worker queues between calls, and their launches: they are
+    cudabench's, not the kernel's, and lie outside every call's range."""
+    sleeps = {k.correlation for k in report.kernels if k.name == SLEEP_KERNEL}
+    if not sleeps:
+        return report
+    return replace(report, kernels=tuple(k for k in report.kernels if k.correlation not in sleeps),
+                   api_calls=tuple(a for a in report.api_calls if a.correlation not in sleeps))
 
 
 def _kernels(db, strings, tables) -> tuple[Kernel, ...]:

@@ -63,9 +63,26 @@ def find_profiler(tool: str, nsys_path: Optional[str], out: PlainConsole, err: P
 
 
 def agreement_line(what: str, per_call: float, summary: dict) -> str:
-    ref = summary["events_median"]
-    return (f"{what} per call {fmt_time(per_call)} vs cudabench events (GPU time) "
-            f"{fmt_time(ref)}: {abs(per_call / ref - 1):.1%} apart")
+    """The profiler's kernel time per call against cudabench's events: on the same captured calls,
+    less what an empty event pair measures, where the worker timed them (nsys); else the events
+    figure from before the capture."""
+    if "captured_events_median" not in summary:
+        ref = summary["events_median"]
+        return (f"{what} per call {fmt_time(per_call)} vs cudabench events (GPU time) "
+                f"{fmt_time(ref)}: {abs(per_call / ref - 1):.1%} apart")
+    ref, own = summary["captured_events_median"], summary.get("events_overhead", 0.0)
+    return (f"{what} per call {fmt_time(per_call)} vs cudabench events on the same calls {fmt_time(ref)} "
+            f"less {fmt_time(own)} that an empty event pair measures: {abs(per_call / (ref - own) - 1):.1%} apart")
+
+
+def capture_cost_line(summary: dict) -> Optional[str]:
+    """Said when the capture itself changed the call's events figure by more than 2 %."""
+    during, before = summary.get("captured_events_median"), summary["events_median"]
+    if during is None or abs(during / before - 1) <= 0.02:
+        return None
+    return (f"note: the profiler's tracing changed the call itself: events {fmt_time(before)} per call before "
+            f"the capture, {fmt_time(during)} during it ({during / before - 1:+.1%}); `cudabench run` "
+            "times it with no profiler attached.")
 
 
 def report_nsys(req: ProfileRequest, nsys: str, rc: int, log: str, reply: Optional[dict], out: PlainConsole) -> None:
@@ -88,10 +105,14 @@ def report_nsys(req: ProfileRequest, nsys: str, rc: int, log: str, reply: Option
         latency = fmt_time(launch.latency_median) if launch.latency_median is not None else "-"
         out.print(f"launch overhead: {launch.launches} launches, {fmt_time(launch.api_total)} in launch "
                   f"API calls ({fmt_time(launch.api_total / launch.launches)} each) for "
-                  f"{fmt_time(launch.kernel_total)} of kernels; median launch→start latency {latency}")
+                  f"{fmt_time(launch.kernel_total)} of kernels; median launch→start latency {latency}"
+                  + (" (each call queued behind a GPU sleep, as events time it)" if "captured_events_median" in summary else ""))
     calls = [r for r in ranges if r.name.endswith(CALL_SUFFIX)]
     per_call = calls[0].gpu_median if calls else launch.kernel_total / req.iters
     out.print(agreement_line("nsys kernel time", per_call, summary))
+    cost = capture_cost_line(summary)
+    if cost:
+        out.print(Text(cost, style="yellow"))
     out.print(f"report: {rep}\nsqlite: {sqlite}", soft_wrap=True)  # paths whole, to copy
     if req.timeline:
         draw_timeline(req, data, summary, out)
