@@ -39,6 +39,10 @@ class ToolNotFoundError(CudabenchError):
     pass
 
 
+class NotOnThisGPUError(CudabenchError):
+    """A variant that needs another GPU (e.g. sm_90a instructions): skipped here, not failed."""
+
+
 class BuildError(CudabenchError):
     """The compiler rejected a kernel's sources; the message holds the compiler's own error lines."""
 

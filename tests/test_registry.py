@@ -8,7 +8,7 @@ def test_shipped_families_and_variants(registry):
     assert [f.name for f in registry.families] == ["add2", "attention", "matmul", "sincos", "timex"]
     assert [v.name for _, v in registry.variants()] == [
         "add2", "add2-vec4", "add2-tile", "attn-naive", "attn-flash1", "attn-flash2", "matmul-naive", "matmul-tiled",
-        "matmul-regtile", "sincos-fused",
+        "matmul-regtile", "matmul-wgmma", "sincos-fused",
         "timex-v1", "timex-v2", "timex-v3", "timex-v4", "timex-v5", "timex-fft", "timex-mma"]
     for family in registry.families:
         assert family.baselines, f"{family.name} has a baseline to compare with"

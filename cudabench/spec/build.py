@@ -63,6 +63,16 @@ def torch_arch_list(arch: str) -> str:
     return f"{digits[:-1]}.{digits[-1]}{suffix}"
 
 
+def with_features(family: Family, arch: str) -> str:
+    """The arch-specific target the family asks for in place of `arch` (sm_90 -> sm_90a for a family
+    with Hopper-only instructions: wgmma, setmaxnreg); else `arch`. Code built for sm_90a runs only on
+    sm_90 devices, which is what a build for sm_90 is for."""
+    for feature in family.feature_archs:
+        if normalize_arch(feature).rstrip("a") == arch:
+            return normalize_arch(feature)
+    return arch
+
+
 def gencode(arch: str) -> str:
     n = arch.removeprefix("sm_")
     return f"-gencode=arch=compute_{n},code=sm_{n}"
@@ -79,7 +89,7 @@ def device_arch() -> str:
 
 def hashed_files(family: Family) -> list[Path]:
     own = sorted(p for p in family.folder.iterdir() if p.suffix in SOURCE_SUFFIXES)
-    return own + sorted(p for p in INCLUDE_DIR.rglob("*") if p.suffix in (".h", ".cuh"))
+    return own + sorted(p for p in INCLUDE_DIR.rglob("*") if p.suffix in (".h", ".cuh", ".inc"))
 
 
 def build_key(family: Family, arch: str, flags: tuple[str, ...]) -> str:
@@ -173,6 +183,7 @@ def build(family: Family, arch: Optional[str] = None, verbose: bool = False) -> 
             f"This torch ({torch.__version__}) is a CPU build: it cannot build CUDA extensions.",
             "`cudabench build --check` compiles the sources with nvcc alone.")
     arch = normalize_arch(arch) if arch else (device_arch() if has_cuda else "host")
+    arch = with_features(family, arch)
     flags = CUDA_FLAGS + family.extra_cuda_cflags
     name = f"cb_{family.name.replace('-', '_')}_{folder_key(family, arch, flags)}"
     directory = cache_root() / "build" / name

@@ -18,7 +18,8 @@ from typing import Optional
 
 from cudabench import tools
 from cudabench.errors import BuildError
-from cudabench.spec.build import BINDING_STD, CUDA_FLAGS, INCLUDE_DIR, TORCH_NVCC_DEFINES, gencode, normalize_arch
+from cudabench.spec.build import (BINDING_STD, CUDA_FLAGS, INCLUDE_DIR, TORCH_NVCC_DEFINES, gencode, normalize_arch,
+                                   with_features)
 from cudabench.spec.family import Family
 
 
@@ -113,8 +114,9 @@ def _run(command: list[str], source: Path) -> CompileCheck:
 
 
 def check_compile(family: Family, arch: str, bindings: bool = True) -> list[CompileCheck]:
-    """Compile each .cu with nvcc only (object file, thrown away); syntax-check each .cpp binding."""
-    arch = normalize_arch(arch)
+    """Compile each .cu with nvcc only (object file, thrown away); syntax-check each .cpp binding. A
+    family's arch-specific target replaces `arch` as in a real build (sm_90 -> sm_90a)."""
+    arch = with_features(family, normalize_arch(arch))
     _regular_sources(family)
     nvcc = find_nvcc()
     cxx = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++")

@@ -100,6 +100,7 @@ class Family:
     input_kinds: tuple[str, ...] = ("uniform",)  # make_inputs(shape, gen, device, kind=...) for the others
     large_inputs: tuple[str, ...] = ()        # the inputs the `large` kind scales (default: every float one)
     extra_cuda_cflags: tuple[str, ...] = ()
+    feature_archs: tuple[str, ...] = ()       # arch-specific targets, e.g. sm_90a: a build for sm_90 is made for it
     dtypes: tuple[str, ...] = FLOAT32         # precisions its inputs come in (make_inputs' float32, cast)
     folder: Path = field(default=Path("."), compare=False)
 

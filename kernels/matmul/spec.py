@@ -1,7 +1,9 @@
-"""matmul: C = A·B in float32 — the naive → shared-memory-tiled ladder, against cuBLAS (TF32 off)."""
+"""matmul: C = A·B in float32 — the naive → shared-memory-tiled ladder, against cuBLAS (TF32 off) —
+and matmul-wgmma, the Hopper rung in bfloat16 (TMA, mbarriers, wgmma, warp specialisation)."""
 
 import torch
 
+from cudabench.errors import NotOnThisGPUError
 from cudabench.spec import DTYPES, Baseline, Constraint, Family, Param, Variant, empty
 
 NAIVE, TILED, REGTILE = 0, 1, 2
@@ -35,6 +37,23 @@ def bind(variant):
     return make
 
 
+WGMMA_BN = 256  # the tile width matmul-wgmma runs with (the kernel also has 128)
+
+
+def bind_wgmma(ext):
+    """matmul-wgmma's op; on a GPU other than a Hopper one the subject is skipped with the reason."""
+    why = ext.matmul_wgmma_not_here()
+    if why:
+        raise NotOnThisGPUError(why)
+
+    def matmul_wgmma(A, B):
+        C = empty((A.shape[0], B.shape[1]), like=A)
+        ext.matmul_wgmma(A, B, C, WGMMA_BN)
+        return C
+
+    return matmul_wgmma
+
+
 def torch_matmul():
     def matmul(A, B):
         # cuBLAS SGEMM in true fp32: the run turns TF32 off for every subject (see runner).
@@ -57,10 +76,15 @@ TILE_128 = Constraint("M % 128 == 0, N % 128 == 0, K % 8 == 0",
                       lambda s: s["M"] % 128 == 0 and s["N"] % 128 == 0 and s["K"] % 8 == 0,
                       "M and N must be multiples of 128 and K of 8: whole 128×128×8 tiles, no edge code")
 
+WGMMA_TILES = Constraint(f"M % 128 == 0, N % {WGMMA_BN} == 0, K % 64 == 0",
+                        lambda s: s["M"] % 128 == 0 and s["N"] % WGMMA_BN == 0 and s["K"] % 64 == 0,
+                        f"M must be a multiple of 128, N of {WGMMA_BN} and K of 64: whole 128×{WGMMA_BN}×64 tiles, "
+                        "no edge code")
+
 FAMILY = Family(
     name="matmul",
     summary="C = A·B, float32, row-major",
-    sources=("matmul.cu", "matmul.cpp"),
+    sources=("matmul.cu", "matmul_wgmma.cu", "matmul.cpp"),
     params=(Param("M", 2048, "rows of A and C"), Param("N", 2048, "columns of B and C"),
             Param("K", 2048, "columns of A, rows of B")),
     make_inputs=make_inputs,
@@ -71,6 +95,9 @@ FAMILY = Family(
         Variant("matmul-tiled", "32×32 shared-memory tiles", bind(TILED), has_backward=False),
         Variant("matmul-regtile", "128×128 block tiles, 8×8 outputs per thread in registers, float4, "
                 "double-buffered", bind(REGTILE), (TILE_128,), has_backward=False),
+        Variant("matmul-wgmma", "bfloat16 on Hopper (sm_90a): TMA tiles into swizzled shared memory, "
+                "mbarriers, wgmma 64×256×16 from shared memory, one loading and two multiplying warpgroups",
+                bind_wgmma, (WGMMA_TILES,), has_backward=False, dtypes=("bfloat16",)),
     ),
     baselines=(Baseline("torch-matmul", "torch.matmul (cuBLAS: SGEMM with TF32 off in float32; tensor cores "
                         "in bfloat16 and float16)", torch_matmul, has_backward=False, dtypes=DTYPES),),
@@ -78,5 +105,6 @@ FAMILY = Family(
     constraints=(FITS_INT32, GRID_ROWS),
     work=work,
     bound="sgemm",
+    feature_archs=("sm_90a",),  # matmul-wgmma's wgmma and setmaxnreg exist only there
     tolerance=1e-5,
 )

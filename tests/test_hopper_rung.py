@@ -1,0 +1,74 @@
+"""matmul-wgmma, the Hopper rung (issue 29), on the CPU: its generated wgmma include is current, its
+family builds for sm_90a where a build for sm_90 is asked (and for other GPUs as they are), nvcc
+compiles it both ways, and on a GPU that is not a Hopper one the variant is skipped with the reason."""
+
+import importlib.util
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from cudabench.errors import NotOnThisGPUError
+from cudabench.spec.build import INCLUDE_DIR, with_features
+from cudabench.spec.compile_check import nvcc_command
+from cudabench.spec.registry import discover
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def matmul():
+    return discover().family("matmul")
+
+
+def test_the_generated_wgmma_include_is_what_its_generator_writes():
+    spec = importlib.util.spec_from_file_location("gen_wgmma", INCLUDE_DIR / "cudabench" / "gen_wgmma.py")
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    assert (INCLUDE_DIR / "cudabench" / "wgmma_bf16.inc").read_text() == gen.text()
+    assert "m64n256k16" in gen.text() and "%127}" in gen.text()  # 128 accumulators for N = 256
+
+
+def test_a_build_for_sm_90_is_made_for_sm_90a_only_for_families_that_ask(matmul):
+    assert with_features(matmul, "sm_90") == "sm_90a"
+    assert with_features(matmul, "sm_80") == "sm_80"
+    assert with_features(matmul, "sm_100") == "sm_100"
+    assert with_features(discover().family("timex"), "sm_90") == "sm_90"
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+@pytest.mark.parametrize("arch, wgmma", [("sm_90a", True), ("sm_80", False)])
+def test_the_kernel_compiles_with_wgmma_for_sm_90a_and_without_it_elsewhere(tmp_path, arch, wgmma):
+    source = ROOT / "kernels" / "matmul" / "matmul_wgmma.cu"
+    done = subprocess.run([str(a) for a in nvcc_command("nvcc", source, arch, tmp_path / "k.o")], capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stderr
+    # the instructions themselves, in the PTX of the same compile (no cuobjdump needed)
+    ptx = tmp_path / "k.ptx"
+    command = [str(a) for a in nvcc_command("nvcc", source, arch, ptx)]
+    command[command.index("-c")] = "-ptx"
+    command = [a.replace(f"code=sm_{arch[3:]}", f"code=compute_{arch[3:]}") for a in command]
+    done = subprocess.run(command, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    text = ptx.read_text()
+    assert ("wgmma.mma_async" in text and "cp.async.bulk.tensor" in text and "setmaxnreg" in text) == wgmma
+    assert ("trap;" in text) != wgmma  # elsewhere the kernel body is a trap the binding never reaches
+
+
+def test_on_another_gpu_the_variant_is_skipped_with_the_reason(matmul):
+    class NotHopper:
+        def matmul_wgmma_not_here(self):
+            return "matmul-wgmma needs sm_90a (a Hopper GPU: H100, H200, GH200)"
+
+    with pytest.raises(NotOnThisGPUError, match="needs sm_90a"):
+        matmul.variant("matmul-wgmma").bind(NotHopper())
+
+
+def test_its_constraint_and_precision(matmul):
+    v = matmul.variant("matmul-wgmma")
+    assert v.dtypes == ("bfloat16",) and not v.has_backward
+    ok = {"M": 256, "N": 512, "K": 128}
+    assert all(c.holds(ok) for c in v.constraints)
+    assert not all(c.holds({**ok, "N": 384}) for c in v.constraints)
+    assert not all(c.holds({**ok, "K": 96}) for c in v.constraints)
