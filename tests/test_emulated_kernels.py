@@ -30,7 +30,7 @@ FLAGS += (["-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address,undefined
           if ASAN else ["-O2"])
 KIT_FLAGS = ["-Wall", "-Wextra"]
 KERNEL_FLAGS = ["-w", "-D__CUDA_ARCH__=900"]  # compiled as for an H100 (flash2's float2 atomics)
-RUNTIME = ["runtime/scheduler.cpp", "runtime/warp_ops.cpp"]
+RUNTIME = ["runtime/scheduler.cpp", "runtime/warp_ops.cpp", "runtime/hopper_ops.cpp"]
 
 # (variant, dtype, BH, N, D, causal): N ragged against the 64-row tiles (flash1, flash2's backward and K/V
 # tiles) and flash2's 128-row forward blocks, N = 1 (a lone key: dQ = dK = 0), D 64 and 128, causal or not.
@@ -148,12 +148,17 @@ def pool():
     executor.shutdown(cancel_futures=True)
 
 
-@pytest.fixture(scope="module")
-def kit(tmp_path_factory, pool):
+def compiler_or_skip():
+    """The C++ compiler the emulator is built with; the test is skipped where there is none, or no ucontext."""
     cxx = _compiler()
     if cxx is None or not sys.platform.startswith("linux"):
         pytest.skip("the CUDA emulator needs a C++17 compiler (g++, c++, clang++ or $CXX) and Linux (ucontext)")
-    return Kit(cxx, tmp_path_factory.mktemp("emulated"), pool)
+    return cxx
+
+
+@pytest.fixture(scope="module")
+def kit(tmp_path_factory, pool):
+    return Kit(compiler_or_skip(), tmp_path_factory.mktemp("emulated"), pool)
 
 
 def _arguments(case, family):

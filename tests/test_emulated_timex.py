@@ -9,7 +9,6 @@ Needs a C++17 compiler on Linux (skipped otherwise), like tests/test_emulated_ke
 """
 
 import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,7 +20,7 @@ LONG_SOURCE = SOURCE.with_name("timex_fft_long.cu")
 PASSES = SOURCE.with_name("fft_passes.cuh")
 FLAGS = ["-std=c++17", "-O2", "-fno-strict-aliasing", f"-I{KIT / 'shim'}", f"-I{SOURCE.parent}",
          "-D__CUDA_ARCH__=900"]
-RUNTIME = [KIT / "runtime" / "scheduler.cpp", KIT / "runtime" / "warp_ops.cpp"]
+RUNTIME = [KIT / "runtime" / "scheduler.cpp", KIT / "runtime" / "warp_ops.cpp", KIT / "runtime" / "hopper_ops.cpp"]
 
 # (dtype, B, C, T): T picks the transform size N (the smallest 2^p or 3·2^p >= 2T-1); T > 768 has no
 # backward on this path (timex_fft.cu's kernel does it), so the checker checks the forward alone there.
@@ -77,8 +76,7 @@ def _load(name, path):
 
 # The attention kit's helpers (compiler lookup, runs, the launch rewriter) and its thread pool fixture.
 _attention_kit = _load("emulated_attention_kit", Path(__file__).with_name("test_emulated_kernels.py"))
-_compiler, _run, _must, _report = (_attention_kit._compiler, _attention_kit._run, _attention_kit._must,
-                                   _attention_kit._report)
+_run, _must, _report = _attention_kit._run, _attention_kit._must, _attention_kit._report
 pool = _attention_kit.pool
 
 
@@ -127,10 +125,7 @@ class Checker:
 
 @pytest.fixture(scope="module")
 def checker(tmp_path_factory, pool):
-    cxx = _compiler()
-    if cxx is None or not sys.platform.startswith("linux"):
-        pytest.skip("the CUDA emulator needs a C++17 compiler (g++, c++, clang++ or $CXX) and Linux (ucontext)")
-    return Checker(cxx, tmp_path_factory.mktemp("emulated-timex"), pool)
+    return Checker(_attention_kit.compiler_or_skip(), tmp_path_factory.mktemp("emulated-timex"), pool)
 
 
 @pytest.fixture(scope="module")

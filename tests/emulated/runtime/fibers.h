@@ -19,7 +19,9 @@ struct PendingCopy {
   long group;  // 0 until cp_async_commit closes the group it belongs to; groups count from 1
 };
 
-enum class Waiting { No, BlockBarrier, WarpBarrier };
+// Yield: an mbarrier wait that has not completed; the fiber runs again in the next round of warps.
+// GroupBarrier: a warpgroup-collective operation (wgmma), all 128 threads of the warpgroup.
+enum class Waiting { No, BlockBarrier, WarpBarrier, Yield, GroupBarrier };
 
 struct Fiber {
   ucontext_t context;
@@ -34,6 +36,10 @@ struct Fiber {
 extern std::vector<Fiber> fibers;  // one per thread of the running block
 Fiber& current_fiber();
 void warp_barrier();                     // suspend until every lane of the current warp has arrived
+void group_barrier();                    // suspend until every thread of the current warpgroup has arrived
+void yield_round();                      // suspend until the next round of warps (a polling wait)
 void reset_warp_state(unsigned threads); // at the start of each block
+void reset_hopper_state();               // mbarriers and wgmma queues (hopper_ops.cpp), at a block's start
+void report_hopper_leftovers();          // wgmma products never waited for, at a block's end
 
 }  // namespace emu::detail

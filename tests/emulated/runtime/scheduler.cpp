@@ -58,6 +58,12 @@ long barrier_generation = 0;
 unsigned at_barrier = 0;  // threads waiting in the current generation
 std::vector<long> warp_generation;
 std::vector<unsigned> at_warp_barrier;
+std::vector<long> group_generation;  // warpgroups (128 threads): wgmma's exchanges
+std::vector<unsigned> at_group_barrier;
+long current_round = 0;
+long last_progress_round = 0;            // the last round in which a fiber did more than poll
+constexpr long POLLING_ROUNDS_LIMIT = 100000;  // rounds of nothing but polling waits: a deadlock
+constexpr unsigned GROUP = 128;
 
 void fiber_main() {
   (*block_body)();
@@ -77,10 +83,13 @@ bool runnable(unsigned t) {
   if (f.done) return false;
   if (f.waiting == detail::Waiting::BlockBarrier) return barrier_generation > f.generation;
   if (f.waiting == detail::Waiting::WarpBarrier) return warp_generation[t / detail::WARP] > f.generation;
+  if (f.waiting == detail::Waiting::GroupBarrier) return group_generation[t / GROUP] > f.generation;
+  if (f.waiting == detail::Waiting::Yield) return current_round > f.generation;
   return true;
 }
 
 void resume(unsigned t) {
+  if (detail::fibers[t].waiting != detail::Waiting::Yield) last_progress_round = current_round;
   detail::fibers[t].waiting = detail::Waiting::No;
   current_thread = t;
   swapcontext(&scheduler_context, &detail::fibers[t].context);
@@ -119,14 +128,17 @@ void create_fibers(unsigned threads) {
 }
 
 void report_deadlock() {
-  unsigned done = 0, at_block = 0, at_warp = 0;
+  unsigned done = 0, at_block = 0, at_warp = 0, at_group = 0, polling = 0;
   for (const detail::Fiber& f : detail::fibers) {
     done += f.done;
     at_block += !f.done && f.waiting == detail::Waiting::BlockBarrier;
     at_warp += !f.done && f.waiting == detail::Waiting::WarpBarrier;
+    polling += !f.done && f.waiting == detail::Waiting::Yield;
+    at_group += !f.done && f.waiting == detail::Waiting::GroupBarrier;
   }
-  fprintf(stderr, "DEADLOCK in block (%u,%u,%u): %u threads done, %u at __syncthreads, %u at a warp collective\n",
-          block_index.x, block_index.y, block_index.z, done, at_block, at_warp);
+  fprintf(stderr, "DEADLOCK in block (%u,%u,%u): %u threads done, %u at __syncthreads, %u at a warp collective, "
+          "%u at a warpgroup collective, %u waiting on an mbarrier\n",
+          block_index.x, block_index.y, block_index.z, done, at_block, at_warp, at_group, polling);
   last_error = cudaErrorLaunchFailure;
 }
 
@@ -134,14 +146,16 @@ void report_deadlock() {
 // reverse, so that a missing barrier between one warp's write and another's read changes the outcome.
 void run_fibers() {
   const unsigned warps = (unsigned)(detail::fibers.size() + detail::WARP - 1) / detail::WARP;
+  current_round = last_progress_round = 0;
   for (long round = 0;; ++round) {
+    current_round = round;
     const bool reverse = schedule.order == WarpOrder::Reverse || (schedule.order == WarpOrder::Alternate && round % 2);
     bool ran = false;
     for (unsigned i = 0; i < warps; ++i) ran |= run_warp(reverse ? warps - 1 - i : i, reverse);
     bool all_done = true;
     for (const detail::Fiber& f : detail::fibers) all_done &= f.done;
     if (all_done) return;
-    if (!ran) return report_deadlock();
+    if (!ran || round - last_progress_round > POLLING_ROUNDS_LIMIT) return report_deadlock();
   }
 }
 
@@ -170,6 +184,18 @@ void warp_barrier() {
   }
   suspend(Waiting::WarpBarrier, generation);
 }
+
+void group_barrier() {
+  const unsigned g = current_thread / GROUP;
+  const long generation = group_generation[g];
+  if (++at_group_barrier[g] == std::min<size_t>(GROUP, fibers.size() - g * GROUP)) {
+    at_group_barrier[g] = 0;
+    ++group_generation[g];
+  }
+  suspend(Waiting::GroupBarrier, generation);
+}
+
+void yield_round() { suspend(Waiting::Yield, current_round); }
 
 }  // namespace detail
 
@@ -206,17 +232,22 @@ void run_block(const std::function<void()>& body, uint3 index, unsigned threads,
   at_barrier = 0;
   warp_generation.assign((threads + detail::WARP - 1) / detail::WARP, 0);
   at_warp_barrier.assign(warp_generation.size(), 0);
+  group_generation.assign((threads + GROUP - 1) / GROUP, 0);
+  at_group_barrier.assign(group_generation.size(), 0);
   detail::reset_warp_state(threads);
-  // 128-byte aligned like the real thing; 0xff bytes are NaN as float, bf16 and fp16, so unwritten
-  // shared memory that reaches an output shows.
-  const size_t bytes = (smem / 128 + 1) * 128;  // aligned_alloc takes a multiple of the alignment
-  std::unique_ptr<char, decltype(&free)> smem_block(static_cast<char*>(aligned_alloc(128, bytes)), free);
+  detail::reset_hopper_state();
+  // 1024-byte aligned, so that an offset into it has the address bits the 128-byte swizzle of TMA and
+  // wgmma works on (the real base is aligned at least that much); 0xff bytes are NaN as float, bf16 and
+  // fp16, so unwritten shared memory that reaches an output shows.
+  const size_t bytes = (smem / 1024 + 1) * 1024;  // aligned_alloc takes a multiple of the alignment
+  std::unique_ptr<char, decltype(&free)> smem_block(static_cast<char*>(aligned_alloc(1024, bytes)), free);
   memset(smem_block.get(), 0xff, smem);
   dynamic_smem = smem_block.get();
   dynamic_smem_bytes = smem;
   create_fibers(threads);
   run_fibers();
   report_unwaited_copies();
+  detail::report_hopper_leftovers();
   detail::fibers.clear();
   dynamic_smem = nullptr;
   dynamic_smem_bytes = 0;

@@ -23,6 +23,7 @@
 #define __noinline__ __attribute__((noinline))
 #define __launch_bounds__(...)
 #define __align__(n) alignas(n)
+#define __grid_constant__
 
 // Vector types with CUDA's alignment (a misaligned float4 access is a bug the emulator should surface).
 struct alignas(16) float4 { float x, y, z, w; };
@@ -37,7 +38,7 @@ inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z,
 inline float2 make_float2(float x, float y) { return {x, y}; }
 
 typedef int cudaError_t;
-enum { cudaSuccess = 0, cudaErrorInvalidValue = 1, cudaErrorLaunchFailure = 4 };
+enum { cudaSuccess = 0, cudaErrorInvalidValue = 1, cudaErrorLaunchFailure = 4, cudaErrorNotSupported = 801 };
 typedef void* cudaStream_t;
 enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize, cudaFuncAttributePreferredSharedMemoryCarveout };
 enum { cudaSharedmemCarveoutMaxShared = 100 };
@@ -58,9 +59,15 @@ enum class CpAsyncLanding {
   AtIssue,          // at once (the earliest)
   PoisonUntilWait,  // the destination reads as 0xff bytes (NaN) from the issue until the wait
 };
+// When a wgmma's product lands in its accumulators (shim/cudabench/hopper.cuh).
+enum class WgmmaLanding {
+  AtWait,   // at the wgmma.wait_group that covers it, reading its operands then (the latest)
+  AtIssue,  // at once (the earliest)
+};
 struct Schedule {
   WarpOrder order = WarpOrder::Forward;
   CpAsyncLanding landing = CpAsyncLanding::AtWait;
+  WgmmaLanding wgmma = WgmmaLanding::AtWait;
 };
 extern Schedule schedule;
 
@@ -115,6 +122,25 @@ inline cudaError_t cudaGetDevice(int* device) {  // one emulated device
   *device = 0;
   return cudaSuccess;
 }
+// The emulated device is an H100 (compute capability 9.0): the Hopper kernels run (shim/cudabench/hopper.cuh).
+enum cudaDeviceAttr { cudaDevAttrComputeCapabilityMajor = 75, cudaDevAttrComputeCapabilityMinor = 76 };
+inline cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int) {
+  *value = attr == cudaDevAttrComputeCapabilityMajor ? 9 : 0;
+  return cudaSuccess;
+}
+enum cudaDriverEntryPointQueryResult { cudaDriverEntryPointSuccess = 0, cudaDriverEntryPointSymbolNotFound = 1 };
+enum { cudaEnableDefault = 0 };
+namespace emu {
+void* driver_entry_point(const char* symbol);  // runtime/hopper_ops.cpp: cuTensorMapEncodeTiled
+}
+inline cudaError_t cudaGetDriverEntryPointByVersion(const char* symbol, void** fn, unsigned, unsigned long long,
+                                                    cudaDriverEntryPointQueryResult* found) {
+  *fn = emu::driver_entry_point(symbol);
+  *found = *fn ? cudaDriverEntryPointSuccess : cudaDriverEntryPointSymbolNotFound;
+  return cudaSuccess;
+}
+[[noreturn]] inline void __trap() { emu::fail("__trap() reached"); }
+
 inline cudaError_t cudaGetLastError() {
   const cudaError_t e = emu::last_error;
   emu::last_error = cudaSuccess;

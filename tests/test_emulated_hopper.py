@@ -1,0 +1,104 @@
+"""matmul-wgmma (kernels/matmul/matmul_wgmma.cu) checked on the CPU by running its real source on the CUDA
+emulator (tests/emulated), extended with Hopper's machinery: mbarriers, TMA boxes with the 128-byte
+swizzle, wgmma from descriptors or registers (shim/cudabench/hopper.cuh, runtime/hopper_ops.cpp). The
+product against a float64 one, both tile widths, M, N and K in several tile counts, under two schedules
+that must agree bit for bit (wgmma landing at its wait or at its issue). The kernel's figures on the H100
+(docs/benchmarks/h100-hopper.md) vouch for the emulator's model of the descriptors and the swizzle; the
+planted bugs below show the check can fail.
+
+Needs a C++17 compiler on Linux (skipped otherwise), like tests/test_emulated_kernels.py.
+"""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+KIT = ROOT / "tests" / "emulated"
+SOURCE = ROOT / "kernels" / "matmul" / "matmul_wgmma.cu"
+FLAGS = ["-std=c++17", "-O2", "-fno-strict-aliasing", "-Wno-psabi", f"-I{KIT / 'shim'}", f"-I{SOURCE.parent}",
+         "-D__CUDA_ARCH__=900"]
+RUNTIME = [KIT / "runtime" / name for name in ("scheduler.cpp", "warp_ops.cpp", "hopper_ops.cpp")]
+
+# (M, N, K, BN): one tile, several row and column tiles, K over several pipeline stages (64 each; 4 or 6
+# stages), and more row tiles than a group of the tile order (16) holds
+CASES = [(128, 256, 64, 256), (256, 512, 448, 256), (128, 128, 64, 128), (384, 256, 832, 128),
+         (2304, 512, 64, 256)]
+
+# Planted bugs: (exact text in the kernel, replacement, a case that must FAIL).
+MUTANTS = {
+    "b-chunks-at-the-wrong-distance": ("64 * BK * 2)", "64 * BK)", (256, 512, 448, 256)),
+    "a-k-slices-at-the-wrong-offset": ("&s.a[st][row0 * BK + k * 16]", "&s.a[st][row0 * BK + k * 8]",
+                                       (128, 256, 64, 256)),
+    "waiting-for-one-product-less": ("wgmma_wait<1>();", "wgmma_wait<2>();", (256, 512, 448, 256)),
+    "releasing-the-buffer-being-read": ("mbar_arrive(&s.empty[(t - 1) % T::STAGES])",
+                                        "mbar_arrive(&s.empty[t % T::STAGES])", (256, 512, 448, 256)),
+    "second-row-of-a-fragment-misplaced": ("c[size_t(row + 8) * N + col]", "c[size_t(row + 7) * N + col]",
+                                           (128, 128, 64, 128)),
+    "tile-order-of-a-full-group-in-the-last": ("n0 = (in_group / rows_here) * BN", "n0 = (in_group / GROUP_M) * BN",
+                                               (2304, 512, 64, 256)),
+}
+
+
+def _load(name, path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# The attention kit's helpers (compiler lookup, runs, the launch rewriter) and its thread pool fixture.
+_attention_kit = _load("emulated_attention_kit_hopper", Path(__file__).with_name("test_emulated_kernels.py"))
+_run, _must, _report = _attention_kit._run, _attention_kit._must, _attention_kit._report
+pool = _attention_kit.pool
+
+
+class Checker:
+    """The emulator and matmul_wgmma_check compiled once; one checker binary per kernel text."""
+
+    def __init__(self, cxx, workdir, pool):
+        self.cxx, self.workdir = cxx, workdir
+        self.common = [pool.submit(self._object, src, ["-Wall", "-Wextra"])
+                       for src in RUNTIME + [KIT / "matmul_wgmma_check.cpp"]]
+
+    def _object(self, src, flags, name=None):
+        obj = self.workdir / ((name or src.stem) + ".o")
+        _must([self.cxx, *FLAGS, *flags, "-c", src, "-o", obj])
+        return obj
+
+    def build(self, name, source_text):
+        cu, cpp = self.workdir / f"{name}.cu", self.workdir / f"{name}.cpp"
+        cu.write_text(source_text)
+        _, launches = _attention_kit.rewriter.rewrite_file(str(cu), str(cpp))
+        assert launches > 0
+        kernel = self._object(cpp, ["-w"], name)
+        exe = self.workdir / name
+        _must([self.cxx, *FLAGS, *(f.result() for f in self.common), kernel, "-o", exe])
+        return exe
+
+
+@pytest.fixture(scope="module")
+def checker(tmp_path_factory, pool):
+    return Checker(_attention_kit.compiler_or_skip(), tmp_path_factory.mktemp("emulated-hopper"), pool)
+
+
+@pytest.fixture(scope="module")
+def real(checker):
+    return checker.build("matmul_wgmma", SOURCE.read_text())
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: "x".join(map(str, c)))
+def test_matmul_wgmma_matches_fp64_under_both_schedules(real, case):
+    result = _run([real, *case])
+    assert result.returncode == 0 and result.stdout.splitlines()[-1:] == ["RESULT OK"], _report(result)
+    assert "schedules agree bit for bit: yes" in result.stdout
+
+
+@pytest.mark.parametrize("name", sorted(MUTANTS))
+def test_planted_bug_fails_the_check(checker, name):
+    text, replacement, case = MUTANTS[name]
+    original = SOURCE.read_text()
+    assert original.count(text) == 1, f"mutant {name}: the text to change is not (once) in {SOURCE.name}"
+    result = _run([checker.build(name, original.replace(text, replacement)), *case])
+    assert result.returncode != 0 and ("RESULT FAIL" in result.stdout or "DEADLOCK" in result.stderr), _report(result)
