@@ -2,7 +2,7 @@
 emulator (tests/emulated), extended with Hopper's machinery: mbarriers, TMA boxes with the 128-byte
 swizzle, wgmma from descriptors or registers (shim/cudabench/hopper.cuh, runtime/hopper_ops.cpp). The
 product against a float64 one, both tile widths, M, N and K in several tile counts, under two schedules
-that must agree bit for bit (wgmma landing at its wait or at its issue). The kernel's figures on the H100
+that must agree bit for bit (TMA boxes and wgmma products landing as late as they may, or at their issue). The kernel's figures on the H100
 (docs/benchmarks/h100-hopper.md) vouch for the emulator's model of the descriptors and the swizzle; the
 planted bugs below show the check can fail.
 
@@ -36,6 +36,8 @@ MUTANTS = {
                                         "mbar_arrive(&s.empty[t % T::STAGES])", (256, 512, 448, 256)),
     "second-row-of-a-fragment-misplaced": ("c[size_t(row + 8) * N + col]", "c[size_t(row + 7) * N + col]",
                                            (128, 128, 64, 128)),
+    "reading-a-buffer-before-it-is-full": ("    mbar_wait(&s.full[st], (t / T::STAGES) & 1);\n", "",
+                                           (256, 512, 448, 256)),
     "tile-order-of-a-full-group-in-the-last": ("n0 = (in_group / rows_here) * BN", "n0 = (in_group / GROUP_M) * BN",
                                                (2304, 512, 64, 256)),
 }

@@ -1,7 +1,8 @@
 // Checks one case of matmul-wgmma (kernels/matmul/matmul_wgmma.cu: TMA, mbarriers, wgmma, warp
 // specialisation) on the emulator: random bf16 A (M×K) and B (K×N), C filled with NaN first, against a
 // float64 product of the same bf16 values by ‖C − ref‖ / ‖ref‖, under two schedules that must also agree
-// bit for bit: warps forward with each wgmma landing at its wait, warps in reverse landing at the issue.
+// bit for bit: warps forward with TMA boxes poisoned until their phase completes and each wgmma landing at
+// its wait, and warps in reverse with both landing at their issue.
 //
 // usage: matmul_wgmma_check M N K BN [TOLERANCE]      (BN, the tile width: 128 or 256)
 // Prints a line per schedule, one on the bitwise comparison, then RESULT OK (exit 0) or RESULT FAIL (1).
@@ -53,9 +54,11 @@ int main(int argc, char** argv) {
       for (int n = 0; n < N; ++n) ref[size_t(m) * N + n] += x * b.at(size_t(k) * N + n);
     }
 
-  const emu::Schedule schedules[2] = {{emu::WarpOrder::Forward, emu::CpAsyncLanding::AtWait, emu::WgmmaLanding::AtWait},
-                                      {emu::WarpOrder::Reverse, emu::CpAsyncLanding::AtWait, emu::WgmmaLanding::AtIssue}};
-  const char* names[2] = {"warps forward, wgmma lands at its wait", "warps in reverse, wgmma lands at its issue"};
+  const emu::Schedule schedules[2] = {
+      {emu::WarpOrder::Forward, emu::CpAsyncLanding::AtWait, emu::WgmmaLanding::AtWait, emu::TmaLanding::AtPhase},
+      {emu::WarpOrder::Reverse, emu::CpAsyncLanding::AtWait, emu::WgmmaLanding::AtIssue, emu::TmaLanding::AtIssue}};
+  const char* names[2] = {"warps forward, TMA and wgmma land as late as they may",
+                          "warps in reverse, TMA and wgmma land at their issue"};
   std::vector<Matrix> outputs;
   bool ok = true;
   for (int s = 0; s < 2; ++s) {

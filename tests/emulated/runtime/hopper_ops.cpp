@@ -19,14 +19,21 @@
 #include <cudabench/hopper.cuh>  // the declarations this file defines
 
 namespace emu {
+
 namespace {
 
 constexpr unsigned GROUP = 128;
 
+struct Landing {  // a TMA box not yet visible: where each element goes, its bytes, and the phase it is part of
+  std::vector<std::pair<char*, size_t>> to;
+  std::vector<char> bytes;
+  long phase;
+};
 struct Mbarrier {
   uint32_t count = 0, pending = 0;
-  long long tx = 0;     // bytes announced and not yet delivered (negative: delivered first)
-  long completed = 0;   // phases completed
+  long long tx = 0;           // bytes announced and not yet delivered (negative: delivered first)
+  long completed = 0;         // phases completed
+  std::vector<Landing> held;  // boxes that land when a wait sees their phase complete
 };
 std::map<const void*, Mbarrier> barriers;
 
@@ -56,6 +63,10 @@ Mbarrier& barrier_at(uint64_t* bar, const char* what) {
   const auto it = barriers.find(bar);
   if (it == barriers.end()) fail("%s on an mbarrier never initialised", what);
   return it->second;
+}
+
+void write(const Landing& l) {
+  for (size_t i = 0, at = 0; i < l.to.size(); at += l.to[i].second, ++i) memcpy(l.to[i].first, &l.bytes[at], l.to[i].second);
 }
 
 void complete_if_done(Mbarrier& b) {
@@ -160,7 +171,7 @@ uint32_t shared_offset(const void* p) {
 void mbar_init(uint64_t* bar, uint32_t arrivals) {
   check_in_shared(bar, 8, 8, "mbarrier.init");
   if (!arrivals) fail("mbarrier.init with no arrivals");
-  barriers[bar] = Mbarrier{arrivals, arrivals, 0, 0};
+  barriers[bar] = Mbarrier{arrivals, arrivals, 0, 0, {}};
 }
 
 void mbar_arrive(uint64_t* bar, uint32_t tx_bytes) {
@@ -175,6 +186,15 @@ bool mbar_done(uint64_t* bar, uint32_t parity) { return (barrier_at(bar, "mbarri
 
 void mbar_wait(uint64_t* bar, uint32_t parity) {
   while (!mbar_done(bar, parity)) detail::yield_round();
+  // the boxes of the phases this wait has seen complete become visible now, and not before: a thread that
+  // reads a TMA destination without such a wait reads the poison
+  Mbarrier& b = barrier_at(bar, "mbarrier.try_wait");
+  std::vector<Landing> later;
+  for (Landing& l : b.held) {
+    if (l.phase < b.completed) write(l);
+    else later.push_back(std::move(l));
+  }
+  b.held.swap(later);
 }
 
 void tma_load(void* dst, const CUtensorMap* map, uint64_t* bar, const int* coords, int rank) {
@@ -187,6 +207,10 @@ void tma_load(void* dst, const CUtensorMap* map, uint64_t* bar, const int* coord
   check_in_shared(dst, bytes, swizzle ? 1024 : 128, "cp.async.bulk.tensor destination");
   if (swizzle && row_bytes != 128) fail("TMA with the 128-byte swizzle and %zu-byte box rows (emulated: 128)", row_bytes);
   const size_t base = static_cast<char*>(dst) - dynamic_smem;
+  Mbarrier& b = barrier_at(bar, "cp.async.bulk.tensor's mbarrier");
+  Landing landing;
+  landing.bytes.resize(bytes);
+  landing.phase = b.completed;
   for (size_t e = 0; e < elements; ++e) {
     size_t rest = e, source = 0;
     bool inside = true;
@@ -198,10 +222,14 @@ void tma_load(void* dst, const CUtensorMap* map, uint64_t* bar, const int* coord
     }
     const size_t offset = base + e * map->element_bytes;
     char* to = dynamic_smem + (swizzle ? swizzled(offset) : offset);
-    if (inside) memcpy(to, map->base + source, map->element_bytes);
-    else memset(to, 0, map->element_bytes);  // out of the tensor: zeros (FLOAT_OOB_FILL_NONE)
+    char* data = &landing.bytes[e * map->element_bytes];
+    if (inside) memcpy(data, map->base + source, map->element_bytes);
+    else memset(data, 0, map->element_bytes);  // out of the tensor: zeros (FLOAT_OOB_FILL_NONE)
+    landing.to.emplace_back(to, map->element_bytes);
+    memset(to, 0xff, map->element_bytes);  // until it lands: a read before its mbarrier's phase sees NaN
   }
-  Mbarrier& b = barrier_at(bar, "cp.async.bulk.tensor's mbarrier");
+  if (schedule.tma == TmaLanding::AtIssue) write(landing);
+  else b.held.push_back(std::move(landing));
   b.tx -= (long long)bytes;
   complete_if_done(b);
 }

@@ -64,10 +64,16 @@ enum class WgmmaLanding {
   AtWait,   // at the wgmma.wait_group that covers it, reading its operands then (the latest)
   AtIssue,  // at once (the earliest)
 };
+// When a TMA box reaches shared memory.
+enum class TmaLanding {
+  AtPhase,  // poisoned (0xff bytes) from the issue until a wait sees its mbarrier's phase complete (the latest)
+  AtIssue,  // at once (the earliest)
+};
 struct Schedule {
   WarpOrder order = WarpOrder::Forward;
   CpAsyncLanding landing = CpAsyncLanding::AtWait;
   WgmmaLanding wgmma = WgmmaLanding::AtWait;
+  TmaLanding tma = TmaLanding::AtPhase;
 };
 extern Schedule schedule;
 

@@ -2,8 +2,9 @@
 // what the next rung (attn-flash3's draft) uses beyond it: 3-D TMA boxes and wgmma with A in registers.
 //   mbarriers keep their phase, pending arrivals and transaction bytes in the emulator; a wait polls once
 //   per round of warps (a wait that never completes is reported as a deadlock);
-//   TMA copies a box of the tensor map into shared memory with the 128-byte swizzle, at once, and
-//   completes its bytes on the mbarrier;
+//   TMA copies a box of the tensor map into shared memory with the 128-byte swizzle and completes its
+//   bytes on the mbarrier; the box lands when a wait sees that phase complete, poisoned (0xff) until then,
+//   or at the issue (emu::schedule.tma);
 //   wgmma is a warpgroup collective (all 128 threads, same order); its product lands at the issue or at
 //   the wait_group that covers it (emu::schedule.wgmma), reading shared memory and the register operands
 //   then, so a kernel that changes either before the wait gives different results in the two modes.
