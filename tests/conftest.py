@@ -1,3 +1,6 @@
+import os
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 import torch
 
@@ -27,3 +30,11 @@ def _own_durations_file(tmp_path_factory, monkeypatch):
 
     path = tmp_path_factory.mktemp("durations") / "durations.json"
     monkeypatch.setattr(durations, "durations_file", lambda: path)
+
+
+@pytest.fixture(scope="module")
+def pool():
+    """Threads that only wait on compilers and checkers (the emulator tests): one per core."""
+    executor = ThreadPoolExecutor(os.cpu_count() or 2)
+    yield executor
+    executor.shutdown(cancel_futures=True)

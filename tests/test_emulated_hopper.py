@@ -9,10 +9,12 @@ planted bugs below show the check can fail.
 Needs a C++17 compiler on Linux (skipped otherwise), like tests/test_emulated_kernels.py.
 """
 
-import importlib.util
 from pathlib import Path
 
 import pytest
+
+from emulator_kit import compiler_or_skip, rewriter
+from emulator_kit import must as _must, report as _report, run as _run
 
 ROOT = Path(__file__).resolve().parents[1]
 KIT = ROOT / "tests" / "emulated"
@@ -43,17 +45,6 @@ MUTANTS = {
 }
 
 
-def _load(name, path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-# The attention kit's helpers (compiler lookup, runs, the launch rewriter) and its thread pool fixture.
-_attention_kit = _load("emulated_attention_kit_hopper", Path(__file__).with_name("test_emulated_kernels.py"))
-_run, _must, _report = _attention_kit._run, _attention_kit._must, _attention_kit._report
-pool = _attention_kit.pool
 
 
 class Checker:
@@ -72,7 +63,7 @@ class Checker:
     def build(self, name, source_text):
         cu, cpp = self.workdir / f"{name}.cu", self.workdir / f"{name}.cpp"
         cu.write_text(source_text)
-        _, launches = _attention_kit.rewriter.rewrite_file(str(cu), str(cpp))
+        _, launches = rewriter.rewrite_file(str(cu), str(cpp))
         assert launches > 0
         kernel = self._object(cpp, ["-w"], name)
         exe = self.workdir / name
@@ -82,7 +73,7 @@ class Checker:
 
 @pytest.fixture(scope="module")
 def checker(tmp_path_factory, pool):
-    return Checker(_attention_kit.compiler_or_skip(), tmp_path_factory.mktemp("emulated-hopper"), pool)
+    return Checker(compiler_or_skip(), tmp_path_factory.mktemp("emulated-hopper"), pool)
 
 
 @pytest.fixture(scope="module")

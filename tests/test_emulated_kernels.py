@@ -9,21 +9,15 @@ running is spread over the CPU's cores. ASAN=1 builds everything with AddressSan
 (slower; for a local run, not CI): ASAN=1 pytest tests/test_emulated_kernels.py
 """
 
-import importlib.util
-import os
-import shutil
-import subprocess
-import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
+from emulator_kit import ASAN, KIT, compiler_or_skip, report as _report, rewriter
+from emulator_kit import must as _must, run as _run
+
 ROOT = Path(__file__).resolve().parents[1]
-KIT = ROOT / "tests" / "emulated"
 KERNELS = ROOT / "kernels" / "attention"
-ASAN = os.environ.get("ASAN") == "1"
-TIMEOUT = 600 if ASAN else 120  # seconds per run of a checker
 
 FLAGS = ["-std=c++17", "-fno-strict-aliasing", f"-I{KIT / 'shim'}", f"-I{KERNELS}"]
 FLAGS += (["-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address,undefined", "-fno-sanitize-recover=undefined"]
@@ -76,33 +70,6 @@ MUTANTS = {
 }
 
 
-def _load_rewriter():
-    spec = importlib.util.spec_from_file_location("emulated_rewrite_launches", KIT / "rewrite_launches.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-rewriter = _load_rewriter()
-
-
-def _compiler():
-    for name in (os.environ.get("CXX"), "g++", "c++", "clang++"):
-        if name and shutil.which(name):
-            return shutil.which(name)
-    return None
-
-
-def _run(cmd, timeout=TIMEOUT):
-    return subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=timeout)
-
-
-def _must(cmd):
-    result = _run(cmd)
-    if result.returncode:
-        pytest.fail(f"{' '.join(map(str, cmd))}\n{result.stderr[-6000:]}", pytrace=False)
-
-
 class Kit:
     """The emulator, the checker and the kernels, compiled into `workdir` in parallel on `pool`."""
 
@@ -141,22 +108,6 @@ class Kit:
 
 
 @pytest.fixture(scope="module")
-def pool():
-    """Threads that only wait on compilers and checkers: one per core."""
-    executor = ThreadPoolExecutor(os.cpu_count() or 2)
-    yield executor
-    executor.shutdown(cancel_futures=True)
-
-
-def compiler_or_skip():
-    """The C++ compiler the emulator is built with; the test is skipped where there is none, or no ucontext."""
-    cxx = _compiler()
-    if cxx is None or not sys.platform.startswith("linux"):
-        pytest.skip("the CUDA emulator needs a C++17 compiler (g++, c++, clang++ or $CXX) and Linux (ucontext)")
-    return cxx
-
-
-@pytest.fixture(scope="module")
 def kit(tmp_path_factory, pool):
     return Kit(compiler_or_skip(), tmp_path_factory.mktemp("emulated"), pool)
 
@@ -187,10 +138,6 @@ def mutant_runs(kit, pool, registry):
         return _run([kit.checker(name, {file: kit.kernel_object(mutant)}), *_arguments(case, family)])
 
     return {name: pool.submit(build_and_run, name, *spec[:4]) for name, spec in MUTANTS.items()}
-
-
-def _report(result):
-    return f"exit status {result.returncode}\n{result.stdout}{result.stderr[-4000:]}"
 
 
 def test_emulator_selftest(kit):

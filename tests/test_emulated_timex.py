@@ -8,10 +8,12 @@ orders that must agree bit for bit. Planted bugs show the check fails.
 Needs a C++17 compiler on Linux (skipped otherwise), like tests/test_emulated_kernels.py.
 """
 
-import importlib.util
 from pathlib import Path
 
 import pytest
+
+from emulator_kit import compiler_or_skip, rewriter
+from emulator_kit import must as _must, report as _report, run as _run
 
 ROOT = Path(__file__).resolve().parents[1]
 KIT = ROOT / "tests" / "emulated"
@@ -67,17 +69,6 @@ MUTANTS = {
 }
 
 
-def _load(name, path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-# The attention kit's helpers (compiler lookup, runs, the launch rewriter) and its thread pool fixture.
-_attention_kit = _load("emulated_attention_kit", Path(__file__).with_name("test_emulated_kernels.py"))
-_run, _must, _report = _attention_kit._run, _attention_kit._must, _attention_kit._report
-pool = _attention_kit.pool
 
 
 def _tolerance(registry, dtype):
@@ -89,7 +80,7 @@ class Checker:
 
     def __init__(self, cxx, workdir, pool):
         self.cxx, self.workdir, self.pool = cxx, workdir, pool
-        self.rewriter = _attention_kit.rewriter
+        self.rewriter = rewriter
         self.common = [pool.submit(self._object, src, ["-Wall", "-Wextra"])
                        for src in RUNTIME + [KIT / "timex_check.cpp"]]
 
@@ -125,7 +116,7 @@ class Checker:
 
 @pytest.fixture(scope="module")
 def checker(tmp_path_factory, pool):
-    return Checker(_attention_kit.compiler_or_skip(), tmp_path_factory.mktemp("emulated-timex"), pool)
+    return Checker(compiler_or_skip(), tmp_path_factory.mktemp("emulated-timex"), pool)
 
 
 @pytest.fixture(scope="module")

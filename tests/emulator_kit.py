@@ -1,0 +1,54 @@
+"""What the CUDA-emulator tests share (tests/test_emulated_*.py, the kit in tests/emulated): the launch
+rewriter, the C++ compiler, running a binary. Their thread pool is the `pool` fixture (tests/conftest.py)."""
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+KIT = Path(__file__).resolve().parent / "emulated"
+ASAN = os.environ.get("ASAN") == "1"
+TIMEOUT = 600 if ASAN else 120  # seconds per run of a checker
+
+
+def _load_rewriter():
+    spec = importlib.util.spec_from_file_location("emulated_rewrite_launches", KIT / "rewrite_launches.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+rewriter = _load_rewriter()
+
+
+def compiler():
+    for name in (os.environ.get("CXX"), "g++", "c++", "clang++"):
+        if name and shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+def compiler_or_skip():
+    """The C++ compiler the emulator is built with; the test is skipped where there is none, or no ucontext."""
+    cxx = compiler()
+    if cxx is None or not sys.platform.startswith("linux"):
+        pytest.skip("the CUDA emulator needs a C++17 compiler (g++, c++, clang++ or $CXX) and Linux (ucontext)")
+    return cxx
+
+
+def run(cmd, timeout=TIMEOUT):
+    return subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=timeout)
+
+
+def must(cmd):
+    result = run(cmd)
+    if result.returncode:
+        pytest.fail(f"{' '.join(map(str, cmd))}\n{result.stderr[-6000:]}", pytrace=False)
+
+
+def report(result):
+    return f"exit status {result.returncode}\n{result.stdout}{result.stderr[-4000:]}"
