@@ -11,6 +11,7 @@ import argparse
 import sys
 
 from cudabench.engine.plan import RunOptions, plan, skips, subjects
+from cudabench.errors import CudabenchError
 from cudabench.measure.subject import Bench
 from cudabench.spec.registry import discover
 from cudabench.spec.shapes import parse_shape
@@ -25,7 +26,11 @@ registry = discover()
 bench = Bench(registry)
 options = RunOptions(baselines=(), dtypes=tuple(args.dtype.split(",")), time=False)
 failed = 0
-for task in plan(registry, [args.kernel], parse_shape(args.shape), options, strict=False):
+try:
+    tasks = plan(registry, [args.kernel], parse_shape(args.shape), options, strict=False)
+except CudabenchError as exc:  # an unknown kernel, a bad shape: the case's own mistake, in one line
+    sys.exit(f"error: {exc.message}")
+for task in tasks:
     for case in task.cases:  # the planner's cases: the shape completed, constraints and precisions applied
         for name, _, reason in skips(task, case):
             print(f"skip {name} {case.key}: {reason}")
