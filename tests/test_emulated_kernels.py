@@ -1,6 +1,6 @@
-"""The attention kernels (kernels/attention: attn-naive, attn-flash1, attn-flash2) checked on the CPU,
-by running their real .cu sources on a CUDA emulator (tests/emulated): every CUDA thread a fiber,
-warp-exact shuffles, ldmatrix, mma.sync and cp.async. Each case is checked like the harness checks
+"""The attention kernels (kernels/attention: attn-naive, attn-flash1, attn-flash2, attn-flash3) checked on
+the CPU, by running their real .cu sources on a CUDA emulator (tests/emulated): every CUDA thread a fiber,
+warp-exact shuffles, ldmatrix, mma.sync and cp.async, and Hopper's mbarriers, TMA and wgmma. Each case is checked like the harness checks
 it on a GPU (NaN-poisoned outputs, float64 reference, the family's tolerance), under two schedules
 that must agree bit for bit. Mutants of the kernels show that the check can fail.
 
@@ -19,7 +19,9 @@ from emulator_kit import must as _must, run as _run
 ROOT = Path(__file__).resolve().parents[1]
 KERNELS = ROOT / "kernels" / "attention"
 
-FLAGS = ["-std=c++17", "-fno-strict-aliasing", f"-I{KIT / 'shim'}", f"-I{KERNELS}"]
+# the shim's headers first; cudabench/hopper_host.h is the real one
+FLAGS = ["-std=c++17", "-fno-strict-aliasing", f"-I{KIT / 'shim'}", f"-I{KERNELS}",
+         f"-I{ROOT / 'cudabench' / 'spec' / 'include'}"]
 FLAGS += (["-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address,undefined", "-fno-sanitize-recover=undefined"]
           if ASAN else ["-O2"])
 KIT_FLAGS = ["-Wall", "-Wextra"]
@@ -27,7 +29,8 @@ KERNEL_FLAGS = ["-w", "-D__CUDA_ARCH__=900"]  # compiled as for an H100 (flash2'
 RUNTIME = ["runtime/scheduler.cpp", "runtime/warp_ops.cpp", "runtime/hopper_ops.cpp"]
 
 # (variant, dtype, BH, N, D, causal): N ragged against the 64-row tiles (flash1, flash2's backward and K/V
-# tiles) and flash2's 128-row forward blocks, N = 1 (a lone key: dQ = dK = 0), D 64 and 128, causal or not.
+# tiles) and the 128-row forward blocks and key tiles (flash2, flash3), N = 1 (a lone key: dQ = dK = 0),
+# D 64 and 128, causal or not; N = 300 runs flash3's two K/V stages round more than once.
 CASES = [
     ("attn-naive", "float32", 2, 1, 64, 0),
     ("attn-naive", "float32", 2, 37, 128, 1),
@@ -50,6 +53,12 @@ CASES = [
     ("attn-flash2", "float16", 1, 129, 128, 1),
     ("attn-flash2", "float16", 1, 200, 64, 1),
     ("attn-flash2", "float16", 1, 257, 64, 0),
+    ("attn-flash3", "bfloat16", 2, 1, 64, 1),
+    ("attn-flash3", "bfloat16", 2, 37, 128, 0),
+    ("attn-flash3", "bfloat16", 1, 200, 64, 1),
+    ("attn-flash3", "bfloat16", 1, 257, 128, 1),
+    ("attn-flash3", "float16", 2, 129, 64, 0),
+    ("attn-flash3", "float16", 1, 300, 128, 1),
 ]
 
 # Planted bugs: (file, exact text, replacement, a case that must FAIL, whether only the schedule comparison
@@ -67,6 +76,28 @@ MUTANTS = {
     "flash1-fwd-no-barrier-before-p": (
         "flash1.cu", "    __syncthreads();  // every thread is done reading K before P overwrites it\n", "",
         ("attn-flash1", "float32", 2, 37, 128, 1), False),
+    "flash3-fwd-reads-keys-before-they-land": (
+        "flash3.cu", "    mbar_wait(&s.full[j % STAGES], (j / STAGES) & 1);\n", "",
+        ("attn-flash3", "bfloat16", 1, 200, 64, 1), False),
+    "flash3-fwd-v-chunks-at-the-wrong-distance": (
+        "flash3.cu", "64 * BN * 2));", "64 * BN));",
+        ("attn-flash3", "bfloat16", 2, 37, 128, 0), False),
+    "flash3-fwd-no-causal-mask": (
+        "flash3.cu", "(causal && key > row)", "(causal && key > row + 1)",
+        ("attn-flash3", "bfloat16", 1, 200, 64, 1), False),
+    "flash3-fwd-frees-the-stage-before-p-v-lands": (  # the producer may refill V under the product
+        "flash3.cu", "    const float2 alpha = probabilities(j);\n",
+        "    if (t128 == 0) mbar_arrive(&s.empty[(j - 1) % STAGES]);\n    const float2 alpha = probabilities(j);\n",
+        ("attn-flash3", "float16", 1, 300, 128, 1), False),
+    "flash3-fwd-softmax-before-the-scores-land": (
+        "flash3.cu", "wgmma_wait<1>();  // S has landed", "wgmma_wait<2>();  // S has landed",
+        ("attn-flash3", "bfloat16", 1, 257, 128, 1), False),
+    "flash3-fwd-unmasked-tile-that-needs-the-mask": (
+        "flash3.cu", "j * BN + BN - 1 > row0)", "j * BN + BN - 1 > row0 + 64)",
+        ("attn-flash3", "bfloat16", 1, 200, 64, 1), False),
+    "flash3-fwd-p-fragment-halves-swapped": (
+        "flash3.cu", "p[c8 / 2][(c8 % 2) * 2] = pack", "p[c8 / 2][(c8 % 2)] = pack",
+        ("attn-flash3", "bfloat16", 2, 37, 128, 0), False),
 }
 
 
@@ -78,7 +109,7 @@ class Kit:
         self.objects = {src: pool.submit(self._compile, KIT / src, KIT_FLAGS)
                         for src in RUNTIME + ["attention_check.cpp", "selftest.cpp"]}
         self.kernels = {cu: pool.submit(self.kernel_object, KERNELS / cu)
-                        for cu in ("attention.cu", "flash1.cu", "flash2.cu")}
+                        for cu in ("attention.cu", "flash1.cu", "flash2.cu", "flash3.cu")}
 
     def _compile(self, src, flags):
         obj = self.workdir / (src.stem + ".o")

@@ -1,6 +1,7 @@
-"""matmul-wgmma, the Hopper rung (issue 29), on the CPU: its generated wgmma include is current, its
-family builds for sm_90a where a build for sm_90 is asked (and for other GPUs as they are), nvcc
-compiles it both ways, and on a GPU that is not a Hopper one the variant is skipped with the reason."""
+"""The Hopper rungs (issue 29: matmul-wgmma, attn-flash3) on the CPU: the generated wgmma include is
+current, their families build for sm_90a where a build for sm_90 is asked (and for other GPUs as they
+are), nvcc compiles them both ways, and on a GPU that is not a Hopper one the variants are skipped with
+the reason."""
 
 import importlib.util
 import shutil
@@ -26,21 +27,25 @@ def test_the_generated_wgmma_include_is_what_its_generator_writes():
     spec = importlib.util.spec_from_file_location("gen_wgmma", INCLUDE_DIR / "cudabench" / "gen_wgmma.py")
     gen = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(gen)
-    assert (INCLUDE_DIR / "cudabench" / "wgmma_bf16.inc").read_text() == gen.text()
+    assert (INCLUDE_DIR / "cudabench" / "wgmma.inc").read_text() == gen.text()
     assert "m64n256k16" in gen.text() and "%127}" in gen.text()  # 128 accumulators for N = 256
+    # the register-A form for both 16-bit types: four A registers after the accumulators, no A transpose bit
+    assert "wgmma_m64n128k16_f16_rs" in gen.text() and "{%64, %65, %66, %67}, %68, p, 1, 1, %70;" in gen.text()
 
 
 def test_a_build_for_sm_90_is_made_for_sm_90a_only_for_families_that_ask(matmul):
     assert with_features(matmul, "sm_90") == "sm_90a"
+    assert with_features(discover().family("attention"), "sm_90") == "sm_90a"
     assert with_features(matmul, "sm_80") == "sm_80"
     assert with_features(matmul, "sm_100") == "sm_100"
     assert with_features(discover().family("timex"), "sm_90") == "sm_90"
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+@pytest.mark.parametrize("kernel", ["matmul/matmul_wgmma.cu", "attention/flash3.cu"])
 @pytest.mark.parametrize("arch, wgmma", [("sm_90a", True), ("sm_80", False)])
-def test_the_kernel_compiles_with_wgmma_for_sm_90a_and_without_it_elsewhere(tmp_path, arch, wgmma):
-    source = ROOT / "kernels" / "matmul" / "matmul_wgmma.cu"
+def test_the_kernel_compiles_with_wgmma_for_sm_90a_and_without_it_elsewhere(tmp_path, kernel, arch, wgmma):
+    source = ROOT / "kernels" / kernel
     done = subprocess.run([str(a) for a in nvcc_command("nvcc", source, arch, tmp_path / "k.o")], capture_output=True,
                           text=True)
     assert done.returncode == 0, done.stderr
@@ -63,6 +68,21 @@ def test_on_another_gpu_the_variant_is_skipped_with_the_reason(matmul):
 
     with pytest.raises(NotOnThisGPUError, match="needs sm_90a"):
         matmul.variant("matmul-wgmma").bind(NotHopper())
+
+
+def test_on_another_gpu_attn_flash3_is_skipped_with_the_reason():
+    class NotHopper:
+        def flash3_not_here(self):
+            return "attn-flash3 needs sm_90a (a Hopper GPU: H100, H200, GH200)"
+
+    with pytest.raises(NotOnThisGPUError, match="needs sm_90a"):
+        discover().family("attention").variant("attn-flash3").bind(NotHopper())
+
+
+def test_attn_flash3_takes_16_bit_types_and_has_a_backward():
+    v = discover().family("attention").variant("attn-flash3")
+    assert v.dtypes == ("bfloat16", "float16") and v.has_backward
+    assert v.constraints[0].holds({"D": 128}) and not v.constraints[0].holds({"D": 96})
 
 
 def test_its_constraint_and_precision(matmul):

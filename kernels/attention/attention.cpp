@@ -35,20 +35,28 @@ void check_like(const at::Tensor& t, const char* name, at::IntArrayRef sizes, co
 
 // The flash kernels: head dimension 64 or 128, 16-byte aligned rows (vector and asynchronous copies), and
 // for attn-flash2 a GPU with tensor-core mma (sm_80+) and the shared memory its blocks ask for.
+// attn-flash3's forward: a Hopper GPU (its backward is attn-flash2's).
 Dims check_flash(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, int version, bool backward) {
+  TORCH_CHECK(version >= 1 && version <= 3, cudabench::message("no attn-flash", version, ": the versions are 1, 2 and 3"));
   const at::ScalarType t = q.scalar_type();
-  if (version == 2) {
+  const bool tensor_cores = version >= 2;
+  const std::string who = cudabench::message("attn-flash", version);
+  if (tensor_cores) {
     TORCH_CHECK(t == at::kBFloat16 || t == at::kHalf,
-                cudabench::message("attn-flash2 takes bfloat16 or float16 (tensor cores; got ", t, ")"));
+                cudabench::message(who, " takes bfloat16 or float16 (tensor cores; got ", t, ")"));
   }
-  const Dims d = check_qkv(q, k, v, version == 2 ? t : at::kFloat);
+  const Dims d = check_qkv(q, k, v, tensor_cores ? t : at::kFloat);
   const char* why = attention_flash_unsupported(d.D);
   TORCH_CHECK(why == nullptr, why ? why : "");
   for (const at::Tensor* x : {&q, &k, &v})
     TORCH_CHECK(reinterpret_cast<uintptr_t>(x->data_ptr()) % 16 == 0, "q, k and v must start 16-byte aligned");
   const std::string at = cudabench::message("D=", d.D, backward ? " (backward)" : " (forward)");
-  if (version == 2)
-    cudabench::check_mma_device(q, "attn-flash2", attention_flash2_smem(d.D, backward), at, "");
+  if (version == 3 && !backward) {
+    const char* here = attention_flash3_not_here();
+    TORCH_CHECK(here == nullptr, "attn-flash3 ", here ? here : "");
+    cudabench::check_shared_memory(q, "attn-flash3", attention_flash3_smem(d.D), at, "");
+  } else if (tensor_cores)
+    cudabench::check_mma_device(q, who.c_str(), attention_flash2_smem(d.D, backward), at, "");
   else
     cudabench::check_shared_memory(q, "attn-flash1", attention_flash1_smem(d.D, backward), at, " (use D=64)");
   return d;
@@ -65,7 +73,7 @@ void check_flash_outputs(const at::Tensor& q, const Dims& d, std::initializer_li
 
 }  // namespace
 
-// attn-flash1 (float32) or attn-flash2 (bfloat16/float16) forward into out, with each row's
+// attn-flash1 (float32), attn-flash2 or attn-flash3 (bfloat16/float16) forward into out, with each row's
 // log-sum-exp in lse (B, H, N) float32 for the backward.
 void flash_forward(int version, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, at::Tensor& out,
                    at::Tensor& lse, bool causal) {
@@ -74,18 +82,27 @@ void flash_forward(int version, const at::Tensor& q, const at::Tensor& k, const 
   const c10::cuda::CUDAGuard guard(q.device());
   const float scale = 1.f / std::sqrt((float)d.D);
   const cudaStream_t stream = cudabench::stream_of(q);
-  cudabench::check_launch(
-      version == 1 ? attention_flash1_forward(q.data_ptr<float>(), k.data_ptr<float>(), v.data_ptr<float>(),
-                                              out.data_ptr<float>(), lse.data_ptr<float>(), scale, causal,
-                                              d.B * d.H, d.N, d.D, stream)
-                   : attention_flash2_forward(q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(),
-                                              lse.data_ptr<float>(), scale, causal, q.scalar_type() == at::kHalf,
-                                              d.B * d.H, d.N, d.D, stream),
-      version == 1 ? "attn-flash1 forward" : "attn-flash2 forward");
+  const bool fp16 = q.scalar_type() == at::kHalf;
+  const std::string what = cudabench::message("attn-flash", version, " forward");
+  if (version == 1)
+    cudabench::check_launch(attention_flash1_forward(q.data_ptr<float>(), k.data_ptr<float>(), v.data_ptr<float>(),
+                                                     out.data_ptr<float>(), lse.data_ptr<float>(), scale, causal,
+                                                     d.B * d.H, d.N, d.D, stream),
+                            what.c_str());
+  else if (version == 2)
+    cudabench::check_launch(attention_flash2_forward(q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(),
+                                                     lse.data_ptr<float>(), scale, causal, fp16, d.B * d.H, d.N, d.D,
+                                                     stream),
+                            what.c_str());
+  else
+    cudabench::check_launch(attention_flash3_forward(q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(),
+                                                     lse.data_ptr<float>(), scale, causal, fp16, d.B * d.H, d.N, d.D,
+                                                     stream),
+                            what.c_str());
 }
 
-// The backward from the forward's out and lse; its float32 scratch (delta, and flash2's dQ sums) is
-// allocated here, through PyTorch's allocator.
+// The backward from the forward's out and lse (attn-flash3's is attn-flash2's); its float32 scratch (delta,
+// and flash2's dQ sums) is allocated here, through PyTorch's allocator.
 void flash_backward(int version, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& out,
                     const at::Tensor& lse, const at::Tensor& dout, at::Tensor& dq, at::Tensor& dk, at::Tensor& dv,
                     bool causal) {
@@ -110,7 +127,7 @@ void flash_backward(int version, const at::Tensor& q, const at::Tensor& k, const
                                 dout.data_ptr(), dq.data_ptr(), dk.data_ptr(), dv.data_ptr(), delta.data_ptr<float>(),
                                 dq_accum.data_ptr<float>(), scale, causal, q.scalar_type() == at::kHalf, d.B * d.H,
                                 d.N, d.D, stream),
-      "attn-flash2 backward");
+      version == 3 ? "attn-flash3 backward (attn-flash2's)" : "attn-flash2 backward");
 }
 
 // attn-naive forward: out = softmax(q k^T / sqrt(D)) v, with P (B, H, N, N) kept for the backward.
@@ -149,10 +166,17 @@ void naive_backward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& 
       "attention backward");
 }
 
+// Why attn-flash3 cannot run on the current GPU, or "" (the variant is skipped there, not failed).
+std::string flash3_not_here() {
+  const char* why = attention_flash3_not_here();
+  return why ? std::string("attn-flash3 ") + why : "";
+}
+
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
-  m.def("flash_forward", &flash_forward, "attn-flash1 (version 1) or attn-flash2 (version 2) forward into out and lse",
+  m.def("flash3_not_here", &flash3_not_here, "why attn-flash3 cannot run on the current GPU, or an empty string");
+  m.def("flash_forward", &flash_forward, "attn-flash1, 2 or 3 (version) forward into out and lse",
         py::arg("version"), py::arg("q"), py::arg("k"), py::arg("v"), py::arg("out"), py::arg("lse"), py::arg("causal"));
-  m.def("flash_backward", &flash_backward, "attn-flash1 or attn-flash2 backward into dq, dk, dv", py::arg("version"),
+  m.def("flash_backward", &flash_backward, "attn-flash1, 2 or 3 backward into dq, dk, dv", py::arg("version"),
         py::arg("q"), py::arg("k"), py::arg("v"), py::arg("out"), py::arg("lse"), py::arg("dout"), py::arg("dq"),
         py::arg("dk"), py::arg("dv"), py::arg("causal"));
   m.def("naive_forward", &naive_forward, "attn-naive forward into out (P kept)", py::arg("q"), py::arg("k"),

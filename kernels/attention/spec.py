@@ -1,6 +1,6 @@
 """attention: scaled dot-product attention, out = softmax(Q Kᵀ / √D [+ causal mask]) V per batch and
 head, forward and backward — the start of the ladder naive → tiled online softmax (FlashAttention v1)
-→ tensor cores (v2), against PyTorch's eager math and scaled_dot_product_attention per backend.
+→ tensor cores (v2) → Hopper's TMA and wgmma (v3), against PyTorch's eager math and scaled_dot_product_attention per backend.
 
 q, k, v are (B, H, N, D); causal is a shape parameter (0 or 1). FLOPs follow the usual convention:
 4·B·H·N²·D forward (two products), halved when causal; the backward 2.5× the forward.
@@ -11,7 +11,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from cudabench.errors import CudabenchError
+from cudabench.errors import CudabenchError, NotOnThisGPUError
 from cudabench.spec import DTYPES, Baseline, Constraint, Family, Param, Variant, compiled, empty_like
 
 
@@ -147,6 +147,14 @@ def bind_flash(version):
     return bind
 
 
+def bind_flash3(ext):
+    """attn-flash3's op; on a GPU other than a Hopper one the subject is skipped with the reason."""
+    why = ext.flash3_not_here()
+    if why:
+        raise NotOnThisGPUError(why)
+    return bind_flash(3)(ext)
+
+
 def eager():
     return math_attention
 
@@ -197,7 +205,7 @@ HEADS_FIT = Constraint("B*H <= 65535", lambda s: s["B"] * s["H"] <= 65535,
 FAMILY = Family(
     name="attention",
     summary="scaled dot-product attention softmax(QKᵀ/√D)·V, causal or not, forward and backward",
-    sources=("attention.cu", "flash1.cu", "flash2.cu", "attention.cpp"),
+    sources=("attention.cu", "flash1.cu", "flash2.cu", "flash3.cu", "attention.cpp"),
     params=(Param("B", 4, "batch"), Param("H", 16, "heads"), Param("N", 1024, "sequence length"),
             Param("D", 64, "head dimension"), Param("causal", 1, "1: causal mask, 0: none", minimum=0)),
     make_inputs=make_inputs,
@@ -213,6 +221,10 @@ FAMILY = Family(
                                "sums; P stays in registers; backward per key tile with dQ summed by atomics",
                 bind_flash(2), (HEAD_DIM,), dtypes=("bfloat16", "float16"),
                 nondeterminism=1e-5),  # dQ's atomics add in a different order each run
+        Variant("attn-flash3", "Hopper (sm_90a): TMA boxes of Q/K/V into swizzled shared memory, mbarriers, "
+                               "wgmma for Q·Kᵀ and P·V (P from registers), a loading and two computing "
+                               "warpgroups; backward: attn-flash2's", bind_flash3, (HEAD_DIM,),
+                dtypes=("bfloat16", "float16"), nondeterminism=1e-5),
     ),
     baselines=(
         Baseline("eager", "softmax(q @ kᵀ / √D, masked) @ v in PyTorch ops", eager, dtypes=DTYPES),
@@ -229,6 +241,7 @@ FAMILY = Family(
     dtypes=DTYPES,
     work=work,
     bound="sgemm",
+    feature_archs=("sm_90a",),  # attn-flash3's TMA, wgmma and setmaxnreg exist only there
     # float32 sums over N keys (up to 16384: about √N·u ≈ 1e-5 typical), and the backward's softmax
     # gradient subtracts rowsum(dO∘O) from dO·Vᵀ, which cancels: 5e-5 leaves room for both and still
     # fails any wrong index or missing mask by orders of magnitude.

@@ -47,7 +47,7 @@ void matmul_wgmma(const at::Tensor& A, const at::Tensor& B, at::Tensor& C, int64
   const auto [M, N, K] = check_matrices(A, B, C, at::kBFloat16);
   const c10::cuda::CUDAGuard guard(A.device());
   const char* here = matmul_wgmma_not_here();
-  TORCH_CHECK(here == nullptr, here ? here : "");
+  TORCH_CHECK(here == nullptr, "matmul-wgmma ", here ? here : "");
   const char* why = matmul_wgmma_unsupported((int)M, (int)N, (int)K, (int)bn);
   TORCH_CHECK(why == nullptr, why ? why : "");
   for (const void* p : {A.data_ptr(), B.data_ptr(), C.data_ptr()})
@@ -61,7 +61,7 @@ void matmul_wgmma(const at::Tensor& A, const at::Tensor& B, at::Tensor& C, int64
 // Why matmul-wgmma cannot run on the current GPU, or "" (the variant is skipped there, not failed).
 std::string matmul_wgmma_not_here_reason() {
   const char* why = matmul_wgmma_not_here();
-  return why ? why : "";
+  return why ? std::string("matmul-wgmma ") + why : "";
 }
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {

@@ -17,7 +17,6 @@
 // MN-major (its transpose bit), in boxes of 64 columns. C is M×N row-major bfloat16. Whole tiles only:
 // M a multiple of 128, N of BN, K of 64 (the variant's constraint). Plain CUDA, no torch headers.
 #include <cuda_bf16.h>
-#include <cudaTypedefs.h>
 
 #include "cudabench/hopper.cuh"
 #include "matmul_wgmma.h"
@@ -126,27 +125,12 @@ __global__ void __launch_bounds__(THREADS, 1)
 #endif
 }
 
-PFN_cuTensorMapEncodeTiled_v12000 encode_tiled() {
-  void* fn = nullptr;
-  cudaDriverEntryPointQueryResult found;
-  if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found) !=
-          cudaSuccess ||
-      found != cudaDriverEntryPointSuccess)
-    return nullptr;
-  return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
-}
-
 // a row-major rows×cols bf16 matrix, read in boxes of box_rows × 64 columns with 128 B swizzling
 bool tile_map(CUtensorMap* map, const void* base, uint64_t rows, uint64_t cols, uint32_t box_rows) {
-  static PFN_cuTensorMapEncodeTiled_v12000 encode = encode_tiled();
-  if (!encode) return false;
   const cuuint64_t dims[2] = {cols, rows};
   const cuuint64_t strides[1] = {cols * sizeof(__nv_bfloat16)};
   const cuuint32_t box[2] = {64, box_rows};
-  const cuuint32_t steps[2] = {1, 1};
-  return encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void*>(base), dims, strides, box, steps,
-                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+  return tensor_map_16bit(map, base, 2, dims, strides, box, false);
 }
 
 template <int BN>
@@ -164,15 +148,7 @@ cudaError_t launch(const void* a, const void* b, void* c, int M, int N, int K, c
 
 }  // namespace
 
-const char* matmul_wgmma_not_here() {
-  int device = 0, major = 0, minor = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess)
-    return "matmul-wgmma could not read this GPU's compute capability";
-  if (major != 9 || minor != 0) return "matmul-wgmma needs sm_90a (a Hopper GPU: H100, H200, GH200)";
-  return nullptr;
-}
+const char* matmul_wgmma_not_here() { return not_on_hopper(); }
 
 const char* matmul_wgmma_unsupported(int M, int N, int K, int bn) {
   if (bn != 128 && bn != 256) return "matmul-wgmma's tile width must be 128 or 256";

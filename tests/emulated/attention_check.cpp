@@ -4,11 +4,11 @@
 // gradients computed on the rounded inputs, judged by ‖got − ref‖ / ‖ref‖ (max |got| where the
 // reference is exactly zero, as N = 1's dQ and dK) against the family's tolerance.
 // The case runs under two schedules, which must also agree bit for bit (a race shows as a difference):
-// warps forward with cp.async landing at its wait, and warps in reverse with cp.async data poisoned
-// until its wait.
+// warps forward with cp.async, TMA and wgmma landing at their waits, and warps in reverse with cp.async
+// data poisoned until its wait, TMA boxes and wgmma products landing at their issue.
 //
 // usage: attention_check VARIANT DTYPE BH N D CAUSAL [TOLERANCE]
-//   VARIANT attn-naive or attn-flash1 (DTYPE float32), attn-flash2 (DTYPE bfloat16 or float16).
+//   VARIANT attn-naive or attn-flash1 (DTYPE float32), attn-flash2 or attn-flash3 (DTYPE bfloat16 or float16).
 //   TOLERANCE defaults to the harness's: 5e-5 in float32 (kernels/attention/spec.py) plus 4 units of
 //   roundoff in 16 bits (Family.tolerance_for in cudabench/spec/family.py).
 // Prints a line per schedule, one on the bitwise comparison, then RESULT OK (exit 0) or RESULT FAIL (1).
@@ -158,11 +158,14 @@ cudaError_t run_flash1(const Case& c, const Inputs& in, Outputs& out, float scal
                                            out.dv.floats(), delta.floats(), scale, c.causal, c.BH, c.N, c.D, nullptr);
 }
 
-cudaError_t run_flash2(const Case& c, const Inputs& in, Outputs& out, float scale) {
+// attn-flash2, or attn-flash3 (its own forward; attn-flash2's backward from its lse)
+using TensorCoreForward = cudaError_t (*)(const void*, const void*, const void*, void*, float*, float, bool, bool, int,
+                                          int, int, cudaStream_t);
+cudaError_t run_tensor_cores(const Case& c, const Inputs& in, Outputs& out, float scale, TensorCoreForward forward) {
   const bool fp16 = c.dtype == Dtype::Float16;
   Tensor delta(Dtype::Float32, (size_t)c.BH * c.N), dq_accum(Dtype::Float32, (size_t)c.BH * c.N * c.D);
-  const cudaError_t e = attention_flash2_forward(in.q.data(), in.k.data(), in.v.data(), out.out.data(),
-                                                 out.lse.floats(), scale, c.causal, fp16, c.BH, c.N, c.D, nullptr);
+  const cudaError_t e = forward(in.q.data(), in.k.data(), in.v.data(), out.out.data(), out.lse.floats(), scale,
+                                c.causal, fp16, c.BH, c.N, c.D, nullptr);
   return e ? e : attention_flash2_backward(in.q.data(), in.k.data(), in.v.data(), out.out.data(), out.lse.floats(),
                                            in.dout.data(), out.dq.data(), out.dk.data(), out.dv.data(),
                                            delta.floats(), dq_accum.floats(), scale, c.causal, fp16, c.BH, c.N, c.D,
@@ -173,7 +176,8 @@ cudaError_t run_variant(const Case& c, const Inputs& in, Outputs& out) {
   const float scale = 1.f / std::sqrt((float)c.D);
   if (c.variant == "attn-naive") return run_naive(c, in, out, scale);
   if (c.variant == "attn-flash1") return run_flash1(c, in, out, scale);
-  return run_flash2(c, in, out, scale);
+  if (c.variant == "attn-flash3") return run_tensor_cores(c, in, out, scale, attention_flash3_forward);
+  return run_tensor_cores(c, in, out, scale, attention_flash2_forward);
 }
 
 struct Error {
@@ -252,7 +256,7 @@ bool parse(int argc, char** argv, Case& c) {
   c.dtype_name = argv[2];
   if ((c.variant == "attn-naive" || c.variant == "attn-flash1") && c.dtype_name == "float32") {
     c.dtype = Dtype::Float32;
-  } else if (c.variant == "attn-flash2" && (c.dtype_name == "bfloat16" || c.dtype_name == "float16")) {
+  } else if ((c.variant == "attn-flash2" || c.variant == "attn-flash3") && (c.dtype_name == "bfloat16" || c.dtype_name == "float16")) {
     c.dtype = c.dtype_name == "float16" ? Dtype::Float16 : Dtype::Bfloat16;
   } else {
     return false;
@@ -271,14 +275,18 @@ bool parse(int argc, char** argv, Case& c) {
 int main(int argc, char** argv) {
   Case c;
   if (!parse(argc, argv, c)) {
-    fprintf(stderr, "usage: %s attn-naive|attn-flash1|attn-flash2 float32|bfloat16|float16 BH N D(64|128) CAUSAL(0|1) "
+    fprintf(stderr, "usage: %s attn-naive|attn-flash1|attn-flash2|attn-flash3 float32|bfloat16|float16 BH N D(64|128) CAUSAL(0|1) "
                     "[TOLERANCE]\n", argv[0]);
     return 2;
   }
   const Inputs in = random_inputs(c, 1000u + 7u * c.N + 3u * c.D + 5u * c.causal + 11u * (unsigned)c.dtype);
   const Reference ref = reference(c, in);
-  const Schedule schedules[2] = {{"forward/lazy", {emu::WarpOrder::Forward, emu::CpAsyncLanding::AtWait}},
-                                 {"reverse/poison", {emu::WarpOrder::Reverse, emu::CpAsyncLanding::PoisonUntilWait}}};
+  // the second also lands TMA boxes and wgmma products at their issue (attn-flash3)
+  const Schedule schedules[2] = {
+      {"forward/lazy", {emu::WarpOrder::Forward, emu::CpAsyncLanding::AtWait, emu::WgmmaLanding::AtWait,
+                        emu::TmaLanding::AtPhase}},
+      {"reverse/poison", {emu::WarpOrder::Reverse, emu::CpAsyncLanding::PoisonUntilWait, emu::WgmmaLanding::AtIssue,
+                          emu::TmaLanding::AtIssue}}};
   uint64_t hashes[2];
   bool ok = true;
   for (int i = 0; i < 2; ++i) ok &= check_schedule(c, in, ref, schedules[i], hashes[i]);

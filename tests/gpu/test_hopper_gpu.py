@@ -1,6 +1,8 @@
-"""matmul-wgmma (issue 29) on the GPU: the bf16 product against the fp64 reference at shapes of whole
-tiles in several counts, both tile widths of the kernel, the refusals, and a judged `run` beside cuBLAS.
-On a GPU that is not a Hopper one: skipped, with the reason."""
+"""The Hopper rungs (issue 29) on the GPU. matmul-wgmma: the bf16 product against the fp64 reference at
+shapes of whole tiles in several counts, both tile widths of the kernel, the refusals, and a judged `run`
+beside cuBLAS. attn-flash3: a judged `run` beside cuDNN's SDPA (its ragged shapes against the reference
+are tests/gpu/test_kernels.py's, with attn-flash2's). On a GPU that is not a Hopper one: skipped, with
+the reason."""
 
 import json
 import subprocess
@@ -64,14 +66,26 @@ def test_refusals_name_the_rule(family, ext):
         ext.matmul_wgmma(x["A"].float(), x["B"], C, 256)
 
 
-def test_a_judged_run_beside_cublas(tmp_path, ext):
+def judged_run(tmp_path, *args):
+    """`cudabench run ARGS --timing events`: its rows by subject, each timed with no integrity check failed."""
     out = tmp_path / "r.json"
-    done = subprocess.run([sys.executable, "-m", "cudabench", "run", "-k", "matmul-wgmma", "--dtype", "bfloat16",
-                           "--shape", "M=1024,N=1024,K=1024", "--timing", "events", "--json", str(out)],
+    done = subprocess.run([sys.executable, "-m", "cudabench", "run", *args, "--timing", "events", "--json", str(out)],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
-    rows = {r["subject"]: r for r in json.loads(out.read_text())["results"]}
-    assert set(rows) == {"matmul-wgmma", "torch-matmul"}
+    rows = {(r["subject"], r["case"]["direction"]): r for r in json.loads(out.read_text())["results"]}
     for row in rows.values():
         assert row["stats"] and not row.get("skipped"), row
         assert all(c["verdict"] != "fail" for c in row["integrity"]), row["integrity"]
+    return rows
+
+
+def test_a_judged_run_beside_cublas(tmp_path, ext):
+    rows = judged_run(tmp_path, "-k", "matmul-wgmma", "--dtype", "bfloat16", "--shape", "M=1024,N=1024,K=1024")
+    assert {subject for subject, _ in rows} == {"matmul-wgmma", "torch-matmul"}
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_attn_flash3_judged_beside_cudnn(tmp_path, ext, dtype):
+    rows = judged_run(tmp_path, "-k", "attn-flash3", "-b", "sdpa-cudnn", "--dtype", dtype, "-d", "fwd", "-d", "fwdbwd",
+                      "--shape", "B=2,H=4,N=1000,D=128,causal=1")
+    assert set(rows) == {(s, d) for s in ("attn-flash3", "sdpa-cudnn") for d in ("fwd", "fwdbwd")}

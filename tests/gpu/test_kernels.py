@@ -200,16 +200,22 @@ ATTENTION_LOW_PRECISION = [dict(B=1, H=2, N=37, D=64, causal=1), dict(B=2, H=3, 
                            dict(B=3, H=1, N=200, D=64, causal=1)]
 
 
+@pytest.mark.parametrize("variant", ["attn-flash2", "attn-flash3"])
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 @pytest.mark.parametrize("shape", ATTENTION_LOW_PRECISION, ids=lambda s: "-".join(f"{k}{v}" for k, v in s.items()))
-def test_attn_flash2_in_both_half_precisions(registry, extensions, dtype, shape):
-    """attn-flash2's forward and all three gradients within the precision's tolerance of the fp64
-    reference on the rounded inputs: causal and not, D 64 and 128, N ragged against its 64- and
-    128-row tiles (37, 129, 1000, 200), one key (N=1), and several query tiles per key tile."""
+def test_attn_flash2_and_3_in_both_half_precisions(registry, extensions, variant, dtype, shape):
+    """The tensor-core rungs' forward and all three gradients within the precision's tolerance of the
+    fp64 reference on the rounded inputs: causal and not, D 64 and 128, N ragged against their 64- and
+    128-row tiles (37, 129, 1000, 200), one key (N=1), and several query tiles per key tile. attn-flash3
+    is skipped on a GPU that is not a Hopper one."""
+    from cudabench.errors import NotOnThisGPUError
     from cudabench.measure.subject import in_dtype
 
     family = registry.family("attention")
-    op = family.variant("attn-flash2").bind(extensions["attention"])
+    try:
+        op = family.variant(variant).bind(extensions["attention"])
+    except NotOnThisGPUError as e:
+        pytest.skip(str(e))
     gen = torch.Generator(device="cuda").manual_seed(zlib.crc32(f"{shape}{dtype}".encode()))
     inputs = in_dtype(family.make_inputs(complete_shape(family, shape), gen, "cuda"), dtype)
     check_forward_and_gradients(family, op, inputs, inputs["q"], dtype, gen, f"{dtype} at {shape}")

@@ -15,6 +15,7 @@
 #include "fibers.h"
 
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cudaTypedefs.h>
 #include <cudabench/hopper.cuh>  // the declarations this file defines
 
@@ -41,7 +42,7 @@ struct WgmmaOp {
   long sequence, group;  // the issuing threads' count of wgmma calls and of commits before it
   int n;
   uint64_t desc_a, desc_b;
-  bool registers_a, trans_b, accumulate;
+  bool registers_a, trans_b, accumulate, f16;  // f16: the inputs are float16, else bfloat16
   std::vector<float*> d;             // each thread's accumulators
   std::vector<const uint32_t*> a;    // each thread's A fragment (registers_a)
 };
@@ -78,15 +79,17 @@ void complete_if_done(Mbarrier& b) {
 
 size_t swizzled(size_t offset) { return offset ^ (((offset >> 7) & 7) << 4); }
 
-float shared_bf16(size_t offset, const char* what) {
+float half_bits(uint16_t bits, bool f16) { return f16 ? __half::to_float(bits) : __nv_bfloat16::to_float(bits); }
+
+float shared_half(size_t offset, bool f16, const char* what) {
   if (offset + 2 > dynamic_smem_bytes) fail("%s reads shared offset %zu past its %zu bytes", what, offset, dynamic_smem_bytes);
   uint16_t bits;
   memcpy(&bits, dynamic_smem + offset, 2);
-  return __nv_bfloat16::to_float(bits);
+  return half_bits(bits, f16);
 }
 
 // element (row, k) of a K-major operand, or (k, mn) of an MN-major one, through a descriptor
-float operand(uint64_t desc, bool mn_major, int row_or_k, int k_or_mn) {
+float operand(uint64_t desc, bool mn_major, int row_or_k, int k_or_mn, bool f16) {
   if ((desc >> 62) != 1) fail("wgmma descriptor %016llx: only the 128-byte swizzle is emulated", (unsigned long long)desc);
   const size_t start = (desc & 0x3FFF) << 4, lbo = ((desc >> 16) & 0x3FFF) << 4, sbo = ((desc >> 32) & 0x3FFF) << 4;
   size_t offset;
@@ -97,11 +100,11 @@ float operand(uint64_t desc, bool mn_major, int row_or_k, int k_or_mn) {
     const int k = row_or_k, mn = k_or_mn;
     offset = start + (mn / 64) * lbo + (k / 8) * sbo + (k % 8) * 128 + (mn % 64) * 2;
   }
-  return shared_bf16(swizzled(offset), "wgmma");
+  return shared_half(swizzled(offset), f16, "wgmma");
 }
 
-float register_half(uint32_t reg, int high) {
-  return __nv_bfloat16::to_float(static_cast<uint16_t>(high ? reg >> 16 : reg & 0xffffu));
+float register_half(uint32_t reg, int high, bool f16) {
+  return half_bits(static_cast<uint16_t>(high ? reg >> 16 : reg & 0xffffu), f16);
 }
 
 // D (64 × n) = A (64 × 16) · B (16 × n) [+ D], into each thread's accumulators in the m64nNk16 layout
@@ -110,16 +113,16 @@ void land(const WgmmaOp& op) {
   for (int m = 0; m < 64; ++m)
     for (int k = 0; k < 16; ++k) {
       if (!op.registers_a) {
-        a[m][k] = operand(op.desc_a, false, m, k);
+        a[m][k] = operand(op.desc_a, false, m, k, op.f16);
         continue;
       }
       // the m16n8k16 A fragment of warp m / 16: a0 (g, 2q..), a1 (g + 8, 2q..), a2 (g, 2q + 8..), a3 (g + 8, 2q + 8..)
       const int w = m / 16, g = m % 8, q = (k % 8) / 2, reg = (m % 16 >= 8) + 2 * (k >= 8);
-      a[m][k] = register_half(op.a[w * 32 + g * 4 + q][reg], k % 2);
+      a[m][k] = register_half(op.a[w * 32 + g * 4 + q][reg], k % 2, op.f16);
     }
   std::vector<float> b(16 * op.n);
   for (int k = 0; k < 16; ++k)
-    for (int c = 0; c < op.n; ++c) b[k * op.n + c] = op.trans_b ? operand(op.desc_b, true, k, c) : operand(op.desc_b, false, c, k);
+    for (int c = 0; c < op.n; ++c) b[k * op.n + c] = op.trans_b ? operand(op.desc_b, true, k, c, op.f16) : operand(op.desc_b, false, c, k, op.f16);
   for (unsigned t = 0; t < GROUP; ++t) {
     const int w = t / 32, lane = t % 32, g = lane / 4, q = lane % 4;
     for (int i = 0; i < op.n / 2; ++i) {
@@ -234,7 +237,8 @@ void tma_load(void* dst, const CUtensorMap* map, uint64_t* bar, const int* coord
   complete_if_done(b);
 }
 
-void wgmma(float* d, int n, uint64_t desc_a, const uint32_t* a_regs, uint64_t desc_b, bool trans_b, bool accumulate) {
+void wgmma(float* d, int n, uint64_t desc_a, const uint32_t* a_regs, uint64_t desc_b, bool trans_b, bool accumulate,
+           bool f16) {
   Warpgroup& wg = my_warpgroup();
   const unsigned t = current_thread % GROUP;
   const long sequence = wg.issued[t]++;
@@ -242,12 +246,13 @@ void wgmma(float* d, int n, uint64_t desc_a, const uint32_t* a_regs, uint64_t de
   for (WgmmaOp& o : wg.ops)
     if (o.sequence == sequence) op = &o;
   if (!op) {
-    wg.ops.push_back(WgmmaOp{sequence, wg.commits[t], n, desc_a, desc_b, a_regs != nullptr, trans_b, accumulate,
+    wg.ops.push_back(WgmmaOp{sequence, wg.commits[t], n, desc_a, desc_b, a_regs != nullptr, trans_b, accumulate, f16,
                              std::vector<float*>(GROUP), std::vector<const uint32_t*>(GROUP)});
     op = &wg.ops.back();
   }
   if (op->group != wg.commits[t] || op->n != n || op->desc_a != desc_a || op->desc_b != desc_b ||
-      op->registers_a != (a_regs != nullptr) || op->trans_b != trans_b || op->accumulate != accumulate)
+      op->registers_a != (a_regs != nullptr) || op->trans_b != trans_b || op->accumulate != accumulate ||
+      op->f16 != f16)
     fail("divergent wgmma #%ld: thread %u of the warpgroup gives other operands than another", sequence, t);
   op->d[t] = d;
   op->a[t] = a_regs;

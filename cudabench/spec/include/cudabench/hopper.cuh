@@ -1,5 +1,6 @@
-// Hopper (sm_90a) building blocks shared by the Hopper rungs (matmul-wgmma): shared-memory addresses,
-// mbarriers, TMA tile loads, wgmma descriptors, fences and register budgets. Written from the PTX ISA
+// Hopper (sm_90a) building blocks shared by the Hopper rungs (matmul-wgmma, attn-flash3): shared-memory
+// addresses, mbarriers, TMA tile loads, wgmma descriptors, fences and register budgets (the host side,
+// tensor maps and the GPU check, is hopper_host.h). Written from the PTX ISA
 // (mbarrier, cp.async.bulk.tensor, wgmma and setmaxnreg sections).
 //
 // These instructions exist only in code built for sm_90a (an arch-specific target: Family.feature_archs
@@ -9,6 +10,8 @@
 #include <cuda.h>  // CUtensorMap (a type only: the encoder is found through the runtime)
 #include <cuda_runtime.h>
 #include <stdint.h>
+
+#include "hopper_host.h"
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define CUDABENCH_HOPPER 1
@@ -71,6 +74,15 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, u
       : "memory");
 }
 
+// the same for a 3-D box (c0 innermost)
+__device__ __forceinline__ void tma_load_3d(void* dst, const CUtensorMap* map, uint64_t* bar, int c0, int c1, int c2) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];" ::"r"(
+          smem_u32(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(smem_u32(bar))
+      : "memory");
+}
+
 // ---- wgmma ------------------------------------------------------------------------------------------
 
 // A shared-memory matrix descriptor for a K-major tile written by TMA with 128-byte swizzling: rows of
@@ -116,7 +128,7 @@ __device__ __forceinline__ void setmaxnreg_dec() {
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(Registers));
 }
 
-#include "wgmma_bf16.inc"
+#include "wgmma.inc"
 
 }  // namespace hopper
 }  // namespace cudabench

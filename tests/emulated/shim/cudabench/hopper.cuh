@@ -1,5 +1,4 @@
-// CPU stand-in for cudabench/hopper.cuh (cudabench/spec/include), with the same API on the emulator, plus
-// what the next rung (attn-flash3's draft) uses beyond it: 3-D TMA boxes and wgmma with A in registers.
+// CPU stand-in for cudabench/hopper.cuh (cudabench/spec/include), with the same API on the emulator.
 //   mbarriers keep their phase, pending arrivals and transaction bytes in the emulator; a wait polls once
 //   per round of warps (a wait that never completes is reported as a deadlock);
 //   TMA copies a box of the tensor map into shared memory with the 128-byte swizzle and completes its
@@ -15,6 +14,8 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
+#include "cudabench/hopper_host.h"  // the real one (cudabench/spec/include): the tensor maps and the GPU check
+
 #define CUDABENCH_HOPPER 1  // as in a build for sm_90a: the Hopper paths are compiled
 #define CUDABENCH_EMULATED 1
 
@@ -25,7 +26,8 @@ void mbar_arrive(uint64_t* bar, uint32_t tx_bytes);
 bool mbar_done(uint64_t* bar, uint32_t parity);
 void mbar_wait(uint64_t* bar, uint32_t parity);
 void tma_load(void* dst, const CUtensorMap* map, uint64_t* bar, const int* coords, int rank);
-void wgmma(float* d, int n, uint64_t desc_a, const uint32_t* a_regs, uint64_t desc_b, bool trans_b, bool accumulate);
+void wgmma(float* d, int n, uint64_t desc_a, const uint32_t* a_regs, uint64_t desc_b, bool trans_b, bool accumulate,
+           bool f16 = false);
 void wgmma_commit();
 void wgmma_wait(int pending);
 }  // namespace emu
@@ -68,23 +70,24 @@ __device__ __forceinline__ void setmaxnreg_inc() {}
 template <int Registers>
 __device__ __forceinline__ void setmaxnreg_dec() {}
 
-template <int TransB>
-__device__ __forceinline__ void wgmma_m64n128k16_bf16(float* d, uint64_t desc_a, uint64_t desc_b, int accumulate) {
-  emu::wgmma(d, 128, desc_a, nullptr, desc_b, TransB, accumulate);
-}
-template <int TransB>
-__device__ __forceinline__ void wgmma_m64n256k16_bf16(float* d, uint64_t desc_a, uint64_t desc_b, int accumulate) {
-  emu::wgmma(d, 256, desc_a, nullptr, desc_b, TransB, accumulate);
-}
-// A from registers (four per thread, the m16n8k16 A fragment of each warp's 16 rows)
-template <int TransB>
-__device__ __forceinline__ void wgmma_m64n64k16_bf16_rs(float* d, const uint32_t* a, uint64_t desc_b, int accumulate) {
-  emu::wgmma(d, 64, 0, a, desc_b, TransB, accumulate);
-}
-template <int TransB>
-__device__ __forceinline__ void wgmma_m64n128k16_bf16_rs(float* d, const uint32_t* a, uint64_t desc_b, int accumulate) {
-  emu::wgmma(d, 128, 0, a, desc_b, TransB, accumulate);
-}
+// the generated wgmma.inc's functions: A from shared memory or from registers (four per thread, the
+// m16n8k16 A fragment of each warp's 16 rows), bfloat16 or float16 inputs
+#define CUDABENCH_EMU_WGMMA(N, T, F16)                                                                   \
+  template <int TransB>                                                                                  \
+  __device__ __forceinline__ void wgmma_m64n##N##k16_##T(float* d, uint64_t da, uint64_t db, int acc) {  \
+    emu::wgmma(d, N, da, nullptr, db, TransB, acc, F16);                                                 \
+  }                                                                                                      \
+  template <int TransB>                                                                                  \
+  __device__ __forceinline__ void wgmma_m64n##N##k16_##T##_rs(float* d, const uint32_t* a, uint64_t db, int acc) { \
+    emu::wgmma(d, N, 0, a, db, TransB, acc, F16);                                                        \
+  }
+CUDABENCH_EMU_WGMMA(64, bf16, false)
+CUDABENCH_EMU_WGMMA(128, bf16, false)
+CUDABENCH_EMU_WGMMA(256, bf16, false)
+CUDABENCH_EMU_WGMMA(64, f16, true)
+CUDABENCH_EMU_WGMMA(128, f16, true)
+CUDABENCH_EMU_WGMMA(256, f16, true)
+#undef CUDABENCH_EMU_WGMMA
 
 }  // namespace hopper
 }  // namespace cudabench
