@@ -13,15 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from emulator_kit import compiler_or_skip, rewriter
+from emulator_kit import INCLUDES, compiler_or_skip, rewriter
 from emulator_kit import must as _must, report as _report, run as _run
 
 ROOT = Path(__file__).resolve().parents[1]
 KIT = ROOT / "tests" / "emulated"
 SOURCE = ROOT / "kernels" / "matmul" / "matmul_wgmma.cu"
-# the shim's headers first; cudabench/hopper_host.h is the real one
-FLAGS = ["-std=c++17", "-O2", "-fno-strict-aliasing", "-Wno-psabi", f"-I{KIT / 'shim'}", f"-I{SOURCE.parent}",
-         f"-I{ROOT / 'cudabench' / 'spec' / 'include'}", "-D__CUDA_ARCH__=900"]
+FLAGS = ["-std=c++17", "-O2", "-fno-strict-aliasing", "-Wno-psabi", *INCLUDES, f"-I{SOURCE.parent}",
+         "-D__CUDA_ARCH__=900"]
 RUNTIME = [KIT / "runtime" / name for name in ("scheduler.cpp", "warp_ops.cpp", "hopper_ops.cpp")]
 
 # (M, N, K, BN): one tile, several row and column tiles, K over several pipeline stages (64 each; 4 or 6

@@ -13,15 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from emulator_kit import ASAN, KIT, compiler_or_skip, report as _report, rewriter
+from emulator_kit import ASAN, INCLUDES, KIT, compiler_or_skip, report as _report, rewriter
 from emulator_kit import must as _must, run as _run
 
 ROOT = Path(__file__).resolve().parents[1]
 KERNELS = ROOT / "kernels" / "attention"
 
-# the shim's headers first; cudabench/hopper_host.h is the real one
-FLAGS = ["-std=c++17", "-fno-strict-aliasing", f"-I{KIT / 'shim'}", f"-I{KERNELS}",
-         f"-I{ROOT / 'cudabench' / 'spec' / 'include'}"]
+FLAGS = ["-std=c++17", "-fno-strict-aliasing", *INCLUDES, f"-I{KERNELS}"]
 FLAGS += (["-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address,undefined", "-fno-sanitize-recover=undefined"]
           if ASAN else ["-O2"])
 KIT_FLAGS = ["-Wall", "-Wextra"]
@@ -30,7 +28,8 @@ RUNTIME = ["runtime/scheduler.cpp", "runtime/warp_ops.cpp", "runtime/hopper_ops.
 
 # (variant, dtype, BH, N, D, causal): N ragged against the 64-row tiles (flash1, flash2's backward and K/V
 # tiles) and the 128-row forward blocks and key tiles (flash2, flash3), N = 1 (a lone key: dQ = dK = 0),
-# D 64 and 128, causal or not; N = 300 runs flash3's two K/V stages round more than once.
+# D 64 and 128, causal or not; N = 520 runs the K/V stages of flash3 (three) and its backward (two) round
+# more than once.
 CASES = [
     ("attn-naive", "float32", 2, 1, 64, 0),
     ("attn-naive", "float32", 2, 37, 128, 1),
@@ -58,7 +57,7 @@ CASES = [
     ("attn-flash3", "bfloat16", 1, 200, 64, 1),
     ("attn-flash3", "bfloat16", 1, 257, 128, 1),
     ("attn-flash3", "float16", 2, 129, 64, 0),
-    ("attn-flash3", "float16", 1, 300, 128, 1),
+    ("attn-flash3", "float16", 1, 520, 128, 0),
 ]
 
 # Planted bugs: (file, exact text, replacement, a case that must FAIL, whether only the schedule comparison
@@ -77,7 +76,7 @@ MUTANTS = {
         "flash1.cu", "    __syncthreads();  // every thread is done reading K before P overwrites it\n", "",
         ("attn-flash1", "float32", 2, 37, 128, 1), False),
     "flash3-fwd-reads-keys-before-they-land": (
-        "flash3.cu", "    mbar_wait(&s.full[j % STAGES], (j / STAGES) & 1);\n", "",
+        "flash3.cu", "{ mbar_wait(&s.full[j % STAGES], (j / STAGES) & 1); }", "{ (void)j; }",
         ("attn-flash3", "bfloat16", 1, 200, 64, 1), False),
     "flash3-fwd-v-chunks-at-the-wrong-distance": (
         "flash3.cu", "64 * BN * 2));", "64 * BN));",
@@ -88,16 +87,32 @@ MUTANTS = {
     "flash3-fwd-frees-the-stage-before-p-v-lands": (  # the producer may refill V under the product
         "flash3.cu", "    const float2 alpha = probabilities(j);\n",
         "    if (t128 == 0) mbar_arrive(&s.empty[(j - 1) % STAGES]);\n    const float2 alpha = probabilities(j);\n",
-        ("attn-flash3", "float16", 1, 300, 128, 1), False),
+        ("attn-flash3", "float16", 1, 520, 128, 0), False),
     "flash3-fwd-softmax-before-the-scores-land": (
         "flash3.cu", "wgmma_wait<1>();  // S has landed", "wgmma_wait<2>();  // S has landed",
         ("attn-flash3", "bfloat16", 1, 257, 128, 1), False),
     "flash3-fwd-unmasked-tile-that-needs-the-mask": (
         "flash3.cu", "j * BN + BN - 1 > row0)", "j * BN + BN - 1 > row0 + 64)",
         ("attn-flash3", "bfloat16", 1, 200, 64, 1), False),
-    "flash3-fwd-p-fragment-halves-swapped": (
-        "flash3.cu", "p[c8 / 2][(c8 % 2) * 2] = pack", "p[c8 / 2][(c8 % 2)] = pack",
+    "flash3-fwd-half-of-p-left-stale": (
+        "flash3.cu", "pack_fragments<BN, F16>(sc, p)", "pack_fragments<BN / 2, F16>(sc, p)",
         ("attn-flash3", "bfloat16", 2, 37, 128, 0), False),
+    "flash3-bwd-dkdv-no-causal-mask": (
+        "flash3_bwd.cu", "(causal && key > query)", "(causal && key > query + 1)",
+        ("attn-flash3", "bfloat16", 1, 200, 64, 1), False),
+    "flash3-bwd-dq-no-causal-mask": (
+        "flash3_bwd.cu", "(causal && key > row)", "(causal && key > row + 1)",
+        ("attn-flash3", "float16", 1, 257, 128, 1), False),
+    "flash3-bwd-delta-of-the-wrong-row": (
+        "flash3_bwd.cu", "d1 = s.delta[st][col + 1]", "d1 = s.delta[st][col]",
+        ("attn-flash3", "bfloat16", 2, 37, 128, 0), False),
+    "flash3-bwd-dkdv-transposes-before-they-land": (
+        "flash3_bwd.cu", "    wgmma_wait<1>();  // Sᵀ has landed\n", "",
+        ("attn-flash3", "bfloat16", 1, 200, 64, 1), False),
+    "flash3-bwd-dq-frees-the-stage-early": (
+        "flash3_bwd.cu", "    wgmma_wait<1>();  // S has landed\n", "    wgmma_wait<1>();  // S has landed\n"
+        "    if (t128 == 0) mbar_arrive(&s.empty[st]);\n",
+        ("attn-flash3", "float16", 1, 520, 128, 0), False),
 }
 
 
@@ -109,7 +124,7 @@ class Kit:
         self.objects = {src: pool.submit(self._compile, KIT / src, KIT_FLAGS)
                         for src in RUNTIME + ["attention_check.cpp", "selftest.cpp"]}
         self.kernels = {cu: pool.submit(self.kernel_object, KERNELS / cu)
-                        for cu in ("attention.cu", "flash1.cu", "flash2.cu", "flash3.cu")}
+                        for cu in ("attention.cu", "flash1.cu", "flash2.cu", "flash3.cu", "flash3_bwd.cu")}
 
     def _compile(self, src, flags):
         obj = self.workdir / (src.stem + ".o")

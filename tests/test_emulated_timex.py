@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from emulator_kit import compiler_or_skip, rewriter
+from emulator_kit import INCLUDES, compiler_or_skip, rewriter
 from emulator_kit import must as _must, report as _report, run as _run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -20,7 +20,7 @@ KIT = ROOT / "tests" / "emulated"
 SOURCE = ROOT / "kernels" / "timex" / "timex_fft_warp.cu"
 LONG_SOURCE = SOURCE.with_name("timex_fft_long.cu")
 PASSES = SOURCE.with_name("fft_passes.cuh")
-FLAGS = ["-std=c++17", "-O2", "-fno-strict-aliasing", f"-I{KIT / 'shim'}", f"-I{SOURCE.parent}",
+FLAGS = ["-std=c++17", "-O2", "-fno-strict-aliasing", *INCLUDES, f"-I{SOURCE.parent}",
          "-D__CUDA_ARCH__=900"]
 RUNTIME = [KIT / "runtime" / "scheduler.cpp", KIT / "runtime" / "warp_ops.cpp", KIT / "runtime" / "hopper_ops.cpp"]
 

@@ -42,7 +42,7 @@ def test_a_build_for_sm_90_is_made_for_sm_90a_only_for_families_that_ask(matmul)
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
-@pytest.mark.parametrize("kernel", ["matmul/matmul_wgmma.cu", "attention/flash3.cu"])
+@pytest.mark.parametrize("kernel", ["matmul/matmul_wgmma.cu", "attention/flash3.cu", "attention/flash3_bwd.cu"])
 @pytest.mark.parametrize("arch, wgmma", [("sm_90a", True), ("sm_80", False)])
 def test_the_kernel_compiles_with_wgmma_for_sm_90a_and_without_it_elsewhere(tmp_path, kernel, arch, wgmma):
     source = ROOT / "kernels" / kernel

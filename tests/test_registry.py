@@ -7,7 +7,7 @@ from cudabench.spec.registry import discover
 def test_shipped_families_and_variants(registry):
     assert [f.name for f in registry.families] == ["add2", "attention", "matmul", "sincos", "timex"]
     assert [v.name for _, v in registry.variants()] == [
-        "add2", "add2-vec4", "add2-tile", "attn-naive", "attn-flash1", "attn-flash2", "matmul-naive", "matmul-tiled",
+        "add2", "add2-vec4", "add2-tile", "attn-naive", "attn-flash1", "attn-flash2", "attn-flash3", "matmul-naive", "matmul-tiled",
         "matmul-regtile", "matmul-wgmma", "sincos-fused",
         "timex-v1", "timex-v2", "timex-v3", "timex-v4", "timex-v5", "timex-fft", "timex-mma"]
     for family in registry.families:

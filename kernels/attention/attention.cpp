@@ -35,7 +35,7 @@ void check_like(const at::Tensor& t, const char* name, at::IntArrayRef sizes, co
 
 // The flash kernels: head dimension 64 or 128, 16-byte aligned rows (vector and asynchronous copies), and
 // for attn-flash2 a GPU with tensor-core mma (sm_80+) and the shared memory its blocks ask for.
-// attn-flash3's forward: a Hopper GPU (its backward is attn-flash2's).
+// attn-flash3: a Hopper GPU.
 Dims check_flash(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, int version, bool backward) {
   TORCH_CHECK(version >= 1 && version <= 3, cudabench::message("no attn-flash", version, ": the versions are 1, 2 and 3"));
   const at::ScalarType t = q.scalar_type();
@@ -51,10 +51,11 @@ Dims check_flash(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, 
   for (const at::Tensor* x : {&q, &k, &v})
     TORCH_CHECK(reinterpret_cast<uintptr_t>(x->data_ptr()) % 16 == 0, "q, k and v must start 16-byte aligned");
   const std::string at = cudabench::message("D=", d.D, backward ? " (backward)" : " (forward)");
-  if (version == 3 && !backward) {
+  if (version == 3) {
     const char* here = attention_flash3_not_here();
     TORCH_CHECK(here == nullptr, "attn-flash3 ", here ? here : "");
-    cudabench::check_shared_memory(q, "attn-flash3", attention_flash3_smem(d.D), at, "");
+    cudabench::check_shared_memory(
+        q, "attn-flash3", backward ? attention_flash3_backward_smem(d.D) : attention_flash3_forward_smem(d.D), at, "");
   } else if (tensor_cores)
     cudabench::check_mma_device(q, who.c_str(), attention_flash2_smem(d.D, backward), at, "");
   else
@@ -101,8 +102,8 @@ void flash_forward(int version, const at::Tensor& q, const at::Tensor& k, const 
                             what.c_str());
 }
 
-// The backward from the forward's out and lse (attn-flash3's is attn-flash2's); its float32 scratch (delta,
-// and flash2's dQ sums) is allocated here, through PyTorch's allocator.
+// The backward from the forward's out and lse; its float32 scratch (delta, and flash2's dQ sums) is
+// allocated here, through PyTorch's allocator.
 void flash_backward(int version, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& out,
                     const at::Tensor& lse, const at::Tensor& dout, at::Tensor& dq, at::Tensor& dk, at::Tensor& dv,
                     bool causal) {
@@ -121,13 +122,21 @@ void flash_backward(int version, const at::Tensor& q, const at::Tensor& k, const
         "attn-flash1 backward");
     return;
   }
+  const bool fp16 = q.scalar_type() == at::kHalf;
+  if (version == 3) {
+    cudabench::check_launch(
+        attention_flash3_backward(q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), lse.data_ptr<float>(),
+                                  dout.data_ptr(), dq.data_ptr(), dk.data_ptr(), dv.data_ptr(),
+                                  delta.data_ptr<float>(), scale, causal, fp16, d.B * d.H, d.N, d.D, stream),
+        "attn-flash3 backward");
+    return;
+  }
   at::Tensor dq_accum = at::empty(q.sizes(), q.options().dtype(at::kFloat));
   cudabench::check_launch(
       attention_flash2_backward(q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), lse.data_ptr<float>(),
                                 dout.data_ptr(), dq.data_ptr(), dk.data_ptr(), dv.data_ptr(), delta.data_ptr<float>(),
-                                dq_accum.data_ptr<float>(), scale, causal, q.scalar_type() == at::kHalf, d.B * d.H,
-                                d.N, d.D, stream),
-      version == 3 ? "attn-flash3 backward (attn-flash2's)" : "attn-flash2 backward");
+                                dq_accum.data_ptr<float>(), scale, causal, fp16, d.B * d.H, d.N, d.D, stream),
+      "attn-flash2 backward");
 }
 
 // attn-naive forward: out = softmax(q k^T / sqrt(D)) v, with P (B, H, N, N) kept for the backward.

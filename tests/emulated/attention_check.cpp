@@ -158,26 +158,33 @@ cudaError_t run_flash1(const Case& c, const Inputs& in, Outputs& out, float scal
                                            out.dv.floats(), delta.floats(), scale, c.causal, c.BH, c.N, c.D, nullptr);
 }
 
-// attn-flash2, or attn-flash3 (its own forward; attn-flash2's backward from its lse)
-using TensorCoreForward = cudaError_t (*)(const void*, const void*, const void*, void*, float*, float, bool, bool, int,
-                                          int, int, cudaStream_t);
-cudaError_t run_tensor_cores(const Case& c, const Inputs& in, Outputs& out, float scale, TensorCoreForward forward) {
+cudaError_t run_flash2(const Case& c, const Inputs& in, Outputs& out, float scale) {
   const bool fp16 = c.dtype == Dtype::Float16;
   Tensor delta(Dtype::Float32, (size_t)c.BH * c.N), dq_accum(Dtype::Float32, (size_t)c.BH * c.N * c.D);
-  const cudaError_t e = forward(in.q.data(), in.k.data(), in.v.data(), out.out.data(), out.lse.floats(), scale,
-                                c.causal, fp16, c.BH, c.N, c.D, nullptr);
+  const cudaError_t e = attention_flash2_forward(in.q.data(), in.k.data(), in.v.data(), out.out.data(),
+                                                 out.lse.floats(), scale, c.causal, fp16, c.BH, c.N, c.D, nullptr);
   return e ? e : attention_flash2_backward(in.q.data(), in.k.data(), in.v.data(), out.out.data(), out.lse.floats(),
                                            in.dout.data(), out.dq.data(), out.dk.data(), out.dv.data(),
                                            delta.floats(), dq_accum.floats(), scale, c.causal, fp16, c.BH, c.N, c.D,
                                            nullptr);
 }
 
+cudaError_t run_flash3(const Case& c, const Inputs& in, Outputs& out, float scale) {
+  const bool fp16 = c.dtype == Dtype::Float16;
+  Tensor delta(Dtype::Float32, (size_t)c.BH * c.N);
+  const cudaError_t e = attention_flash3_forward(in.q.data(), in.k.data(), in.v.data(), out.out.data(),
+                                                 out.lse.floats(), scale, c.causal, fp16, c.BH, c.N, c.D, nullptr);
+  return e ? e : attention_flash3_backward(in.q.data(), in.k.data(), in.v.data(), out.out.data(), out.lse.floats(),
+                                           in.dout.data(), out.dq.data(), out.dk.data(), out.dv.data(),
+                                           delta.floats(), scale, c.causal, fp16, c.BH, c.N, c.D, nullptr);
+}
+
 cudaError_t run_variant(const Case& c, const Inputs& in, Outputs& out) {
   const float scale = 1.f / std::sqrt((float)c.D);
   if (c.variant == "attn-naive") return run_naive(c, in, out, scale);
   if (c.variant == "attn-flash1") return run_flash1(c, in, out, scale);
-  if (c.variant == "attn-flash3") return run_tensor_cores(c, in, out, scale, attention_flash3_forward);
-  return run_tensor_cores(c, in, out, scale, attention_flash2_forward);
+  if (c.variant == "attn-flash3") return run_flash3(c, in, out, scale);
+  return run_flash2(c, in, out, scale);
 }
 
 struct Error {

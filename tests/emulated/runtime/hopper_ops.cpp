@@ -52,6 +52,12 @@ struct Warpgroup {
 };
 std::vector<Warpgroup> warpgroups;
 
+struct NamedBarrier {  // bar.sync / bar.arrive with an id and a thread count
+  unsigned count = 0, arrived = 0;
+  long generation = 0;
+};
+std::map<int, NamedBarrier> named_barriers;
+
 void check_in_shared(const void* p, size_t bytes, size_t alignment, const char* what) {
   const char* c = static_cast<const char*>(p);
   if (c < dynamic_smem || c + bytes > dynamic_smem + dynamic_smem_bytes)
@@ -157,9 +163,14 @@ namespace detail {
 void reset_hopper_state() {
   barriers.clear();
   warpgroups.clear();
+  named_barriers.clear();
 }
 void report_hopper_leftovers() {
-  size_t left = 0;
+  size_t left = 0, arrivals = 0;
+  for (const auto& [id, b] : named_barriers) arrivals += b.arrived;
+  if (arrivals)
+    fprintf(stderr, "note: block (%u,%u,%u) ended with %zu arrivals on named barriers not completed\n", block_index.x,
+            block_index.y, block_index.z, arrivals);
   for (const Warpgroup& wg : warpgroups) left += wg.ops.size();
   if (left) fprintf(stderr, "note: block (%u,%u,%u) ended with %zu wgmma products never waited for\n", block_index.x,
                     block_index.y, block_index.z, left);
@@ -183,6 +194,10 @@ void mbar_arrive(uint64_t* bar, uint32_t tx_bytes) {
   b.tx += tx_bytes;
   --b.pending;
   complete_if_done(b);
+  // a plain arrival (a consumer freeing a buffer) lets every other warp run first: a buffer freed too early
+  // is refilled (and, with TMA landing at its phase, poisoned) before this thread's next step, as a fast
+  // producer would do it
+  if (tx_bytes == 0) detail::yield_round();
 }
 
 bool mbar_done(uint64_t* bar, uint32_t parity) { return (barrier_at(bar, "mbarrier.try_wait").completed & 1) != (long)(parity & 1); }
@@ -198,6 +213,26 @@ void mbar_wait(uint64_t* bar, uint32_t parity) {
     else later.push_back(std::move(l));
   }
   b.held.swap(later);
+}
+
+long named_barrier_arrive(int id, unsigned count) {
+  if (id < 1 || id > 15) fail("named barrier %d: ids 1..15 (0 is __syncthreads')", id);
+  if (count == 0 || count % 32 || count > detail::fibers.size())
+    fail("named barrier %d: %u threads (whole warps of the block)", id, count);
+  NamedBarrier& b = named_barriers[id];
+  if (b.arrived && b.count != count) fail("named barrier %d: %u threads, then %u", id, b.count, count);
+  b.count = count;
+  const long generation = b.generation;
+  if (++b.arrived == count) {
+    b.arrived = 0;
+    ++b.generation;
+  }
+  return generation;
+}
+
+void named_barrier_sync(int id, unsigned count) {
+  const long generation = named_barrier_arrive(id, count);
+  while (named_barriers[id].generation == generation) detail::yield_round();
 }
 
 void tma_load(void* dst, const CUtensorMap* map, uint64_t* bar, const int* coords, int rank) {

@@ -8,7 +8,7 @@ generator keeps readable. tests/test_hopper_rung.py fails when the file and this
 
 from pathlib import Path
 
-SHARED_A = (128, 256)  # N of the SS form: Q·Kᵀ (128 keys), matmul-wgmma (256)
+SHARED_A = (64, 128, 256)  # N of the SS form: attention's products over D (64 or 128 rows), matmul-wgmma (256)
 REGISTER_A = (64, 128)  # N of the RS form: P·V (the head dimension)
 TYPES = ("bf16", "f16")
 HEADER = """\

@@ -63,6 +63,17 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
   }
 }
 
+// ---- named barriers (ids 1..15; 0 is __syncthreads'), for some warps of the block ---------------------
+
+// wait until `threads` threads (whole warps, this one's included) have arrived at barrier `id`
+__device__ __forceinline__ void named_barrier_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+// arrive at barrier `id` without waiting
+__device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
 // ---- TMA: one 2-D box from global memory into shared memory, completing on an mbarrier -----------
 
 // c0 is the inner (contiguous) coordinate, c1 the outer; the map is a __grid_constant__ kernel parameter

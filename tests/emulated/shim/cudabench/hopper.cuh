@@ -4,6 +4,8 @@
 //   TMA copies a box of the tensor map into shared memory with the 128-byte swizzle and completes its
 //   bytes on the mbarrier; the box lands when a wait sees that phase complete, poisoned (0xff) until then,
 //   or at the issue (emu::schedule.tma);
+//   a named barrier (bar.sync / bar.arrive) completes when its thread count has arrived; a sync polls once
+//   per round of warps until then;
 //   wgmma is a warpgroup collective (all 128 threads, same order); its product lands at the issue or at
 //   the wait_group that covers it (emu::schedule.wgmma), reading shared memory and the register operands
 //   then, so a kernel that changes either before the wait gives different results in the two modes.
@@ -30,6 +32,8 @@ void wgmma(float* d, int n, uint64_t desc_a, const uint32_t* a_regs, uint64_t de
            bool f16 = false);
 void wgmma_commit();
 void wgmma_wait(int pending);
+long named_barrier_arrive(int id, unsigned count);
+void named_barrier_sync(int id, unsigned count);
 }  // namespace emu
 
 namespace cudabench {
@@ -60,6 +64,9 @@ __device__ __forceinline__ uint64_t desc_mn_major_sw128(const void* tile, uint32
   return (uint64_t(smem_u32(tile)) & 0x3FFFF) >> 4 | uint64_t((chunk_bytes & 0x3FFFF) >> 4) << 16 |
          uint64_t(1024 >> 4) << 32 | uint64_t(1) << 62;
 }
+
+__device__ __forceinline__ void named_barrier_sync(int id, int threads) { emu::named_barrier_sync(id, threads); }
+__device__ __forceinline__ void named_barrier_arrive(int id, int threads) { emu::named_barrier_arrive(id, threads); }
 
 __device__ __forceinline__ void wgmma_fence() {}
 __device__ __forceinline__ void wgmma_commit() { emu::wgmma_commit(); }
