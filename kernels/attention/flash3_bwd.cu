@@ -6,13 +6,13 @@
 // Three kernels, no atomics, deterministic:
 //   bwd_delta: one warp per row, delta = rowsum(dO∘O) in float32;
 //   bwd_dkdv:  one block per 128 keys. The producer's thread 0 loads K and V once and Q / dO tiles of 64
-//              query rows into two stages; its warp 1 puts each tile's lse·log2 e and delta in shared memory
-//              (arriving on the same full barrier). Each consumer warpgroup owns 64 keys; per tile
+//              query rows into three stages. Each consumer warpgroup owns 64 keys; per tile (its rows' lse
+//              and delta read from global memory)
 //                Sᵀ = K Qᵀ, dPᵀ = V dOᵀ (wgmma from shared memory, every operand K-major),
 //                Pᵀ = exp2(Sᵀ·scale·log2 e − lse·log2 e), dSᵀ = Pᵀ∘(dPᵀ − delta) in registers,
 //                dV += Pᵀ dO, dK += dSᵀ Q (Pᵀ / dSᵀ rounded to 16 bits as the register-A operand; dO and Q
 //                read MN-major from the same swizzled tiles);
-//   bwd_dq:    one block per 128 query rows (the forward's shape), per key tile (64 keys at D = 128, 128 at
+//   bwd_dq:    one block per 128 query rows (the forward's shape), three stages of K / V, per key tile (64 keys at D = 128, 128 at
 //              D = 64: what the registers hold) S = Q Kᵀ and dP = dO Vᵀ, dS in registers, dQ += dS K.
 // What it adds over attn-flash2's backward (mma.sync; dQ summed over key blocks by float atomics): the
 // Hopper pipeline, and a dQ kernel of its own instead of the atomics. That recomputes S and dP (about
@@ -36,7 +36,7 @@ namespace {
 // K-major for a product over D and MN-major for a product over its rows (the next 64 columns one chunk
 // further: the leading byte offset).
 constexpr int KV_BN = 128, KV_BM = 64;  // dK/dV kernel: keys per block, query rows per tile
-constexpr int STAGES = 2;               // Q / dO tiles of the dK/dV kernel, K / V tiles of the dQ kernel
+constexpr int STAGES = 3;               // Q / dO tiles of the dK/dV kernel, K / V tiles of the dQ kernel
 template <int D>
 struct SmemKV {
   static constexpr int CH = D / 64;
@@ -44,8 +44,6 @@ struct SmemKV {
   uint16_t v[CH][KV_BN * 64];
   uint16_t q[STAGES][CH][KV_BM * 64];
   uint16_t dout[STAGES][CH][KV_BM * 64];
-  float lse2[STAGES][KV_BM];   // lse · log2 e of the tile's query rows (0 past N)
-  float delta[STAGES][KV_BM];  // delta of the tile's query rows (0 past N)
   uint64_t kv_full, full[STAGES], empty[STAGES];
 };
 
@@ -102,10 +100,8 @@ __global__ void __launch_bounds__(THREADS, 1)
   if (threadIdx.x == 0) {
     mbar_init(&s.kv_full, 1);
     for (int i = 0; i < ST; ++i) {
-      mbar_init(&s.full[i], 1 + 32);  // the TMA thread (with its bytes) + the 32 lanes writing lse / delta
-      // one arrival per consumer warp: every warp read the stage's lse and delta with plain loads, and an
-      // arrival releases only its own thread's reads (after __syncwarp, its warp's)
-      mbar_init(&s.empty[i], 8);
+      mbar_init(&s.full[i], 1);
+      mbar_init(&s.empty[i], 2);  // one arrival per consumer warpgroup
     }
     mbar_fence_init();
   }
@@ -128,21 +124,6 @@ __global__ void __launch_bounds__(THREADS, 1)
           tma_load_3d(s.dout[st][c], &map_do, &s.full[st], 64 * c, m0, bh);
         }
       }
-    } else if (t128 / 32 == 1) {
-      const int lane = t128 % 32;
-      const float* lse_bh = lse + size_t(bh) * N;
-      const float* delta_bh = delta + size_t(bh) * N;
-      for (int j = 0; j < tiles; ++j) {
-        const int st = j % ST, m0 = (m_begin + j) * KV_BM;
-        if (j >= ST) mbar_wait(&s.empty[st], ((j / ST) - 1) & 1);
-#pragma unroll
-        for (int h = 0; h < KV_BM / 32; ++h) {
-          const int r = m0 + 32 * h + lane;
-          s.lse2[st][32 * h + lane] = r < N ? lse_bh[r] * LOG2E : 0.0f;
-          s.delta[st][32 * h + lane] = r < N ? delta_bh[r] : 0.0f;
-        }
-        mbar_arrive(&s.full[st]);  // release: the stores above are visible to a consumer that sees the phase
-      }
     }
     return;
   }
@@ -150,6 +131,8 @@ __global__ void __launch_bounds__(THREADS, 1)
   setmaxnreg_inc<240>();
   const int key0 = (group - 1) * 64, warp = t128 / 32, lane = t128 % 32;
   const int ka = n0 + key0 + warp * 16 + lane / 4, kb = ka + 8;  // this thread's two keys (accumulator rows)
+  const float* lse_bh = lse + size_t(bh) * N;
+  const float* delta_bh = delta + size_t(bh) * N;
   float acc_dv[D / 2], acc_dk[D / 2];
 #pragma unroll
   for (int i = 0; i < D / 2; ++i) acc_dv[i] = acc_dk[i] = 0.0f;
@@ -182,7 +165,9 @@ __global__ void __launch_bounds__(THREADS, 1)
 #pragma unroll
     for (int c8 = 0; c8 < KV_BM / 8; ++c8) {
       const int col = 8 * c8 + 2 * (lane % 4), qr = m0 + col;  // query rows qr, qr + 1
-      const float l0 = s.lse2[st][col], l1 = s.lse2[st][col + 1];
+      // each row's lse and delta straight from global memory (L1 serves the threads that share them), not
+      // staged in shared memory by a producer warp: plain stores there would need every reader's release
+      const float l0 = qr < N ? lse_bh[qr] * LOG2E : 0.0f, l1 = qr + 1 < N ? lse_bh[qr + 1] * LOG2E : 0.0f;
 #pragma unroll
       for (int r = 0; r < 4; ++r) {
         const int query = qr + (r & 1), key = r < 2 ? ka : kb;
@@ -206,8 +191,8 @@ __global__ void __launch_bounds__(THREADS, 1)
     uint32_t dsa[KV_BM / 16][4];
 #pragma unroll
     for (int c8 = 0; c8 < KV_BM / 8; ++c8) {
-      const int col = 8 * c8 + 2 * (lane % 4);
-      const float d0 = s.delta[st][col], d1 = s.delta[st][col + 1];
+      const int qr = m0 + 8 * c8 + 2 * (lane % 4);
+      const float d0 = qr < N ? delta_bh[qr] : 0.0f, d1 = qr + 1 < N ? delta_bh[qr + 1] : 0.0f;
       const float x0 = sc[4 * c8] * (dp[4 * c8] - d0), x1 = sc[4 * c8 + 1] * (dp[4 * c8 + 1] - d1);
       const float x2 = sc[4 * c8 + 2] * (dp[4 * c8 + 2] - d0), x3 = sc[4 * c8 + 3] * (dp[4 * c8 + 3] - d1);
       dsa[c8 / 2][(c8 % 2) * 2] = pack<F16>(x0, x1);
@@ -221,8 +206,7 @@ __global__ void __launch_bounds__(THREADS, 1)
     }
     wgmma_commit();
     wgmma_wait<0>();
-    __syncwarp();
-    if (lane == 0) mbar_arrive(&s.empty[st]);
+    if (t128 == 0) mbar_arrive(&s.empty[st]);
   }
 
   store_rows<D, F16>(dv + size_t(bh) * N * D, acc_dv, ka, N, 1.0f, 1.0f);
