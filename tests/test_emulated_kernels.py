@@ -104,7 +104,7 @@ MUTANTS = {
         "flash3_bwd.cu", "(causal && key > row)", "(causal && key > row + 1)",
         ("attn-flash3", "float16", 1, 257, 128, 1), False),
     "flash3-bwd-delta-of-the-wrong-row": (
-        "flash3_bwd.cu", "d1 = qr + 1 < N ? delta_bh[qr + 1]", "d1 = qr + 1 < N ? delta_bh[qr]",
+        "flash3_bwd.cu", "d1 = tile_delta[col + 1]", "d1 = tile_delta[col]",
         ("attn-flash3", "bfloat16", 2, 37, 128, 0), False),
     "flash3-bwd-dkdv-transposes-before-they-land": (
         "flash3_bwd.cu", "    wgmma_wait<1>();  // Sᵀ has landed\n", "",
