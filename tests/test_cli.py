@@ -58,6 +58,8 @@ def test_run_without_gpu_says_what_still_works(no_gpu):
     (["run", "--kernel", "add2", "--baseline", "numpy"], "no baseline 'numpy'"),
     (["compare-sync-modes", "--kernel", "timex"], "not the family"),
     (["profile", "--kernel", "timex-v4", "--tool", "vtune"], "Unknown --tool"),
+    (["profile", "--kernel", "attn-flash3", "--dtype", "float32"], "attn-flash3 takes bfloat16, float16, not float32"),
+    (["compare-sync-modes", "--kernel", "matmul-wgmma", "--shape", "M=100"], "M must be a multiple of 128"),
     (["build"], "--kernel NAME"),
     (["build", "--all", "--check"], "--arch"),
     (["run", "--kernel", "add2", "--warmup", "0"], "--warmup"),
@@ -79,6 +81,16 @@ def test_profile_without_nsys_says_where_it_looked(no_gpu, monkeypatch, tmp_path
     monkeypatch.setattr("cudabench.profile.nsys.INSTALL_GLOBS", ())
     res = invoke("profile", "--kernel", "timex-v4")
     assert res.exit_code == 2 and "nsys) was not found" in res.output and "--tool torch" in res.output
+
+
+def test_a_single_variant_is_planned_in_the_first_precision_it_takes():
+    from cudabench.engine.plan import plan_single
+    from cudabench.spec.registry import discover
+
+    registry = discover()
+    assert plan_single(registry, "attn-flash3", {}, "fwdbwd").cases[0].dtype == "bfloat16"
+    assert plan_single(registry, "attn-flash3", {}, "fwd", dtype="float16").cases[0].dtype == "float16"
+    assert plan_single(registry, "timex-v4", {}, "fwd").cases[0].dtype == "float32"
 
 
 def test_build_without_cuda_torch_points_to_check(no_gpu, monkeypatch):

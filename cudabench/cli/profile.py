@@ -23,6 +23,8 @@ def profile(
                              "torch (torch.profiler, Chrome trace)."),
     shape: str = typer.Option("", "--shape", "-s", help="Shape, e.g. B=32,C=768,T=768."),
     direction: str = typer.Option("fwd", "--direction", "-d", help="fwd, bwd or fwdbwd."),
+    dtype: Optional[str] = typer.Option(None, "--dtype", help="float32, bfloat16 or float16 (default: the "
+                                        "first the variant takes)."),
     out_dir: Path = typer.Option(Path("cudabench-profiles"), "--output-dir", "-o", help="Where reports go."),
     name: str = typer.Option("", "--name", help="Report name (default KERNEL-DIRECTION-TOOL)."),
     iters: int = typer.Option(0, "--iters", "-n", min=0, max=1_000_000, help="Calls in the profiled region (0: nsys and torch "
@@ -58,7 +60,7 @@ def profile(
 
         check_image_path(timeline)
         matplotlib_classes()  # missing matplotlib is said now, not after profiling
-    task = plan_single(registry(kernels_dir), kernel, parse_shape(shape), direction)  # user errors first
+    task = plan_single(registry(kernels_dir), kernel, parse_shape(shape), direction, dtype=dtype)  # errors first
     if tool == "nsys":
         from cudabench.profile.nsys import find_nsys
 

@@ -112,13 +112,21 @@ def plan(registry: Registry, names: Sequence[str], shape: dict[str, int],
 
 
 def plan_single(registry: Registry, kernel: str, shape: dict[str, int], direction: str,
-                inputs: str = "uniform", dtype: str = "float32") -> Task:
-    """A task for exactly one kernel variant (commands that time or profile one thing)."""
-    if kernel not in {v.name for _, v in registry.variants()} and kernel in {f.name for f in registry.families}:
+                inputs: str = "uniform", dtype: Optional[str] = None) -> Task:
+    """A task for exactly one kernel variant (commands that time or profile one thing), in `dtype`, by
+    default the first precision the variant takes (float32, or bfloat16 for a tensor-core-only one)."""
+    variants = {v.name: v for _, v in registry.variants()}
+    if kernel not in variants and kernel in {f.name for f in registry.families}:
         raise ShapeError(f"Name one kernel variant, not the family '{kernel}'.",
                          "`cudabench list` shows the variants, e.g. add2 or timex-v4.")
     if direction not in ("fwd", "bwd", "fwdbwd"):
         raise ShapeError(f"Unknown --direction '{direction}'.", "Choose fwd, bwd or fwdbwd.")
+    if kernel in variants:
+        takes = variants[kernel].dtypes
+        dtype = dtype or takes[0]
+        if dtype in DTYPES and dtype not in takes:
+            raise ShapeError(f"{kernel} takes {', '.join(takes)}, not {dtype}.", f"Use --dtype {takes[0]}.")
+    dtype = dtype or "float32"  # an unknown kernel: plan() says so, with close names
     task = plan(registry, [kernel], shape, RunOptions(directions=(direction,), baselines=(), inputs=inputs,
                                                       dtypes=(dtype,)))[0]
     if direction != "fwd" and not task.variants[0].has_backward:
