@@ -53,5 +53,11 @@ def must(cmd):
         pytest.fail(f"{' '.join(map(str, cmd))}\n{result.stderr[-6000:]}", pytrace=False)
 
 
+def link(cxx, flags, objects, exe):
+    """One executable from objects: paths, or futures of paths (compiled on the pool)."""
+    must([cxx, *flags, *(o.result() if hasattr(o, "result") else o for o in objects), "-o", exe])
+    return exe
+
+
 def report(result):
     return f"exit status {result.returncode}\n{result.stdout}{result.stderr[-4000:]}"

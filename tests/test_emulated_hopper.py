@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from emulator_kit import INCLUDES, compiler_or_skip, rewriter
-from emulator_kit import must as _must, report as _report, run as _run
+from emulator_kit import link, must as _must, report as _report, run as _run
 
 ROOT = Path(__file__).resolve().parents[1]
 KIT = ROOT / "tests" / "emulated"
@@ -66,9 +66,7 @@ class Checker:
         _, launches = rewriter.rewrite_file(str(cu), str(cpp))
         assert launches > 0
         kernel = self._object(cpp, ["-w"], name)
-        exe = self.workdir / name
-        _must([self.cxx, *FLAGS, *(f.result() for f in self.common), kernel, "-o", exe])
-        return exe
+        return link(self.cxx, FLAGS, [*self.common, kernel], self.workdir / name)
 
 
 @pytest.fixture(scope="module")

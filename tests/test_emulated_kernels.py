@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from emulator_kit import ASAN, INCLUDES, KIT, compiler_or_skip, report as _report, rewriter
-from emulator_kit import must as _must, run as _run
+from emulator_kit import link, must as _must, run as _run
 
 ROOT = Path(__file__).resolve().parents[1]
 KERNELS = ROOT / "kernels" / "attention"
@@ -140,9 +140,7 @@ class Kit:
 
     def link(self, name, objects):
         """objects: paths, or futures of paths."""
-        exe = self.workdir / name
-        _must([self.cxx, *FLAGS, *(o if isinstance(o, Path) else o.result() for o in objects), "-o", exe])
-        return exe
+        return link(self.cxx, FLAGS, objects, self.workdir / name)
 
     def runtime(self):
         return [self.objects[src] for src in RUNTIME]

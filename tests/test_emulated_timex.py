@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from emulator_kit import INCLUDES, compiler_or_skip, rewriter
-from emulator_kit import must as _must, report as _report, run as _run
+from emulator_kit import link, must as _must, report as _report, run as _run
 
 ROOT = Path(__file__).resolve().parents[1]
 KIT = ROOT / "tests" / "emulated"
@@ -109,9 +109,7 @@ class Checker:
                 (folder / path.name).write_text(text)
         kernels = [self.kernel(f"{name}-{src.stem}", replacing.get(src, src.read_text()), folder)
                    for src in (SOURCE, LONG_SOURCE)]
-        exe = self.workdir / name
-        _must([self.cxx, *FLAGS, *(f.result() for f in self.common), *kernels, "-o", exe])
-        return exe
+        return link(self.cxx, FLAGS, [*self.common, *kernels], self.workdir / name)
 
 
 @pytest.fixture(scope="module")
