@@ -7,7 +7,8 @@
 //   bwd_delta: one warp per row, delta = rowsum(dO∘O) in float32;
 //   bwd_dkdv:  one block per 128 keys. The producer's thread 0 loads K and V once and Q / dO tiles of 64
 //              query rows into three stages. Each consumer warpgroup owns 64 keys; per tile (the rows' lse
-//              and delta staged in shared memory by the warpgroup itself)
+//              and delta staged in shared memory by the warpgroup itself; the two take turns issuing their
+//              products on named barriers, ping-pong as in the forward)
 //                Sᵀ = K Qᵀ, dPᵀ = V dOᵀ (wgmma from shared memory, every operand K-major),
 //                Pᵀ = exp2(Sᵀ·scale·log2 e − lse·log2 e), dSᵀ = Pᵀ∘(dPᵀ − delta) in registers,
 //                dV += Pᵀ dO, dK += dSᵀ Q (Pᵀ / dSᵀ rounded to 16 bits as the register-A operand; dO and Q
@@ -139,6 +140,11 @@ __global__ void __launch_bounds__(THREADS, 1)
 #pragma unroll
   for (int i = 0; i < D / 2; ++i) acc_dv[i] = acc_dk[i] = 0.0f;
   mbar_wait(&s.kv_full, 0);
+  // Ping-pong, as in the forward: a warpgroup issues a tile's Sᵀ and dPᵀ only after the other issued its
+  // previous ones, so that one's exponentials and dSᵀ run while the tensor cores work for the other
+  // (named barriers 3 and 4; 1 and 2 are the warpgroups' own, for lse and delta).
+  const int my_turn = 2 + group, other_turn = 5 - group;
+  if (group == 2) named_barrier_arrive(other_turn, 256);  // the first warpgroup goes first
 
   for (int j = 0; j < tiles; ++j) {
     const int st = j % ST, m0 = (m_begin + j) * KV_BM;
@@ -156,6 +162,7 @@ __global__ void __launch_bounds__(THREADS, 1)
     named_barrier_sync(group, 128);
     mbar_wait(&s.full[st], (j / ST) & 1);
     float sc[KV_BM / 2], dp[KV_BM / 2];  // Sᵀ and dPᵀ: 64 keys × 64 query rows
+    named_barrier_sync(my_turn, 256);
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
@@ -171,6 +178,7 @@ __global__ void __launch_bounds__(THREADS, 1)
       mma_ss<64, F16>(dp, da, db, kk > 0);
     }
     wgmma_commit();
+    named_barrier_arrive(other_turn, 256);
     wgmma_wait<1>();  // Sᵀ has landed
 
     // Pᵀ in place (float), and packed to bf16 as the A fragments of dV += Pᵀ dO: k16 slice kk is the
@@ -221,6 +229,7 @@ __global__ void __launch_bounds__(THREADS, 1)
     if (t128 == 0) mbar_arrive(&s.empty[st]);
   }
 
+  if (group == 1) named_barrier_sync(my_turn, 256);  // the turn the second passed after its last tile
   store_rows<D, F16>(dv + size_t(bh) * N * D, acc_dv, ka, N, 1.0f, 1.0f);
   store_rows<D, F16>(dk + size_t(bh) * N * D, acc_dk, ka, N, scale, scale);
 #else
