@@ -26,10 +26,13 @@ class Timer(Protocol):
 @dataclass(frozen=True)
 class Warmup:
     """Untimed calls before sampling: at least `calls`, and at least `seconds` of them.
-    Returns (calls done, seconds spent, the median seconds per call seen)."""
+    Returns (calls done, seconds spent, the median seconds per call seen). By the time it runs, the
+    subject's check has loaded its module and made its first calls; 25 ms (triton's do_bench) is
+    for the caches and clocks. 100 ms cost a 45-subject sweep 4.5 s, as much as its sampling, and
+    moved no median beyond the noise (docs/benchmarks/warm.md)."""
 
     calls: int = 3
-    seconds: float = 0.1
+    seconds: float = 0.025
 
     def run(self, call: Call, sync: Callable[[], None]) -> tuple[int, float, float]:
         start = time.perf_counter()

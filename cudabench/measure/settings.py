@@ -16,8 +16,8 @@ class Settings:
 
     timing: str = "sync"
     rule: dict = field(default_factory=lambda: {"kind": "adaptive"})
-    warmup_calls: int = 3
-    warmup_seconds: float = 0.1
+    warmup_calls: int = Warmup.calls
+    warmup_seconds: float = Warmup.seconds
     force: bool = False                 # time subjects that fail the check
     time: bool = True                   # False: check against the reference only
     cold: bool = False                  # flush L2 before every timed call
