@@ -23,6 +23,20 @@ def test_it_needs_what_to_run():
     assert res.exit_code == 2 and "--kernel" in res.output
 
 
+def _changes(monkeypatch, fake_invoke, changes):
+    """watch with commands answered by `fake_invoke` and the files changing as `changes` say, then Ctrl-C."""
+    waits = iter([*changes, KeyboardInterrupt()])
+
+    def fake_wait(paths, stamp, interval):
+        step = next(waits)
+        if isinstance(step, BaseException):
+            raise step
+        return step
+
+    monkeypatch.setattr(watch_module, "invoke", fake_invoke)
+    monkeypatch.setattr(watch_module, "wait_for_change", fake_wait)
+
+
 def test_it_runs_again_after_an_edit_and_compares_with_the_run_before(monkeypatch, tmp_path):
     calls = []
 
@@ -35,16 +49,7 @@ def test_it_runs_again_after_an_edit_and_compares_with_the_run_before(monkeypatc
             return 0 if len(calls) < 4 else 1  # a later run that fails (a build error) goes on watching
         return 0
 
-    waits = iter([[tmp_path / "kernels" / "k.cu"], [tmp_path / "x"], KeyboardInterrupt()])
-
-    def fake_wait(paths, stamp, interval):
-        step = next(waits)
-        if isinstance(step, BaseException):
-            raise step
-        return step
-
-    monkeypatch.setattr(watch_module, "invoke", fake_invoke)
-    monkeypatch.setattr(watch_module, "wait_for_change", fake_wait)
+    _changes(monkeypatch, fake_invoke, [[tmp_path / "kernels" / "k.cu"], [tmp_path / "x"]])
     res = CliRunner().invoke(app, ["watch", "-k", "add2", "--shape", "n=64", "--kernels-dir", str(tmp_path)])
     assert res.exit_code == 130 and "Traceback" not in res.output  # Ctrl-C
     runs = [c for c in calls if c[0] == "run"]
@@ -52,6 +57,25 @@ def test_it_runs_again_after_an_edit_and_compares_with_the_run_before(monkeypatc
     assert len(runs) == 3 and all(c[1:6] == ["-k", "add2", "--shape", "n=64", "--kernels-dir"] for c in runs)
     assert [c[1:3] for c in compares] == [[runs[0][-1], runs[1][-1]], [runs[1][-1], runs[2][-1]]]
     assert "changed: " in res.output and "k.cu" in res.output
+    # from the second turn on, the baselines of the turn before are kept where nothing changed
+    assert "--baselines-from" not in runs[0]
+    assert [c[c.index("--baselines-from") + 1] for c in runs[1:]] == [runs[0][-1], runs[1][-1]]
+
+
+def test_fresh_baselines_measures_them_every_turn(monkeypatch, tmp_path):
+    runs = []
+
+    def fake_invoke(argv):
+        if argv[0] == "run":
+            runs.append(argv)
+            with open(argv[argv.index("--json") + 1], "w") as f:
+                json.dump({"results": []}, f)
+        return 0
+
+    _changes(monkeypatch, fake_invoke, [[tmp_path / "k.cu"]])
+    res = CliRunner().invoke(app, ["watch", "--fresh-baselines", "-k", "add2", "--shape", "n=64"])
+    assert res.exit_code == 130 and len(runs) == 2
+    assert not any("--baselines-from" in r for r in runs) and not any("--fresh-baselines" in r for r in runs)
 
 
 def test_it_watches_the_kernels_folders_and_the_suite_and_sees_an_edit(tmp_path):

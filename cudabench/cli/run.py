@@ -104,6 +104,10 @@ def run(
     warm: Optional[bool] = typer.Option(None, "--warm/--no-warm", help="Use (and leave running) each GPU's "
                                         "warm worker, so the next run skips Python, torch and CUDA start-up "
                                         "(default: on; CUDABENCH_WARM=0 turns it off; `cudabench workers`)."),
+    baselines_from: Optional[Path] = typer.Option(None, "--baselines-from", help="Keep each baseline's result "
+                                                  "from this earlier results file where it was measured at the same "
+                                                  "case on the same GPU, driver, torch, family sources and settings, "
+                                                  "instead of measuring it again (watch does this from its second turn)."),
     wide: bool = typer.Option(False, "--wide", help="Every figure in the tables (error, IQR, min, n, kernel "
                               "time, TFLOP/s, GB/s, peak memory, a speedup per baseline); the results files "
                               "keep them all anyway."),
@@ -148,6 +152,7 @@ def run(
                          "Edit the suite's shape tables, or run the kernel with --kernel and --shape.")
     outputs = Outputs(json_path, csv_path, markdown_path, store_path(store))
     outputs.check(inputs=(config,) if config else ())
+    earlier = earlier_results(baselines_from, cluster)
     if arch:
         from cudabench.spec.build import normalize_arch
 
@@ -181,7 +186,7 @@ def run(
         for name in set(options.renames) - planned.names:
             say(("note: ", "yellow"), f"--record-as names {name}, which this run does not time.", console=err)
         with outputs.tables_elsewhere():
-            execute(runner, planned, outputs, "cudabench " + shlex.join(sys.argv[1:]), policy, started, wide)
+            execute(runner, planned, outputs, "cudabench " + shlex.join(sys.argv[1:]), policy, started, wide, earlier)
 
 
 def gpu_likely() -> bool:
@@ -191,13 +196,27 @@ def gpu_likely() -> bool:
     return os.path.exists("/dev/nvidiactl") and visible not in ("", "-1")
 
 
+def earlier_results(path: Optional[Path], cluster: Optional[str]) -> Optional[dict]:
+    """--baselines-from's results file, read and validated before anything runs."""
+    if path is None:
+        return None
+    if cluster:
+        raise ShapeError("--baselines-from keeps results measured on this host's GPU: give it without --cluster.")
+    from cudabench.results.exporters.json_document import load_results
+
+    return load_results(path)
+
+
 def execute(runner: Any, planned: Any, outputs: Outputs, command: str, policy: Any,
-            started: Optional[float] = None, wide: bool = False) -> None:
+            started: Optional[float] = None, wide: bool = False, earlier: Optional[dict] = None) -> None:
     """Run the planned tasks in workers; print tables and notes; exit non-zero when a subject failed.
-    `started`: when the command began (perf_counter), for the time breakdown."""
+    `started`: when the command began (perf_counter), for the time breakdown; `earlier`: the results
+    whose baselines may be kept (cudabench.engine.kept)."""
     from cudabench.cli.run_outputs import BackgroundSaver
     from cudabench.results.report import terminal as report
     from cudabench.results.exporters.json_document import document, result_to_dict
+    from cudabench.engine.kept import kept_results
+    from cudabench.results.records.codec import to_data
     from cudabench.results.records.model import RunTime
 
     hashes = dict(planned.source_hashes)
@@ -225,7 +244,11 @@ def execute(runner: Any, planned: Any, outputs: Outputs, command: str, policy: A
             runner.start()
             env.append(environment_record(runner.environment))
             detail(report.environment_line(env[0]))
-            runner.run(planned)
+            kept = kept_results(planned.entries, hashes, to_data(env[0]), earlier) if earlier else {}
+            if kept:
+                detail(f"kept {len(kept)} baseline result(s) from an earlier run (same case, GPU, driver, torch, "
+                       "sources and settings), not measured again: " + ", ".join(sorted({r.subject for r in kept.values()})))
+            runner.run(planned, kept) if kept else runner.run(planned)
         except KeyboardInterrupt:
             interrupted = True
         finally:

@@ -3,7 +3,10 @@ to the suite file, or to the package of an op named with --op), and run again. T
 so an edit reaches a trusted figure in seconds. Every run after the first is followed by compare's
 noise-aware verdicts against the last run that measured something. A failed build or check shows its
 message and watching goes on; a mistake in the command itself (an unknown kernel, a bad option, no
-GPU) ends it with exit 2, as run would. Every option but --interval is run's."""
+GPU) ends it with exit 2, as run would. From the second turn on, the baselines' results of the turn
+before are kept where nothing they depend on changed (run's --baselines-from; --fresh-baselines
+measures them every turn): an edit of a kernel does not change PyTorch's code. Every option but
+--interval and --fresh-baselines is run's."""
 
 from __future__ import annotations
 
@@ -24,7 +27,11 @@ SKIPPED_PARTS = {"__pycache__", ".git"}
 
 def watch(ctx: typer.Context,
           interval: float = typer.Option(0.5, "--interval", min=0.05, help="Seconds between two looks at the "
-                                         "files.")) -> None:
+                                         "files."),
+          fresh_baselines: bool = typer.Option(False, "--fresh-baselines", help="Measure the baselines again on "
+                                               "every turn (by default a turn keeps a baseline's result from the "
+                                               "turn before while its case, GPU, torch, family sources and "
+                                               "settings are the same: run's --baselines-from).")) -> None:
     """Run (with run's options), then run again after every edit of a kernel family or the suite file."""
     args = list(ctx.args)
     if not any(_names_option(a) for a in args):
@@ -35,7 +42,9 @@ def watch(ctx: typer.Context,
     with tempfile.TemporaryDirectory(prefix="cudabench-watch-") as tmp:
         for turn in itertools.count(1):
             out = Path(tmp) / f"run-{turn}.json"
-            code = invoke(["run", *args, "--json", str(out)])
+            keep = [] if fresh_baselines or previous is None or "--baselines-from" in args else \
+                ["--baselines-from", str(previous)]
+            code = invoke(["run", *args, *keep, "--json", str(out)])
             if code == EXIT_USAGE and turn == 1:
                 raise typer.Exit(EXIT_USAGE)  # the command itself is wrong: it will not get better
             if previous is not None and _measured(out):

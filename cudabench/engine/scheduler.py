@@ -106,12 +106,15 @@ class Runner:
 
     # ---- the run ---------------------------------------------------------------------------------
 
-    def run(self, plan: "PlannedRun | Sequence[Task]") -> list[Result]:
-        """Run a plan (tasks are planned here); the results in plan order."""
+    def run(self, plan: "PlannedRun | Sequence[Task]", kept: Optional[dict[int, Result]] = None) -> list[Result]:
+        """Run a plan (tasks are planned here); the results in plan order. `kept`: plan positions whose
+        result is taken from an earlier run (cudabench.engine.kept), recorded as they are."""
         planned = as_plan(plan)
         queue: list[tuple[int, Planned]] = []   # (place in the plan, subject)
         for position, entry in enumerate(planned.entries):
-            if entry.skipped:
+            if kept and position in kept:
+                self._record(kept[position], position)
+            elif entry.skipped:
                 self._record(Result(entry.case, entry.name, entry.role, skipped=entry.skipped), position)
             else:
                 queue.append((position, entry))

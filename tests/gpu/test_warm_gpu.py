@@ -81,3 +81,20 @@ def test_a_warm_worker_between_runs_holds_no_subject_peak(tmp_path):
     assert served()  # the workers are alive, warm
     held = gpu_memory_of_other_processes()
     assert max(held) < 2048, held  # one that kept the 2 GiB of scores holds more, its context besides
+
+
+def test_a_later_run_keeps_the_baselines_it_may_and_measures_the_variant_again(tmp_path):
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    base = ["run", "--warm", "-k", "add2", "--shape", "n=65536", "--repeat", "20"]
+    assert CliRunner().invoke(app, [*base, "--json", str(first)]).exit_code == 0
+    res = CliRunner().invoke(app, [*base, "--baselines-from", str(first), "--json", str(second)])
+    assert res.exit_code == 0, res.output
+    before = {r["subject"]: r for r in json.loads(first.read_text())["results"]}
+    after = {r["subject"]: r for r in json.loads(second.read_text())["results"]}
+    kept = [s for s, r in after.items() if dict(r["measurement"]["extra"]).get("kept") == 1.0]
+    assert kept and all(after[s]["role"] == "baseline" for s in kept) and "kept 1 baseline" in res.output
+    for s in kept:  # as it was measured, its time not counted again
+        assert after[s]["measurement"]["samples"] == before[s]["measurement"]["samples"] and after[s]["phases"] == {}
+    variants = [s for s, r in after.items() if r["role"] == "variant"]
+    assert variants and all(after[s]["measurement"]["samples"] != before[s]["measurement"]["samples"]
+                            and after[s]["status"] == "ok" for s in variants)
