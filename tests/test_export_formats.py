@@ -239,3 +239,23 @@ def test_markdown_strikes_through_the_figures_of_an_untrusted_subject():
     cached = next(line for line in lines if "| hostile-cached |" in line)
     assert "50.6" in honest and "~~" not in honest
     assert "| INVALID |" in cached and "~~1.31 µs~~" in cached and "| 1.31 µs |" not in cached
+
+
+def test_the_copies_written_during_a_run_read_as_the_whole_document_and_encode_each_result_once(monkeypatch):
+    import json
+
+    from cudabench.results.exporters import json_document
+    from cudabench.results.exporters.json_document import DocumentText, json_safe
+
+    results = [{"subject": "a", "samples": [1.0, 2.0]}, {"subject": "b", "error": float("nan"), "x": [float("inf")]},
+               {"subject": 'c "results": []', "samples": []}]
+    doc = {"schema": SCHEMA, "command": 'cudabench run "results": []', "results": []}
+    encoded = []
+    real = json_document.json_text
+    monkeypatch.setattr(json_document, "json_text", lambda d, compact=False: encoded.append(d) or real(d, compact))
+    text = DocumentText()
+    for n in range(len(results) + 1):
+        whole = {**doc, "results": results[:n]}
+        assert json.loads(text(whole)) == json.loads(json.dumps(json_safe(whole)))
+    assert sum(1 for d in encoded if d in results) == len(results)  # each result encoded once
+    assert json.loads(text({**doc, "results": results}))["results"][1]["error"] == "nan"

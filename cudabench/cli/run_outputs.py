@@ -30,6 +30,7 @@ class Outputs:
     store: Optional[Path] = None   # a results store the run is appended to, at the end
     stored_as: Optional[int] = None
     store_problem: str = ""        # why the append failed, and where the run was kept instead
+    _copies: Optional[Callable[[dict], str]] = None  # the JSON copies written while the run goes on
 
     def check(self, inputs: tuple = ()) -> None:
         """Before any work: each output can be written and none is one of `inputs` (the suite file) or
@@ -66,15 +67,18 @@ class Outputs:
 
     def save(self, doc: dict, final: bool = False) -> None:
         from cudabench.results.exporters.csv_file import to_csv
-        from cudabench.results.exporters.json_document import write_json_atomic
+        from cudabench.results.exporters.json_document import DocumentText, write_json_atomic
         from cudabench.results.exporters.markdown_file import to_markdown
         from cudabench.outputs import write_text_atomic
 
         for path, text in ((self.json, None), (self.csv, to_csv), (self.markdown, to_markdown)):
             if path is None or (is_stdout(path) and not final):
                 continue  # standard output gets the whole document once, at the end
-            if text is None:  # `-` is written to stdout directly; copies during the run compact (quicker)
-                write_json_atomic(path, doc, compact=not final)
+            if text is None and final:
+                write_json_atomic(path, doc)
+            elif text is None:  # copies during the run: compact, each result encoded once
+                self._copies = self._copies or DocumentText()
+                write_text_atomic(path, self._copies(doc) + "\n")
             else:
                 write_text_atomic(path, text(doc))
         if final and self.store is not None:
