@@ -391,3 +391,43 @@ def test_a_lane_asked_for_its_worker_after_the_run_was_closed_starts_none_that_o
     with pytest.raises(WorkerStartError):
         lane.ready()
     assert sorted(started) == sorted(closed)  # every worker started was closed
+
+
+def test_a_variants_random_shapes_verdict_goes_to_the_other_gpus_judges():
+    """The first verdict of each variant (precision, direction, input kind) goes with that variant's later
+    requests, on any GPU; a baseline's requests and another variant's carry none."""
+    from cudabench.engine.plan import Planned
+    from cudabench.engine.protocol import read_request
+    from cudabench.results.records.model import IntegrityCheck, Result
+
+    class Lane:
+        def __init__(self, verdict):
+            self.verdict, self.requests = verdict, []
+
+        def build(self, family, arch):
+            return ""
+
+        def ready(self):
+            pass
+
+        def on_status(self, text):
+            pass
+
+        def where(self):
+            return {}
+
+        def subject(self, request, timeout, lost):
+            self.requests.append(read_request(request))
+            r = self.requests[-1]
+            return Result(r.case, r.subject, r.role, integrity=(IntegrityCheck("shapes", *self.verdict),))
+
+    runner = Runner(RunOptions(), lambda gpu: None)
+    case = lambda n, direction="fwd": Case("add2", (("n", n),), direction)  # noqa: E731
+    first, second = Lane(("fail", "wrong at n=3")), Lane(("pass", "also right at n=5"))
+    runner._attempt(first, Planned("add2", case(64), "v", "variant"))
+    runner._attempt(second, Planned("add2", case(128), "v", "variant"))
+    runner._attempt(second, Planned("add2", case(128), "w", "variant"))
+    runner._attempt(second, Planned("add2", case(128), "torch-add", "baseline"))
+    runner._attempt(second, Planned("add2", case(128, "fwdbwd"), "v", "variant"))
+    assert first.requests[0].shapes == ()
+    assert [r.shapes for r in second.requests] == [("fail", "wrong at n=3"), (), (), ()]

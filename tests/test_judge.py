@@ -8,6 +8,7 @@ PyTorch on the CPU and counts the elements it computed. The timer reports that c
 element), so a figure that depends on its inputs staying the same shows without a wall clock."""
 
 import random
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -546,3 +547,28 @@ def test_a_call_that_recorded_no_kernel_time_is_judged_not_a_crash():
     assert check.verdict == "fail" and "infinitely faster" in check.detail
     fresh = integrity.fresh_inputs(summarize([0.0] * 7), summarize([10e-6] * 7), 0.1, 1e-6)
     assert fresh.verdict == "fail" and "infinitely slower" in fresh.detail
+
+
+def test_a_verdict_on_random_shapes_from_another_gpus_judge_is_taken_and_its_own_wins(registry, monkeypatch):
+    """With several GPUs, the caller sends a variant's random-shapes verdict from the GPU that checked it
+    first; the other judges do not check again, a failure stays a failure, and a judge that checked the
+    variant itself keeps its own verdict."""
+    calls = []
+    original = SubjectHandler.handle
+    monkeypatch.setattr(SubjectHandler, "handle", lambda self, r: calls.append(r["op"]) or original(self, r))
+    case = Case("hostile", (("n", N),))
+    settings = Settings(rule={"kind": "repeat", "count": 20}, warmup_calls=2, warmup_seconds=0.0)
+    family = registry.family("hostile")
+    elsewhere = make_judge(registry)
+    r = elsewhere.run(family, case, "hostile-honest", "variant", settings, shapes=("pass", "also right at n=3, n=77"))
+    shapes = next(c for c in r.integrity if c.name == "shapes")
+    assert calls.count("open") == 1 and r.status == "ok"  # only the timed case: no random shape opened
+    assert shapes.detail == "also right at n=3, n=77 (checked at its first case in this run)"
+    failing = make_judge(registry).run(family, case, "hostile-honest", "variant", settings,
+                                       shapes=("fail", "wrong at a random shape within its constraints: n=3"))
+    assert failing.status == "INVALID" and "n=3" in failed(failing)["shapes"]
+    own = make_judge(registry)
+    first = own.run(family, case, "hostile-honest", "variant", settings)
+    again = own.run(family, replace(case, shape=(("n", N // 2),)), "hostile-honest", "variant", settings,
+                    shapes=("fail", "from elsewhere"))
+    assert next(c for c in again.integrity if c.name == "shapes").verdict == "pass" and first.status == again.status == "ok"

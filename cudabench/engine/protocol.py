@@ -66,6 +66,7 @@ class SubjectRequest:
     role: str
     settings: Settings
     timeout: float = 3600.0     # the subject's process is killed past it (the judge reports why)
+    shapes: tuple[str, ...] = ()  # (verdict, detail): its random shapes, checked by another GPU's judge
 
 
 @dataclass(frozen=True)
@@ -144,7 +145,7 @@ def hello(kernels_dirs: Sequence[Any], options: Any, settings: Optional[dict[str
                          tuple((settings or {}).items())))
 
 
-def subject_request(subject: Any, options: Any, seed: int) -> dict[str, Any]:
+def subject_request(subject: Any, options: Any, seed: int, shapes: tuple[str, ...] = ()) -> dict[str, Any]:
     """The request for one planned subject (cudabench.engine.plan.Planned) of a run."""
     return request(SubjectRequest(subject.family, subject.case, subject.name, subject.role,
-                                  options.settings(seed), options.timeout))
+                                  options.settings(seed), options.timeout, tuple(shapes)))

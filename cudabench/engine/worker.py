@@ -184,7 +184,7 @@ class Handler:
     def _subject(self, request: SubjectRequest) -> dict[str, Any]:
         family = self.bench.registry.family(request.family)
         result = self.judge.run(family, request.case, request.subject, request.role, request.settings,
-                                request.timeout)
+                                request.timeout, request.shapes)
         result = dataclasses.replace(result, **self.where)
         return {"type": "result", "result": result_to_dict(result), "healthy": self._healthy()}
 

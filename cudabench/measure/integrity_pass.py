@@ -14,6 +14,7 @@ import torch
 from cudabench.measure import integrity
 from cudabench.measure.check import compare
 from cudabench.measure.judged_calls import SubjectError
+from cudabench.measure.settings import shapes_key
 from cudabench.measure.subject import Phases, figure, own_work
 from cudabench.measure.transport import open_shared
 from cudabench.results.records.model import Case, Check, IntegrityCheck, Result
@@ -49,14 +50,14 @@ class IntegrityPass:
     def shapes(self) -> IntegrityCheck:
         """The variant checked at `settings.fuzz` random shapes within its constraints, chosen here
         (ragged sizes, small): a kernel written for the shapes it is timed at fails elsewhere. Once
-        per variant, precision and direction in a judge's life (a run): the shapes do not depend on
-        the case, and a sweep would otherwise pay them at every point."""
+        per variant, precision and direction in a run (settings.shapes_key): the shapes do not depend
+        on the case, and a sweep would otherwise pay them at every point. Another GPU's judge may have
+        checked them already in this run: the caller then sends its verdict with the request."""
         if self.settings.fuzz <= 0:
             return IntegrityCheck("shapes", "not run", "not checked: --fuzz 0")
         if self.base.role != "variant":
             return IntegrityCheck("shapes", "not run", "baselines are PyTorch's own")
-        key = (self.family.name, self.base.subject, self.case.dtype, self.case.direction, self.case.inputs,
-               self.settings.fuzz)
+        key = shapes_key(self.base.subject, self.case, self.settings.fuzz)
         earlier = self.judge._shapes_checked.get(key)
         if earlier is not None:
             return replace(earlier, detail=f"{earlier.detail} (checked at its first case in this run)")

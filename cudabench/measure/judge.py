@@ -42,7 +42,7 @@ from cudabench.measure.check import compare, output_specs, reference_results
 from cudabench.measure.integrity_pass import IntegrityPass
 from cudabench.measure.judged_calls import HOST_BOUND, SYNC_HOST_SHARE, JudgedCalls, SubjectError, SubjectLost
 from cudabench.measure.memory import release_cached
-from cudabench.measure.settings import Settings
+from cudabench.measure.settings import Settings, shapes_key
 from cudabench.measure.subject import Phases, case_inputs, figure, own_work, work_of
 from cudabench.measure.transport import TransportError, forget_inline, open_shared
 from cudabench.results.exporters.json_document import case_to_dict, measurement_from_dict
@@ -111,7 +111,12 @@ class Judge:
     # ---- one subject -------------------------------------------------------------------------------
 
     def run(self, family: Family, case: Case, name: str, role: str, settings: Settings,
-            timeout: float = 3600.0) -> Result:
+            timeout: float = 3600.0, shapes: tuple[str, ...] = ()) -> Result:
+        """Judge one subject. `shapes`: (verdict, detail) of its random-shapes check by another GPU's
+        judge in this run, taken unless this judge has its own."""
+        if len(shapes) == 2:
+            self._shapes_checked.setdefault(shapes_key(name, case, settings.fuzz),
+                                            IntegrityCheck("shapes", shapes[0], shapes[1]))
         flops, nbytes = work_of(family.work, case)
         base = Result(case, name, role, flops=flops, bytes=nbytes)
         phases = Phases(self.sync)

@@ -8,6 +8,7 @@ from typing import Optional
 
 from cudabench.measure.loop import Warmup
 from cudabench.measure.stop import StopRule, rule_from_dict
+from cudabench.results.records.model import Case
 
 
 @dataclass(frozen=True)
@@ -36,3 +37,9 @@ class Settings:
     @property
     def warmup(self) -> Warmup:
         return Warmup(self.warmup_calls, self.warmup_seconds)
+
+
+def shapes_key(subject: str, case: Case, fuzz: int) -> tuple:
+    """What a variant's check at random shapes depends on: done once per key in a run (the shapes do
+    not depend on the case's own shape), and shared between the GPUs' judges by the caller."""
+    return (case.family, subject, case.dtype, case.direction, case.inputs, fuzz)
