@@ -62,7 +62,8 @@ def test_it_runs_again_after_an_edit_and_compares_with_the_run_before(monkeypatc
     assert [c[c.index("--baselines-from") + 1] for c in runs[1:]] == [runs[0][-1], runs[1][-1]]
 
 
-def test_fresh_baselines_measures_them_every_turn(monkeypatch, tmp_path):
+def _recording_runs():
+    """(the run commands watch gave, a fake invoke that records them and writes an empty results file)."""
     runs = []
 
     def fake_invoke(argv):
@@ -71,6 +72,12 @@ def test_fresh_baselines_measures_them_every_turn(monkeypatch, tmp_path):
             with open(argv[argv.index("--json") + 1], "w") as f:
                 json.dump({"results": []}, f)
         return 0
+
+    return runs, fake_invoke
+
+
+def test_fresh_baselines_measures_them_every_turn(monkeypatch, tmp_path):
+    runs, fake_invoke = _recording_runs()
 
     _changes(monkeypatch, fake_invoke, [[tmp_path / "k.cu"]])
     res = CliRunner().invoke(app, ["watch", "--fresh-baselines", "-k", "add2", "--shape", "n=64"])
@@ -124,3 +131,26 @@ def test_with_an_op_it_watches_the_ops_package_without_importing_it(tmp_path, mo
     assert "mypkg_watched" not in sys.modules
     assert package / "ops.py" in watch_module.snapshot(paths)
     assert watch_module._names_option("--op")
+
+
+def test_results_changed_on_disk_between_turns_are_not_kept(monkeypatch, tmp_path):
+    """A baseline is kept from the results the turn before wrote, never from a file changed since (a
+    kernel's process runs as the same user and could make the baseline look slow)."""
+    runs, fake_invoke = _recording_runs()
+
+    def tamper(paths, stamp, interval):
+        if len(runs) == 1:
+            with open(runs[0][-1], "w") as f:
+                json.dump({"results": [{"slow": "baseline"}]}, f)
+            return [tmp_path / "k.cu"]
+        if len(runs) == 2:
+            return [tmp_path / "k.cu"]
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(watch_module, "invoke", fake_invoke)
+    monkeypatch.setattr(watch_module, "wait_for_change", tamper)
+    res = CliRunner().invoke(app, ["watch", "-k", "add2", "--shape", "n=64"])
+    assert res.exit_code == 130 and len(runs) == 3
+    assert "--baselines-from" not in runs[1] and "changed on disk" in res.output
+    assert runs[2][runs[2].index("--baselines-from") + 1] == runs[1][-1]  # an untouched turn is kept again
+

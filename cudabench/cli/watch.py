@@ -39,18 +39,23 @@ def watch(ctx: typer.Context,
                          "For example: cudabench watch -k timex-v4 --shape B=8,C=64,T=256")
     watched = watched_paths(args)
     previous: Optional[Path] = None
+    digest = ""  # of the previous turn's results as its run wrote them
     with tempfile.TemporaryDirectory(prefix="cudabench-watch-") as tmp:
         for turn in itertools.count(1):
             out = Path(tmp) / f"run-{turn}.json"
             keep = [] if fresh_baselines or previous is None or "--baselines-from" in args else \
                 ["--baselines-from", str(previous)]
+            if keep and _digest(previous) != digest:
+                say("the turn before's results changed on disk after its run: its baselines are measured again",
+                    style="yellow")
+                keep = []
             code = invoke(["run", *args, *keep, "--json", str(out)])
             if code == EXIT_USAGE and turn == 1:
                 raise typer.Exit(EXIT_USAGE)  # the command itself is wrong: it will not get better
             if previous is not None and _measured(out):
                 invoke(["compare", str(previous), str(out), "--allow-missing"])
             if _measured(out):
-                previous = out
+                previous, digest = out, _digest(out)
             stamp = snapshot(watched)
             say(f"watching {len(stamp)} files for changes (Ctrl-C to stop)", style="dim")
             changed = wait_for_change(watched, stamp, interval)
@@ -135,6 +140,17 @@ def invoke(argv: list[str]) -> int:
         exc.show()
         return exc.exit_code
     return int(code or 0)
+
+
+def _digest(path: Path) -> str:
+    """The file's content hash: a kept baseline comes from the results its run wrote, not from a file
+    changed since (by anything else running as this user)."""
+    import hashlib
+
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return "unreadable"
 
 
 def _measured(path: Path) -> bool:
