@@ -1,6 +1,7 @@
 """`cudabench watch` on the CPU: the loop (run, wait for an edit, run again, compare with the run before),
 what it watches, and the mistakes that end it with one paragraph and exit 2."""
 
+import hashlib
 import json
 import os
 import time
@@ -10,6 +11,7 @@ from typer.testing import CliRunner
 
 from cudabench.cli import watch as watch_module
 from cudabench.cli.app import app
+from cudabench.cli.run_outputs import WRITTEN
 
 
 def test_an_unknown_kernel_ends_it_with_one_paragraph_and_exit_2():
@@ -21,6 +23,14 @@ def test_an_unknown_kernel_ends_it_with_one_paragraph_and_exit_2():
 def test_it_needs_what_to_run():
     res = CliRunner().invoke(app, ["watch", "--shape", "n=64"])
     assert res.exit_code == 2 and "--kernel" in res.output
+
+
+def _write_results(path):
+    """What run does at its end: the results file, and the sha256 of the bytes it wrote."""
+    text = json.dumps({"results": []})
+    with open(path, "w") as f:
+        f.write(text)
+    WRITTEN[str(path)] = hashlib.sha256(text.encode()).hexdigest()
 
 
 def _changes(monkeypatch, fake_invoke, changes):
@@ -43,9 +53,7 @@ def test_it_runs_again_after_an_edit_and_compares_with_the_run_before(monkeypatc
     def fake_invoke(argv):
         calls.append(argv)
         if argv[0] == "run":
-            out = argv[argv.index("--json") + 1]
-            with open(out, "w") as f:
-                json.dump({"results": []}, f)
+            _write_results(argv[argv.index("--json") + 1])
             return 0 if len(calls) < 4 else 1  # a later run that fails (a build error) goes on watching
         return 0
 
@@ -57,9 +65,11 @@ def test_it_runs_again_after_an_edit_and_compares_with_the_run_before(monkeypatc
     assert len(runs) == 3 and all(c[1:6] == ["-k", "add2", "--shape", "n=64", "--kernels-dir"] for c in runs)
     assert [c[1:3] for c in compares] == [[runs[0][-1], runs[1][-1]], [runs[1][-1], runs[2][-1]]]
     assert "changed: " in res.output and "k.cu" in res.output
-    # from the second turn on, the baselines of the turn before are kept where nothing changed
+    # from the second turn on, the baselines of the turn before are kept where nothing changed, from the
+    # bytes that turn's run wrote
     assert "--baselines-from" not in runs[0]
     assert [c[c.index("--baselines-from") + 1] for c in runs[1:]] == [runs[0][-1], runs[1][-1]]
+    assert [c[c.index("--baselines-digest") + 1] for c in runs[1:]] == [WRITTEN[runs[0][-1]], WRITTEN[runs[1][-1]]]
 
 
 def _recording_runs():
@@ -69,8 +79,7 @@ def _recording_runs():
     def fake_invoke(argv):
         if argv[0] == "run":
             runs.append(argv)
-            with open(argv[argv.index("--json") + 1], "w") as f:
-                json.dump({"results": []}, f)
+            _write_results(argv[argv.index("--json") + 1])
         return 0
 
     return runs, fake_invoke
@@ -133,24 +142,26 @@ def test_with_an_op_it_watches_the_ops_package_without_importing_it(tmp_path, mo
     assert watch_module._names_option("--op")
 
 
-def test_results_changed_on_disk_between_turns_are_not_kept(monkeypatch, tmp_path):
-    """A baseline is kept from the results the turn before wrote, never from a file changed since (a
-    kernel's process runs as the same user and could make the baseline look slow)."""
+@pytest.mark.parametrize("option", [["--cluster", "tcp://head:8786"], ["--baselines-from=old.json"],
+                                    ["--op", "mypkg.ops:f"]])
+def test_no_baselines_kept_for_a_cluster_an_op_or_a_file_of_the_users(monkeypatch, tmp_path, option):
     runs, fake_invoke = _recording_runs()
+    _changes(monkeypatch, fake_invoke, [[tmp_path / "k.cu"]])
+    res = CliRunner().invoke(app, ["watch", "-k", "add2", *option])
+    assert res.exit_code == 130 and len(runs) == 2
+    assert sum(a.startswith("--baselines-from") for a in runs[1]) == (option[0].startswith("--baselines-from"))
 
-    def tamper(paths, stamp, interval):
-        if len(runs) == 1:
-            with open(runs[0][-1], "w") as f:
-                json.dump({"results": [{"slow": "baseline"}]}, f)
-            return [tmp_path / "k.cu"]
-        if len(runs) == 2:
-            return [tmp_path / "k.cu"]
-        raise KeyboardInterrupt
 
-    monkeypatch.setattr(watch_module, "invoke", fake_invoke)
-    monkeypatch.setattr(watch_module, "wait_for_change", tamper)
-    res = CliRunner().invoke(app, ["watch", "-k", "add2", "--shape", "n=64"])
-    assert res.exit_code == 130 and len(runs) == 3
-    assert "--baselines-from" not in runs[1] and "changed on disk" in res.output
-    assert runs[2][runs[2].index("--baselines-from") + 1] == runs[1][-1]  # an untouched turn is kept again
+def test_a_turn_whose_run_wrote_no_results_keeps_nothing_next(monkeypatch, tmp_path):
+    runs = []
 
+    def fake_invoke(argv):  # a run that left a file it did not write at its end (interrupted, or not its own)
+        if argv[0] == "run":
+            runs.append(argv)
+            with open(argv[argv.index("--json") + 1], "w") as f:
+                json.dump({"results": []}, f)
+        return 0
+
+    _changes(monkeypatch, fake_invoke, [[tmp_path / "k.cu"]])
+    res = CliRunner().invoke(app, ["watch", "-k", "add2"])
+    assert res.exit_code == 130 and len(runs) == 2 and "--baselines-from" not in runs[1]

@@ -106,8 +106,11 @@ def run(
                                         "(default: on; CUDABENCH_WARM=0 turns it off; `cudabench workers`)."),
     baselines_from: Optional[Path] = typer.Option(None, "--baselines-from", help="Keep each baseline's result "
                                                   "from this earlier results file where it was measured at the same "
-                                                  "case on the same GPU, driver, torch, family sources and settings, "
-                                                  "instead of measuring it again (watch does this from its second turn)."),
+                                                  "case on this GPU, driver, torch, cudabench and settings, and no "
+                                                  "Python file of the kernels folders changed, instead of measuring it "
+                                                  "again (one GPU; watch does this from its second turn)."),
+    baselines_digest: Optional[str] = typer.Option(None, "--baselines-digest", hidden=True,
+                                                   help="watch: the sha256 that file had when its run wrote it."),
     wide: bool = typer.Option(False, "--wide", help="Every figure in the tables (error, IQR, min, n, kernel "
                               "time, TFLOP/s, GB/s, peak memory, a speedup per baseline); the results files "
                               "keep them all anyway."),
@@ -127,6 +130,7 @@ def run(
     an isolated worker process (on one GPU, every GPU of this host, or a Dask cluster)."""
     started = time.perf_counter()
     from cudabench.device import require_gpu
+    from cudabench.engine.kept import KEY, baselines_key
     from cudabench.engine.plan import plan, planned_run
     from cudabench.engine.plan_cache import cached_plan, keep_plan, plan_key
     from cudabench.engine.request import checked, effective_timing, run_options
@@ -152,7 +156,6 @@ def run(
                          "Edit the suite's shape tables, or run the kernel with --kernel and --shape.")
     outputs = Outputs(json_path, csv_path, markdown_path, store_path(store))
     outputs.check(inputs=(config,) if config else ())
-    earlier = earlier_results(baselines_from, cluster)
     if arch:
         from cudabench.spec.build import normalize_arch
 
@@ -162,6 +165,7 @@ def run(
     if gpus and cluster:
         raise ShapeError("--gpus and --cluster are alternatives: a cluster's GPUs are its Dask workers.",
                          "Start one Dask worker per GPU (dask worker ... --resources GPU=1).")
+    earlier = earlier_results(baselines_from, baselines_digest, cluster, op)
     chosen = gpus_of(gpus) if gpus and gpu_likely() else []
     options = run_options(
         policy, directions=split(direction), baselines=() if no_baseline else split(baseline), force=force, arch=arch,
@@ -170,7 +174,7 @@ def run(
     settings = {"timing": policy.timing, "cache": "cold" if policy.cold else "hot", "tf32": "off",
                 "integrity": "on" if integrity else "off", "fuzz": str(fuzz), **({"config": str(config)} if config else {}),
                 **({"gpus": ",".join(str(g.index) for g in chosen)} if chosen else {}),
-                **({"cluster": cluster} if cluster else {})}
+                **({"cluster": cluster} if cluster else {}), KEY: baselines_key(options, kernels_dirs)}
     with start_runner(options, kernels_dirs, settings, chosen, cluster, warm) as runner:
         if gpu_likely() and not cluster:
             runner.launch()  # the worker starts (Python, torch, CUDA) while this process plans
@@ -196,15 +200,19 @@ def gpu_likely() -> bool:
     return os.path.exists("/dev/nvidiactl") and visible not in ("", "-1")
 
 
-def earlier_results(path: Optional[Path], cluster: Optional[str]) -> Optional[dict]:
-    """--baselines-from's results file, read and validated before anything runs."""
+def earlier_results(path: Optional[Path], digest: Optional[str], cluster: Optional[str], op: Optional[str]) -> Optional[dict]:
+    """--baselines-from's results file, read once and validated before anything runs (a user's mistake:
+    one error); None, with a note, where nothing can be kept from it."""
     if path is None:
         return None
-    if cluster:
-        raise ShapeError("--baselines-from keeps results measured on this host's GPU: give it without --cluster.")
-    from cudabench.results.exporters.json_document import load_results
+    from cudabench.engine.kept import read_earlier
 
-    return load_results(path)
+    doc, why = read_earlier(path, digest)
+    why = why or ("the run goes to a Dask cluster" if cluster else
+                  "an --op run's baselines are your package's code, which cudabench does not hash" if op else "")
+    if why:
+        say(("note: ", "yellow"), f"--baselines-from {path}: nothing kept ({why}).", console=err)
+    return None if why else doc
 
 
 def execute(runner: Any, planned: Any, outputs: Outputs, command: str, policy: Any,
@@ -244,10 +252,11 @@ def execute(runner: Any, planned: Any, outputs: Outputs, command: str, policy: A
             runner.start()
             env.append(environment_record(runner.environment))
             detail(report.environment_line(env[0]))
-            kept = kept_results(planned.entries, hashes, to_data(env[0]), earlier) if earlier else {}
+            one = runner.gpu_count == 1 and not runner.options.renames  # a case's baseline and variants on one GPU
+            kept = kept_results(planned.entries, to_data(env[0]), earlier) if earlier and one else {}
             if kept:
                 detail(f"kept {len(kept)} baseline result(s) from an earlier run (same case, GPU, driver, torch, "
-                       "sources and settings), not measured again: " + ", ".join(sorted({r.subject for r in kept.values()})))
+                       "settings and Python files), not measured again: " + ", ".join(sorted({r.subject for r in kept.values()})))
             runner.run(planned, kept) if kept else runner.run(planned)
         except KeyboardInterrupt:
             interrupted = True

@@ -7,6 +7,7 @@ come in (BackgroundSaver), standard output for one of them, and the results stor
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import sys
 import threading
@@ -17,6 +18,11 @@ from typing import Callable, Iterator, Optional
 
 from cudabench.cli.common import check_writable, detail, err, is_stdout, out, say
 from cudabench.errors import ShapeError
+
+
+# The sha256 of each results file a run wrote at its end, by path: watch hands it to the next turn's
+# --baselines-digest, so baselines are kept only from the very bytes its run wrote.
+WRITTEN: dict[str, str] = {}
 
 
 @dataclass
@@ -67,7 +73,7 @@ class Outputs:
 
     def save(self, doc: dict, final: bool = False) -> None:
         from cudabench.results.exporters.csv_file import to_csv
-        from cudabench.results.exporters.json_document import DocumentText, write_json_atomic
+        from cudabench.results.exporters.json_document import DocumentText, json_text
         from cudabench.results.exporters.markdown_file import to_markdown
         from cudabench.outputs import write_text_atomic
 
@@ -75,7 +81,9 @@ class Outputs:
             if path is None or (is_stdout(path) and not final):
                 continue  # standard output gets the whole document once, at the end
             if text is None and final:
-                write_json_atomic(path, doc)
+                final_text = json_text(doc) + "\n"
+                write_text_atomic(path, final_text)
+                WRITTEN[str(path)] = hashlib.sha256(final_text.encode("utf-8")).hexdigest()
             elif text is None:  # copies during the run: compact, each result encoded once
                 self._copies = self._copies or DocumentText()
                 write_text_atomic(path, self._copies(doc) + "\n")

@@ -4,9 +4,10 @@ so an edit reaches a trusted figure in seconds. Every run after the first is fol
 noise-aware verdicts against the last run that measured something. A failed build or check shows its
 message and watching goes on; a mistake in the command itself (an unknown kernel, a bad option, no
 GPU) ends it with exit 2, as run would. From the second turn on, the baselines' results of the turn
-before are kept where nothing they depend on changed (run's --baselines-from; --fresh-baselines
-measures them every turn): an edit of a kernel does not change PyTorch's code. Every option but
---interval and --fresh-baselines is run's."""
+before are kept where nothing they depend on changed (run's --baselines-from, given the sha256 of the
+file as that run wrote it; --fresh-baselines measures them every turn; never with --cluster or --op):
+an edit of a kernel's CUDA sources does not change PyTorch's code. Every option but --interval and
+--fresh-baselines is run's."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from typing import Callable, Optional
 import typer
 
 from cudabench.cli.common import say
+from cudabench.cli.run_outputs import WRITTEN
 from cudabench.errors import EXIT_USAGE, ShapeError
 
 Stamp = dict[Path, tuple[int, int]]
@@ -39,23 +41,19 @@ def watch(ctx: typer.Context,
                          "For example: cudabench watch -k timex-v4 --shape B=8,C=64,T=256")
     watched = watched_paths(args)
     previous: Optional[Path] = None
-    digest = ""  # of the previous turn's results as its run wrote them
+    keeps = not fresh_baselines and not any(a.startswith(("--baselines-from", "--cluster", "--op")) for a in args)
     with tempfile.TemporaryDirectory(prefix="cudabench-watch-") as tmp:
         for turn in itertools.count(1):
             out = Path(tmp) / f"run-{turn}.json"
-            keep = [] if fresh_baselines or previous is None or "--baselines-from" in args else \
-                ["--baselines-from", str(previous)]
-            if keep and _digest(previous) != digest:
-                say("the turn before's results changed on disk after its run: its baselines are measured again",
-                    style="yellow")
-                keep = []
+            written = WRITTEN.get(str(previous)) if keeps and previous is not None else None
+            keep = ["--baselines-from", str(previous), "--baselines-digest", written] if written else []
             code = invoke(["run", *args, *keep, "--json", str(out)])
             if code == EXIT_USAGE and turn == 1:
                 raise typer.Exit(EXIT_USAGE)  # the command itself is wrong: it will not get better
             if previous is not None and _measured(out):
                 invoke(["compare", str(previous), str(out), "--allow-missing"])
             if _measured(out):
-                previous, digest = out, _digest(out)
+                previous = out
             stamp = snapshot(watched)
             say(f"watching {len(stamp)} files for changes (Ctrl-C to stop)", style="dim")
             changed = wait_for_change(watched, stamp, interval)
@@ -140,17 +138,6 @@ def invoke(argv: list[str]) -> int:
         exc.show()
         return exc.exit_code
     return int(code or 0)
-
-
-def _digest(path: Path) -> str:
-    """The file's content hash: a kept baseline comes from the results its run wrote, not from a file
-    changed since (by anything else running as this user)."""
-    import hashlib
-
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError:
-        return "unreadable"
 
 
 def _measured(path: Path) -> bool:
