@@ -47,13 +47,13 @@ def read_earlier(path: Path, digest: Optional[str]) -> tuple[Optional[dict[str, 
     """(the results document at `path`, validated; or None and why). Read once: with `digest` (watch:
     the sha256 of what its previous turn's run wrote), the bytes checked are the bytes parsed, and a
     file changed since, by anything running as this user (a kernel's process among them), keeps nothing."""
-    from cudabench.files import parse_json, read_input
-    from cudabench.results.exporters.json_document import RESULTS_FILE, check_document
+    from cudabench.files import read_input
+    from cudabench.results.exporters.json_document import RESULTS_FILE, results_from_bytes
 
     data = read_input(path, RESULTS_FILE)
     if digest and hashlib.sha256(data).hexdigest() != digest:
         return None, "it changed on disk after its run wrote it"
-    return check_document(parse_json(data, path, RESULTS_FILE), path), ""
+    return results_from_bytes(data, path), ""
 
 
 def kept_results(entries: Any, environment: dict[str, Any], earlier: dict[str, Any]) -> dict[int, Result]:

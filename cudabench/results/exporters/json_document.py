@@ -191,4 +191,9 @@ def load_results(path: Path | str, allow_stdin: bool = False) -> dict[str, Any]:
     `allow_stdin`) and validate a results document (see check_document)."""
     path = Path(path)
     label = "standard input" if str(path) == "-" else path
-    return check_document(parse_json(read_input(path, RESULTS_FILE, allow_stdin), label, RESULTS_FILE), label)
+    return results_from_bytes(read_input(path, RESULTS_FILE, allow_stdin), label)
+
+
+def results_from_bytes(data: bytes, label: Path | str) -> dict[str, Any]:
+    """A results document from the bytes of a file already read (see check_document)."""
+    return check_document(parse_json(data, label, RESULTS_FILE), label)
