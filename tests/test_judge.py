@@ -498,6 +498,59 @@ def test_a_kind_is_drawn_only_where_an_honest_float32_kernel_can_pass(family, sh
     assert honest_can_pass(fam, case, inputs, grad_out) is honest
 
 
+ATTENTION = (("B", 1), ("H", 2), ("N", 128), ("D", 64), ("causal", 1))
+
+
+@pytest.mark.parametrize("family, shape, dtype, direction, kind, used", [
+    # outliers: an honest flash kernel's dK reaches 0.015-0.033 on some draws (tests/test_emulated_kernels.py)
+    ("attention", ATTENTION, "bfloat16", "fwdbwd", "outliers", "some"),
+    ("attention", ATTENTION, "float16", "fwdbwd", "outliers", "some"),
+    ("attention", ATTENTION, "bfloat16", "fwdbwd", "zeros", "all"),
+    ("attention", ATTENTION, "bfloat16", "fwd", "outliers", "all"),
+    ("attention", ATTENTION, "float32", "fwdbwd", "outliers", "all"),
+    # timex's kernels accumulate in float32 throughout: it declares nothing, its kinds stay
+    ("timex", (("B", 2), ("C", 4), ("T", 64)), "bfloat16", "fwdbwd", "outliers", "all"),
+])
+def test_a_kind_is_drawn_for_a_family_that_rounds_intermediates_only_where_its_rounded_math_stays_right(
+        family, shape, dtype, direction, kind, used):
+    from cudabench.measure.check import reference_results
+    from cudabench.measure.kinds import honest_can_pass, rounding_can_pass
+    from cudabench.measure.subject import case_inputs
+
+    fam = discover().family(family)
+    case = Case(family, shape, direction, dtype=dtype, inputs=kind)
+    verdicts = []
+    for seed in range(12):
+        inputs, grad_out = case_inputs(fam, case, seed, "cpu")
+        reference = reference_results(fam, inputs, direction, grad_out)
+        assert honest_can_pass(fam, case, inputs, grad_out, reference)  # the float32 rule alone takes every draw
+        verdicts.append(rounding_can_pass(fam, case, inputs, grad_out, reference))
+    assert all(verdicts) if used == "all" else (any(verdicts) and not all(verdicts)), verdicts
+
+
+def test_the_rounded_attention_reference_errs_as_a_flash_kernel_does():
+    """On the draws above, the rounded math errs like attn-flash3 on the emulator: dK up to 0.03 on
+    outliers, 2.5e-3 on the family's own normal values."""
+    from cudabench.measure.check import reference_results, relative_error
+    from cudabench.measure.subject import case_inputs
+    from cudabench.measure.workload import make_workload
+
+    fam = discover().family("attention")
+    worst = {}
+    for kind in ("uniform", "outliers"):
+        case = Case("attention", ATTENTION, "fwdbwd", dtype="bfloat16", inputs=kind)
+        errors = []
+        for seed in range(12):
+            inputs, grad_out = case_inputs(fam, case, seed, "cpu")
+            reference = reference_results(fam, inputs, "fwdbwd", grad_out)
+            with torch.enable_grad():
+                got = make_workload(fam.rounded_reference, inputs, "fwdbwd", fam.grad_inputs, grad_out).results()
+            errors.append(max(relative_error(v.detach(), reference[k]) for k, v in got.items()))
+        worst[kind] = max(errors)
+    tolerance = fam.tolerance_for("bfloat16")
+    assert worst["uniform"] < tolerance / 4 < tolerance < worst["outliers"] < 3 * tolerance, worst
+
+
 def test_a_baselines_distribution_is_not_checked(registry):
     r = judge_one(registry, "torch", role="baseline")
     check = next(c for c in r.integrity if c.name == "distribution")

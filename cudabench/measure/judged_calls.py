@@ -161,7 +161,7 @@ class JudgedCalls:
         """A kind other than the case's own, picked at random, with a draw of it and its fp64
         reference, for one judged call: the first whose draw an honest kernel can get right (kinds
         found ill-conditioned for the case are not tried again). None and why when there is none."""
-        from cudabench.measure.kinds import honest_can_pass
+        from cudabench.measure.kinds import honest_can_pass, rounding_can_pass
 
         if self.base.role != "variant":
             return None, None, None, "baselines are PyTorch's own"
@@ -173,10 +173,11 @@ class JudgedCalls:
             with self.phases("integrity/references"):
                 draw = j.draw(family, kind_case, secrets.randbits(62), self.first)
                 reference = j.reference(family, kind_case, draw, keep=False)
-                if honest_can_pass(family, kind_case, draw.inputs, draw.grad_out, reference):
+                if honest_can_pass(family, kind_case, draw.inputs, draw.grad_out, reference) and \
+                        rounding_can_pass(family, kind_case, draw.inputs, draw.grad_out, reference):
                     return kind, draw, reference, ""
             j._ill_conditioned.add((case.key, kind))
-        return None, None, None, "no other input kind is one a float32 kernel can get right at this case"
+        return None, None, None, "no other input kind is one an honest kernel can get right at this case"
 
     def _fresh_verdict(self, checks: list[Check], result: Result) -> IntegrityCheck:
         if not checks:

@@ -37,6 +37,8 @@ struct Case {
   int BH, N, D;
   bool causal;
   double tolerance;
+  bool outliers = false, seeded = false;  // the inputs' kind and seed, when given
+  unsigned seed = 0;
   std::string name() const {
     char s[128];
     snprintf(s, sizeof s, "%s %s BH=%d N=%d D=%d causal=%d", variant.c_str(), dtype_name.c_str(), BH, N, D, causal);
@@ -81,13 +83,19 @@ struct Reference {
   std::vector<double> out, lse, dq, dk, dv;
 };
 
+// Normal values; with `outliers`, 1 in 100 of q, k and v 100 times larger, as the harness draws them
+// (cudabench.spec.distributions: the upstream gradient keeps its own draw).
 Inputs random_inputs(const Case& c, unsigned seed) {
   const size_t n = (size_t)c.BH * c.N * c.D;
   Inputs in{Tensor(c.dtype, n), Tensor(c.dtype, n), Tensor(c.dtype, n), Tensor(c.dtype, n)};
   std::mt19937 gen(seed);
   std::normal_distribution<float> normal(0.f, 1.f);
+  std::uniform_real_distribution<float> uniform(0.f, 1.f);
   for (Tensor* t : {&in.q, &in.k, &in.v, &in.dout})
-    for (size_t i = 0; i < n; ++i) t->set(i, normal(gen));
+    for (size_t i = 0; i < n; ++i) {
+      const float x = normal(gen);
+      t->set(i, c.outliers && t != &in.dout && uniform(gen) < 0.01f ? 100 * x : x);
+    }
   return in;
 }
 
@@ -258,7 +266,7 @@ bool check_schedule(const Case& c, const Inputs& in, const Reference& ref, const
 }
 
 bool parse(int argc, char** argv, Case& c) {
-  if (argc != 7 && argc != 8) return false;
+  if (argc != 7 && argc != 8 && argc != 10) return false;
   c.variant = argv[1];
   c.dtype_name = argv[2];
   if ((c.variant == "attn-naive" || c.variant == "attn-flash1") && c.dtype_name == "float32") {
@@ -273,7 +281,14 @@ bool parse(int argc, char** argv, Case& c) {
   c.D = atoi(argv[5]);
   c.causal = atoi(argv[6]) != 0;
   const double roundoff = c.dtype == Dtype::Float32 ? 0 : c.dtype == Dtype::Bfloat16 ? 0x1p-8 : 0x1p-11;
-  c.tolerance = argc == 8 ? atof(argv[7]) : 5e-5 + 4 * roundoff;
+  c.tolerance = argc >= 8 ? atof(argv[7]) : 5e-5 + 4 * roundoff;
+  if (argc == 10) {
+    const std::string kind = argv[8];
+    if (kind != "normal" && kind != "outliers") return false;
+    c.outliers = kind == "outliers";
+    c.seed = (unsigned)strtoul(argv[9], nullptr, 10);
+    c.seeded = true;
+  }
   return c.BH > 0 && c.N > 0 && (c.D == 64 || c.D == 128) && c.tolerance > 0;
 }
 
@@ -283,10 +298,10 @@ int main(int argc, char** argv) {
   Case c;
   if (!parse(argc, argv, c)) {
     fprintf(stderr, "usage: %s attn-naive|attn-flash1|attn-flash2|attn-flash3 float32|bfloat16|float16 BH N D(64|128) CAUSAL(0|1) "
-                    "[TOLERANCE]\n", argv[0]);
+                    "[TOLERANCE [normal|outliers SEED]]\n", argv[0]);
     return 2;
   }
-  const Inputs in = random_inputs(c, 1000u + 7u * c.N + 3u * c.D + 5u * c.causal + 11u * (unsigned)c.dtype);
+  const Inputs in = random_inputs(c, c.seeded ? c.seed : 1000u + 7u * c.N + 3u * c.D + 5u * c.causal + 11u * (unsigned)c.dtype);
   const Reference ref = reference(c, in);
   // the second also lands TMA boxes and wgmma products at their issue (attn-flash3)
   const Schedule schedules[2] = {
