@@ -3,7 +3,8 @@
 CUDA emulator (tests/emulated): out, gk and gw against float64 direct sums of the definitions, at every
 transform size the warp file handles (512, 768, 1024, 1536, 2048 points) and every long row size (2048 …
 16384 packed points, both ways of the product step), odd B and C, the three dtypes, under two warp
-orders that must agree bit for bit. Planted bugs show the check fails.
+orders that must agree bit for bit; for long rows also autograd's path, whose backward reads the
+spectra its forward kept, bit for bit the same. Planted bugs show the check fails.
 
 Needs a C++17 compiler on Linux (skipped otherwise), like tests/test_emulated_kernels.py.
 """
@@ -66,6 +67,13 @@ MUTANTS = {
     "long-no-wait-after-the-pairs": (
         LONG_SOURCE, "    if (g != f) buf[pad(g)] = product<CONJ>(g, zg, zf, W, tw, h);\n  }\n  __syncthreads();",
         "    if (g != f) buf[pad(g)] = product<CONJ>(g, zg, zf, W, tw, h);\n  }", ("float32", 1, 1, 5000)),
+    # autograd's path (the forward keeps each row's spectrum for the backward): none kept, and kept while
+    # the product step already writes over the mirrors it reads
+    "long-forward-keeps-no-row-spectra": (
+        LONG_SOURCE, "    store_half_spectrum<M>(v, buf, tw, kspec + ((size_t)b * C + c) * (M + 1));\n", "",
+        ("float32", 2, 1, 1025)),
+    "long-kept-spectra-read-under-the-product": (
+        LONG_SOURCE, "    if constexpr (BlockPlan<M>::pairs_in_buffer) __syncthreads();", "", ("float32", 1, 1, 5000)),
 }
 
 

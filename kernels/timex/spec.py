@@ -22,22 +22,34 @@ LOW_PRECISION = ("bfloat16", "float16")
 BF, BB, BB5 = 8, 2, 4  # batch rows per block: v4 forward, v4 backward, v5 backward
 
 
+FFT_VERSION = 6  # timex-fft
+
+
 class TimeX(torch.autograd.Function):
-    """Autograd wrapper around the extension's forward/backward for one ladder version."""
+    """Autograd wrapper around the extension's forward/backward for one ladder version. timex-fft beyond
+    T = 1024 keeps the spectra its forward made (the weights' and each row of k's) for its backward, which
+    then makes neither again: what autograd saves a forward's intermediates for."""
 
     @staticmethod
     def forward(ctx, w, k, eps, ext, version):
         out = empty_like(k)
-        ext.forward(w, k, out, float(eps), version)
-        ctx.save_for_backward(w, k)
+        spectra = None
+        if version == FFT_VERSION:
+            spectra = ext.forward_saving(w, k, out, float(eps))  # None where nothing is kept (T <= 1024)
+        else:
+            ext.forward(w, k, out, float(eps), version)
+        ctx.save_for_backward(w, k, *([spectra] if spectra is not None and spectra.numel() else []))
         ctx.ext, ctx.version = ext, version
         return out
 
     @staticmethod
     def backward(ctx, g):
-        w, k = ctx.saved_tensors
+        w, k, *spectra = ctx.saved_tensors
         gw, gk = empty_like(w), empty_like(k)
-        ctx.ext.backward(w, k, g.contiguous(), gw, gk, ctx.version)
+        if spectra:
+            ctx.ext.backward_saved(w, k, g.contiguous(), gw, gk, spectra[0])
+        else:
+            ctx.ext.backward(w, k, g.contiguous(), gw, gk, ctx.version)
         return gw, gk, None, None, None
 
 
@@ -168,7 +180,7 @@ FAMILY = Family(
                              "one warp per transform held in registers, radix-16/32 passes; shorter T a Stockham "
                              "radix-8 in a block's shared memory), beyond one row packed into a half-length FFT "
                              "held in a block's registers; gw summed over the batch in frequency space; "
-                             "bfloat16/float16 in and out, float32 inside", bind(6), (T_FFT,),
+                             "bfloat16/float16 in and out, float32 inside", bind(FFT_VERSION), (T_FFT,),
                 work=fft_work, dtypes=DTYPES, nondeterminism=ATOMIC_SUMS),
         Variant("timex-mma", "Toeplitz products on tensor cores (mma.sync m16n8k16): 32 batch rows of a channel "
                              "times w's Toeplitz matrix, read from packed pairs of w; gw from diagonal bands of "

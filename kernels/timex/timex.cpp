@@ -92,9 +92,51 @@ void backward(const at::Tensor& w, const at::Tensor& k, const at::Tensor& g, at:
       "timex backward");
 }
 
+// timex-fft's forward when a backward follows: beyond T = 1024 it returns the spectra it made (and each
+// row of k's) for backward_saved; an empty tensor where nothing is kept (out is written either way).
+at::Tensor forward_saving(const at::Tensor& w, const at::Tensor& k, at::Tensor& out, double eps) {
+  const Dims d = check_inputs(w, k, 6, false);
+  check_output(out, k, "out");
+  const size_t floats = timex_fft_saved_floats(d.B, d.C, d.T);
+  if (floats == 0) {
+    forward(w, k, out, eps, 6);
+    return at::Tensor();
+  }
+  const c10::cuda::CUDAGuard guard(k.device());
+  at::Tensor saved = at::empty({(int64_t)floats}, k.options().dtype(at::kFloat));
+  cudabench::check_launch(timex_fft_forward_saving(dtype_of(k, 6), w.data_ptr(), k.data_ptr(), out.data_ptr(),
+                                                   (float)eps, saved.data_ptr<float>(), d.B, d.C, d.T,
+                                                   cudabench::stream_of(k)),
+                          "timex-fft forward");
+  return saved;
+}
+
+// timex-fft's backward from what forward_saving returned (it must come from the same w and k).
+void backward_saved(const at::Tensor& w, const at::Tensor& k, const at::Tensor& g, at::Tensor& gw, at::Tensor& gk,
+                    at::Tensor& saved) {
+  const Dims d = check_inputs(w, k, 6, true);
+  check_output(g, k, "g");
+  check_output(gk, k, "gk");
+  check_output(gw, w, "gw");
+  cudabench::check_tensor(saved, "saved", at::kFloat);
+  cudabench::check_same_device(saved, k, "saved", "k");
+  TORCH_CHECK(saved.numel() == (int64_t)timex_fft_saved_floats(d.B, d.C, d.T),
+              cudabench::message("saved must be what forward_saving returned at this shape (", saved.numel(),
+                                 " floats)"));
+  const c10::cuda::CUDAGuard guard(k.device());
+  cudabench::check_launch(timex_fft_backward_saved(dtype_of(k, 6), w.data_ptr(), k.data_ptr(), g.data_ptr(),
+                                                   gw.data_ptr(), gk.data_ptr(), saved.data_ptr<float>(), d.B, d.C,
+                                                   d.T, cudabench::stream_of(k)),
+                          "timex-fft backward");
+}
+
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("forward", &forward, "TimeX forward into out", py::arg("w"), py::arg("k"), py::arg("out"),
         py::arg("eps"), py::arg("version"));
   m.def("backward", &backward, "TimeX backward into gw, gk", py::arg("w"), py::arg("k"), py::arg("g"),
         py::arg("gw"), py::arg("gk"), py::arg("version"));
+  m.def("forward_saving", &forward_saving, "timex-fft forward into out, keeping its spectra for backward_saved",
+        py::arg("w"), py::arg("k"), py::arg("out"), py::arg("eps"));
+  m.def("backward_saved", &backward_saved, "timex-fft backward into gw, gk from forward_saving's spectra",
+        py::arg("w"), py::arg("k"), py::arg("g"), py::arg("gw"), py::arg("gk"), py::arg("saved"));
 }

@@ -45,6 +45,16 @@ cudaError_t timex_fft_forward(TimexDtype dtype, const void* w, const void* k, vo
 cudaError_t timex_fft_backward(TimexDtype dtype, const void* w, const void* k, const void* g, void* gw, void* gk,
                                float* scratch, int B, int C, int T, cudaStream_t stream);
 
+// A forward whose backward follows (autograd): beyond T = 1024 it leaves the weights' spectra, the
+// twiddles and each row of k's spectrum in `saved` (timex_fft_saved_floats of them; 0 for shorter T,
+// where nothing is kept), and the backward given the same `saved` reads them instead of making them
+// again: one transform per channel and one per row fewer. The backward leaves them as they are.
+size_t timex_fft_saved_floats(int B, int C, int T);
+cudaError_t timex_fft_forward_saving(TimexDtype dtype, const void* w, const void* k, void* out, float eps,
+                                     float* saved, int B, int C, int T, cudaStream_t stream);
+cudaError_t timex_fft_backward_saved(TimexDtype dtype, const void* w, const void* k, const void* g, void* gw,
+                                     void* gk, float* saved, int B, int C, int T, cudaStream_t stream);
+
 // timex-fft for the T whose transform is 512..2048 points (192 < T <= 1024; the backward to 1536
 // points, T <= 768): one warp per transform, held in registers (timex_fft_warp.cu);
 // timex_fft_forward/backward dispatch to it.

@@ -193,6 +193,21 @@ __device__ __forceinline__ int point(int m) {
   return threadIdx.x + BlockPlan<M>::G * m;
 }
 
+// The half spectrum X[0..M] of a real row into dst, from its packed transform (this thread's points in
+// v, all of them in buf, as block_fft leaves them). Reads buf only.
+template <int M>
+__device__ __forceinline__ void store_half_spectrum(const float2 (&v)[held_points<M>], const float2* buf,
+                                                    const float2* __restrict__ tw, float2* dst) {
+#pragma unroll
+  for (int m = 0; m < held_points<M>; ++m) {
+    const int a = point<M>(m);
+    float2 lo, hi;
+    unpack(v[m], mirror<M>(buf, m), tw[a], lo, hi);
+    dst[a] = lo;
+    if (a == 0) dst[M] = hi;  // X[M] is X[0 + M]
+  }
+}
+
 // The half spectrum X[0..M] of a real row (reversed when step < 0) into dst: block_spectrum's
 // weights, block_row_spectrum's rows of k.
 template <int M, typename S>
@@ -202,14 +217,7 @@ __device__ __forceinline__ void half_spectrum(const S* src, int step, const floa
   float2 v[held_points<M>];
   load_held<M>(v, src, step, T);
   block_fft<M, -1, true, false>(v, buf, tw);
-#pragma unroll
-  for (int m = 0; m < held_points<M>; ++m) {
-    const int a = point<M>(m);
-    float2 lo, hi;
-    unpack(v[m], mirror<M>(buf, m), tw[a], lo, hi);
-    dst[a] = lo;
-    if (a == 0) dst[M] = hi;  // X[M] is X[0 + M]
-  }
+  store_half_spectrum<M>(v, buf, tw, dst);
 }
 
 template <typename S, int M>
@@ -227,10 +235,11 @@ block_row_spectrum(const S* __restrict__ k, const float2* __restrict__ tw, float
   half_spectrum<M>(k + r * T, 1, tw, kspec + r * (M + 1), T);
 }
 
+// kspec (when not null): each row's half spectrum left for the backward, as block_row_spectrum makes it.
 template <typename S, int M>
 __global__ void __launch_bounds__(BlockPlan<M>::G, 1)
 block_forward(const float2* __restrict__ W, const float2* __restrict__ tw, const S* __restrict__ k,
-              S* __restrict__ out, float eps, int B, int C, int T) {
+              S* __restrict__ out, float2* __restrict__ kspec, float eps, int B, int C, int T) {
   extern __shared__ float2 buf[];
   const int c = blockIdx.x / B, b = blockIdx.x % B;
   const size_t row = ((size_t)b * C + c) * T;
@@ -239,6 +248,10 @@ block_forward(const float2* __restrict__ W, const float2* __restrict__ tw, const
   float2 v[held_points<M>];
   load_held<M>(v, k + row, 1, T);
   block_fft<M, -1, true, false>(v, buf, tw);
+  if (kspec != nullptr) {
+    store_half_spectrum<M>(v, buf, tw, kspec + ((size_t)b * C + c) * (M + 1));
+    if constexpr (BlockPlan<M>::pairs_in_buffer) __syncthreads();  // the mirrors read before the product writes
+  }
   if constexpr (BlockPlan<M>::pairs_in_buffer) {
     multiply_packed<false>(buf, Wc, tw, h);
 #pragma unroll
@@ -360,11 +373,17 @@ cudaError_t with_held_size(const Half& h, F&& f) {
   return cudaErrorInvalidValue;
 }
 
+// Where the backward's scratch keeps each row's k-spectrum (after W, the twiddles and the sums S).
+float2* row_spectra(float* scratch, int C, int T) {
+  return reinterpret_cast<float2*>(scratch + 2 * spectrum_floats(C, T) + twiddle_floats(T));
+}
+
 template <typename S>
 cudaError_t forward(const S* w, const S* k, S* out, float eps, float* scratch, int B, int C, int T,
-                    cudaStream_t stream) {
+                    bool keep_spectra, cudaStream_t stream) {
   if (scratch == nullptr) return cudaErrorInvalidValue;  // sized by timex_fft_long_scratch
   float2* W = reinterpret_cast<float2*>(scratch);
+  float2* kspec = keep_spectra ? row_spectra(scratch, C, T) : nullptr;
   return with_held_size(half_for(T), [&](auto size) {
     constexpr int M = decltype(size)::value, G = BlockPlan<M>::G;
     cudaError_t err;
@@ -373,19 +392,19 @@ cudaError_t forward(const S* w, const S* k, S* out, float eps, float* scratch, i
     const float2* tw = twiddles(scratch, C, T, stream);
     const size_t smem = long_smem(T);
     block_spectrum<S, M><<<C, G, smem, stream>>>(w, tw, W, T);
-    block_forward<S, M><<<(unsigned)((size_t)B * C), G, smem, stream>>>(W, tw, k, out, eps, B, C, T);
+    block_forward<S, M><<<(unsigned)((size_t)B * C), G, smem, stream>>>(W, tw, k, out, kspec, eps, B, C, T);
     return cudaGetLastError();
   });
 }
 
 template <typename S>
 cudaError_t backward(const S* w, const S* k, const S* g, S* gw, S* gk, float* scratch, int B, int C, int T,
-                     cudaStream_t stream) {
+                     bool spectra_made, cudaStream_t stream) {
   if (scratch == nullptr) return cudaErrorInvalidValue;
   const size_t smem = long_smem(T), rows = (size_t)B * C;
   float2* W = reinterpret_cast<float2*>(scratch);
   float2* sums = reinterpret_cast<float2*>(scratch + spectrum_floats(C, T) + twiddle_floats(T));
-  float2* kspec = sums + spectrum_floats(C, T) / 2;
+  float2* kspec = row_spectra(scratch, C, T);
   return with_held_size(half_for(T), [&](auto size) {
     constexpr int M = decltype(size)::value, G = BlockPlan<M>::G;
     cudaError_t err;
@@ -393,10 +412,13 @@ cudaError_t backward(const S* w, const S* k, const S* g, S* gw, S* gk, float* sc
     if ((err = allow_long_smem(block_row_spectrum<S, M>)) != cudaSuccess) return err;
     if ((err = allow_long_smem(block_backward<S, M>)) != cudaSuccess) return err;
     if ((err = allow_long_smem(block_gw<S, M>)) != cudaSuccess) return err;
-    const float2* tw = twiddles(scratch, C, T, stream);
+    const float2* tw = spectra_made ? reinterpret_cast<const float2*>(scratch + spectrum_floats(C, T))
+                                    : twiddles(scratch, C, T, stream);
     if ((err = cudaMemsetAsync(sums, 0, spectrum_floats(C, T) * sizeof(float), stream)) != cudaSuccess) return err;
-    block_spectrum<S, M><<<C, G, smem, stream>>>(w, tw, W, T);
-    block_row_spectrum<S, M><<<(unsigned)rows, G, smem, stream>>>(k, tw, kspec, B, C, T);
+    if (!spectra_made) {  // else the forward left W, the twiddles and every row's spectrum here
+      block_spectrum<S, M><<<C, G, smem, stream>>>(w, tw, W, T);
+      block_row_spectrum<S, M><<<(unsigned)rows, G, smem, stream>>>(k, tw, kspec, B, C, T);
+    }
     block_backward<S, M><<<(unsigned)rows, G, smem, stream>>>(W, tw, g, gk, kspec, sums, B, C, T);
     block_gw<S, M><<<C, G, smem, stream>>>(sums, tw, gw, C, T);
     return cudaGetLastError();
@@ -414,7 +436,7 @@ cudaError_t timex_fft_long_forward(TimexDtype dtype, const void* w, const void* 
                                    float* scratch, int B, int C, int T, cudaStream_t stream) {
   return with_storage(dtype, [&](auto tag) {
     using S = std::remove_pointer_t<decltype(tag)>;
-    return forward((const S*)w, (const S*)k, (S*)out, eps, scratch, B, C, T, stream);
+    return forward((const S*)w, (const S*)k, (S*)out, eps, scratch, B, C, T, false, stream);
   });
 }
 
@@ -422,6 +444,28 @@ cudaError_t timex_fft_long_backward(TimexDtype dtype, const void* w, const void*
                                     void* gk, float* scratch, int B, int C, int T, cudaStream_t stream) {
   return with_storage(dtype, [&](auto tag) {
     using S = std::remove_pointer_t<decltype(tag)>;
-    return backward((const S*)w, (const S*)k, (const S*)g, (S*)gw, (S*)gk, scratch, B, C, T, stream);
+    return backward((const S*)w, (const S*)k, (const S*)g, (S*)gw, (S*)gk, scratch, B, C, T, false, stream);
+  });
+}
+
+size_t timex_fft_saved_floats(int B, int C, int T) {
+  return T > TIMEX_TMAX ? timex_fft_long_scratch(B, C, T, true) : 0;
+}
+
+cudaError_t timex_fft_forward_saving(TimexDtype dtype, const void* w, const void* k, void* out, float eps,
+                                     float* saved, int B, int C, int T, cudaStream_t stream) {
+  if (T <= TIMEX_TMAX) return cudaErrorInvalidValue;  // nothing is kept there: timex_fft_saved_floats is 0
+  return with_storage(dtype, [&](auto tag) {
+    using S = std::remove_pointer_t<decltype(tag)>;
+    return forward((const S*)w, (const S*)k, (S*)out, eps, saved, B, C, T, true, stream);
+  });
+}
+
+cudaError_t timex_fft_backward_saved(TimexDtype dtype, const void* w, const void* k, const void* g, void* gw,
+                                     void* gk, float* saved, int B, int C, int T, cudaStream_t stream) {
+  if (T <= TIMEX_TMAX) return cudaErrorInvalidValue;
+  return with_storage(dtype, [&](auto tag) {
+    using S = std::remove_pointer_t<decltype(tag)>;
+    return backward((const S*)w, (const S*)k, (const S*)g, (S*)gw, (S*)gk, saved, B, C, T, true, stream);
   });
 }

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from cudabench.spec.build import build
-from cudabench.measure.check import check_workload, reference_results
+from cudabench.measure.check import check_workload, reference_results, relative_error
 from cudabench.spec.registry import discover
 from cudabench.spec.shapes import complete_shape, violation
 from cudabench.measure.workload import make_workload
@@ -192,6 +192,34 @@ def test_timex_fft_survives_any_order_of_lengths_in_one_process(registry, extens
         check = check_workload(make_workload(op, inputs, "fwdbwd", family.grad_inputs, grad_out), ref,
                                family.tolerance)
         assert check.passed, f"T={T}: {dict(check.errors)}"
+
+
+@pytest.mark.parametrize("T", [3001, 16384])
+def test_timex_fft_backward_reads_the_spectra_its_forward_kept(extensions, T):
+    """Beyond T = 1024 autograd's forward keeps the weights' and each row's spectra for the backward. Given
+    them it gives gk bit for bit as the backward that makes its own (gw to its atomics' order), twice in a
+    row (a stored forward's backward may run again), and it refuses a tensor of another size. At T <= 1024
+    nothing is kept."""
+    ext = extensions["timex"]
+    B, C = 2, 3
+    gen = torch.Generator(device="cuda").manual_seed(T)
+    w, k, g = (torch.empty(*shape, device="cuda").uniform_(-1, 1, generator=gen)
+               for shape in ((C, T), (B, C, T), (B, C, T)))
+    out, plain = torch.empty_like(k), torch.empty_like(k)
+    saved = ext.forward_saving(w, k, out, 0.5)
+    ext.forward(w, k, plain, 0.5, 6)
+    assert saved is not None and saved.numel() > 0 and torch.equal(out, plain)
+    gw, gk = torch.empty_like(w), torch.empty_like(k)
+    ext.backward(w, k, g, gw, gk, 6)
+    for _ in range(2):
+        gw_kept, gk_kept = torch.full_like(w, float("nan")), torch.full_like(k, float("nan"))
+        ext.backward_saved(w, k, g, gw_kept, gk_kept, saved)
+        assert torch.equal(gk_kept, gk)
+        assert relative_error(gw_kept, gw.double()) < 1e-6  # float atomics: the sums' order varies
+    with pytest.raises(RuntimeError, match="saved must be what forward_saving returned"):
+        ext.backward_saved(w, k, g, gw, gk, saved[:-1])
+    short = k[..., :768].contiguous()
+    assert ext.forward_saving(w[:, :768].contiguous(), short, torch.empty_like(short), 0.5) is None
 
 
 ATTENTION_LOW_PRECISION = [dict(B=1, H=2, N=37, D=64, causal=1), dict(B=2, H=3, N=129, D=128, causal=0),
