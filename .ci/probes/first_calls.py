@@ -17,6 +17,18 @@ timed("conv1d fwd+bwd (first backward)", lambda: torch.nn.functional.conv1d(x, w
 timed("conv1d fwd+bwd again", lambda: torch.nn.functional.conv1d(x, w, groups=64, padding=255).sum().backward())
 timed("rfft fp32 (cuFFT)", lambda: torch.fft.rfft(x.detach(), n=512))
 timed("rfft fp64 new size", lambda: torch.fft.rfft(x.detach().double(), n=1024))
+from cudabench.measure.timers import activity_per_call, cupti_session, ranged_call, recorded
+def cupti_pass():  # as a subject's CUPTI pass makes it: one session, 20 ranged calls, its records read
+    with cupti_session() as prof:
+        torch.cuda._sleep(1000)
+        for _ in range(20):
+            ranged_call(lambda: x.detach() * 2)
+    activity_per_call(recorded(prof))
+for i in range(3):
+    timed(f"CUPTI session #{i + 1}", cupti_pass)
+q = torch.randn(2, 4, 256, 64, device="cuda", dtype=torch.bfloat16)
+timed("SDPA bf16", lambda: torch.nn.functional.scaled_dot_product_attention(q, q, q))
+timed("SDPA bf16 again", lambda: torch.nn.functional.scaled_dot_product_attention(q, q, q))
 from cudabench.spec.registry import discover
 from cudabench.spec.build import build
 t = time.perf_counter(); reg = discover(); print(f"{'discover families':44s} {1e3 * (time.perf_counter() - t):8.1f} ms")

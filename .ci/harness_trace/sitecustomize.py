@@ -1,0 +1,94 @@
+# A wall-clock trace of the harness's own steps in every Python process of a run (the caller, the warm
+# worker's judge, the subject processes), for finding where cudabench spends time outside sampling:
+#   mkdir -p /tmp/tr && CB_TRACE=/tmp/tr PYTHONPATH=.ci/harness_trace cudabench run ...
+#   cudabench workers --stop   # a warm worker writes its part when it ends
+#   python3 .ci/harness_trace/report.py /tmp/tr
+# Each process writes DIR/trace-<pid>.jsonl at exit: [pid, prog, name, t0, t1, note] (time.time()). The
+# functions are wrapped as their modules load (TARGETS); nothing happens without CB_TRACE.
+import os
+if os.environ.get("CB_TRACE"):
+    import importlib.abc, importlib.machinery, json, sys, time, functools, atexit
+    TARGETS = {
+        "cudabench.engine.lane": ["Lane.subject", "Lane.build", "Lane.ready"],
+        "cudabench.engine.scheduler": ["Runner._attempt", "Runner._record", "Runner.run", "Runner.start"],
+        "cudabench.engine.worker": ["Handler._subject", "Handler._build", "Handler.handle"],
+        "cudabench.measure.judge": ["Judge.run", "Session.run", "Session.timed", "Session.ask", "Session.release",
+                                    "Session.write", "Session._same_inputs", "Session.finish_quietly",
+                                    "release_cached", "open_shared", "Judge.draw", "Judge.reference"],
+        "cudabench.measure.judged_calls": ["JudgedCalls.fresh_calls"],
+        "cudabench.measure.integrity_pass": ["IntegrityPass.integrity", "IntegrityPass.shapes",
+                                             "IntegrityPass.stream_order"],
+        "cudabench.engine.subject_worker": ["SubjectHandler.handle"],
+        "cudabench.measure.blind": ["BlindRunner.open", "BlindRunner.hot", "BlindRunner.finish",
+                                    "BlindRunner.call", "BlindRunner.peak"],
+        "cudabench.results.exporters.json_document": ["result_to_dict"],
+        "cudabench.cli.run_outputs": ["RunOutputs.save", "save"],
+    }
+    EVENTS = []
+    PROG = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "x"
+
+    def wrap(fn, name):
+        @functools.wraps(fn)
+        def traced(*a, **k):
+            t0 = time.time()
+            note = ""
+            if name.endswith(".ask") and len(a) > 1 and isinstance(a[1], dict):
+                note = str(a[1].get("op", ""))
+            if name.endswith(".handle") and len(a) > 1 and isinstance(a[1], dict):
+                note = str(a[1].get("op", a[1].get("type", "")))
+            try:
+                return fn(*a, **k)
+            finally:
+                EVENTS.append([os.getpid(), PROG, name, t0, time.time(), note])
+        return traced
+
+    def patch(module):
+        for path in TARGETS.get(module.__name__, []):
+            parts = path.split(".")
+            owner = module
+            for p in parts[:-1]:
+                owner = getattr(owner, p, None)
+                if owner is None:
+                    break
+            if owner is None or not hasattr(owner, parts[-1]):
+                continue
+            attr = owner.__dict__.get(parts[-1]) if isinstance(owner, type) else getattr(owner, parts[-1])
+            if isinstance(attr, staticmethod) or attr is None:
+                continue
+            setattr(owner, parts[-1], wrap(getattr(owner, parts[-1]) if not isinstance(owner, type) else attr, path))
+
+    class Finder(importlib.abc.MetaPathFinder):
+        def find_spec(self, fullname, path, target=None):
+            if fullname not in TARGETS:
+                return None
+            spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+            if spec is None or spec.loader is None:
+                return spec
+            loader = spec.loader
+            orig = loader.exec_module
+            def exec_module(module, _o=orig):
+                _o(module)
+                patch(module)
+            loader.exec_module = exec_module
+            return spec
+    sys.meta_path.insert(0, Finder())
+
+    def dump():
+        try:
+            with open(os.path.join(os.environ["CB_TRACE"], f"trace-{os.getpid()}.jsonl"), "w") as f:
+                for e in EVENTS:
+                    f.write(json.dumps(e) + "\n")
+        except Exception:
+            pass
+    atexit.register(dump)
+    _orig_exit = os._exit
+    def _exit(code, _o=_orig_exit):
+        dump(); _o(code)
+    os._exit = _exit
+    import signal
+    def _term(signum, frame):
+        dump(); _orig_exit(0)
+    try:
+        signal.signal(signal.SIGTERM, _term)
+    except Exception:
+        pass
