@@ -116,3 +116,11 @@ def test_the_key_changes_with_everything_planning_reads(tmp_path, monkeypatch, c
     else:
         monkeypatch.setenv("CUDABENCH_NVTX_BACKEND", "torch")
     assert plan_key(*args) != before
+
+
+def test_the_command_line_starts_without_torch_or_numpy():
+    """What every invocation imports before it plans: neither torch (seconds) nor numpy (a third of the
+    rest); both come later, in the workers and at the first result's summary."""
+    code = "import sys, cudabench.cli.app; print(sorted(m for m in ('numpy', 'torch') if m in sys.modules))"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and result.stdout.strip() == "[]", result.stdout + result.stderr
