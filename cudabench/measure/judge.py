@@ -269,10 +269,10 @@ class Session(IntegrityPass, JudgedCalls):
         return timing  # under cupti too, a round is one CUPTI session: see BlindRunner.round
 
     def judged_call(self, draw: Draw, reference: Optional[dict], keep_outputs: bool = False,
-                    eager: bool = False) -> tuple[Check, list[IntegrityCheck]]:
+                    eager: bool = False, tolerance: Optional[float] = None) -> tuple[Check, list[IntegrityCheck]]:
         """Poison the outputs' memory, write the draw, make one call, and judge it: output kinds and
-        aliasing always; values and the inputs' integrity when `reference` is given (else the outputs
-        are left unread)."""
+        aliasing always; values (to `tolerance`, by default the family's) and the inputs' integrity when
+        `reference` is given (else the outputs are left unread)."""
         self._last_got = None
         self.ask({"op": "poison"})
         self.write(draw)
@@ -289,7 +289,7 @@ class Session(IntegrityPass, JudgedCalls):
         mutated = self._mutated(draw)
         if mutated:
             problems.append(IntegrityCheck("inputs", "fail", f"it mutates its inputs: {mutated}"))
-        return compare(got, reference, self.tolerance), problems
+        return compare(got, reference, tolerance or self.tolerance), problems
 
     # ---- integrity -----------------------------------------------------------------------------------
 

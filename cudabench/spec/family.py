@@ -100,8 +100,8 @@ class Family:
     input_kinds: tuple[str, ...] = ("uniform",)  # make_inputs(shape, gen, device, kind=...) for the others
     large_inputs: tuple[str, ...] = ()        # the inputs the `large` kind scales (default: every float one)
     # the math as an honest kernel does it in bfloat16/float16 when it rounds intermediates to that
-    # precision (attention's P and dS feed tensor cores): another input kind is judged only where this
-    # stays right (cudabench.measure.kinds.rounding_can_pass)
+    # precision (attention's P and dS feed tensor cores): a call on another input kind is held to what
+    # this errs on its draw (cudabench.measure.kinds.rounding_allowance)
     rounded_reference: Optional[Op] = None
     extra_cuda_cflags: tuple[str, ...] = ()
     feature_archs: tuple[str, ...] = ()       # arch-specific targets, e.g. sm_90a: a build for sm_90 is made for it
