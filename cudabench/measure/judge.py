@@ -289,7 +289,7 @@ class Session(IntegrityPass, JudgedCalls):
         mutated = self._mutated(draw)
         if mutated:
             problems.append(IntegrityCheck("inputs", "fail", f"it mutates its inputs: {mutated}"))
-        return compare(got, reference, tolerance or self.tolerance), problems
+        return compare(got, reference, self.tolerance if tolerance is None else tolerance), problems
 
     # ---- integrity -----------------------------------------------------------------------------------
 

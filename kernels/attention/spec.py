@@ -271,6 +271,6 @@ FAMILY = Family(
     # (exp of a difference of two 1e36 numbers) in the backward, a limit of the algorithm, not a bug
     large_inputs=("v",),
     # every flash kernel rounds P and dS to the case's precision for its tensor-core products: on outliers
-    # that alone takes bfloat16 dQ past the tolerance (attn-flash2 and attn-flash3 alike, tests/emulated)
+    # that alone takes bfloat16 dK or dQ past the tolerance (attn-flash2 and attn-flash3 alike, tests/emulated)
     rounded_reference=rounded_reference,
 )
