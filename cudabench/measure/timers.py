@@ -119,6 +119,12 @@ class GraphTimer:
         self.static: Any = None
         self.per_graph = 1
         self.cap = 100  # calls per graph at most; 1 when every call must follow an L2 flush
+        # What the call reads that depends on the inputs but is not part of it: a backward's stored
+        # forward. Captured in a graph of its own, in the same pool, so that `refresh` makes it again
+        # from new input values (a replay of the call alone would read the forward of the values it
+        # was captured on: an attention's O and log-sum-exp, timex-fft's spectra).
+        self.before: Optional[Call] = None
+        self.before_graph: Any = None
         self.start = torch.cuda.Event(enable_timing=True)
         self.end = torch.cuda.Event(enable_timing=True)
 
@@ -128,14 +134,28 @@ class GraphTimer:
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):  # warm up on the capture stream, as capture requires
             for _ in range(3):
+                if self.before is not None:
+                    self.before()
                 call()
         torch.cuda.current_stream().wait_stream(side)
         torch.cuda.synchronize()
+        pool = None
+        if self.before is not None:
+            self.before_graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(self.before_graph):
+                self.before()
+            pool = self.before_graph.pool()
         self.graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(self.graph):
+        with torch.cuda.graph(self.graph, pool=pool):
             for _ in range(self.per_graph):
                 self.static = call()  # the last call's outputs: rewritten by every replay
+        self.refresh()  # a capture runs nothing: the call's graph reads what this replay writes
         torch.cuda.synchronize()
+
+    def refresh(self) -> None:
+        """Make what the call reads again from the current input values (see `before`)."""
+        if self.before_graph is not None:
+            self.before_graph.replay()
 
     def samples(self, call: Call, count: int, before_each: Hook = None, keep: bool = False) -> list[float]:
         self.last = self.static if keep else None

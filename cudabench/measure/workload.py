@@ -4,7 +4,7 @@ fwd = op(**inputs); bwd = gradients of a stored forward; fwdbwd = forward then g
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Optional
 
 import torch
 
@@ -15,6 +15,9 @@ class Workload:
     gradients). The call that is timed and the call that is judged are the same function."""
 
     call: Callable[[], dict[str, Any]]
+    # bwd only: makes the stored forward again from the current input values (a graph timer captures it
+    # in a graph of its own and replays it before a judged call: see timers.GraphTimer)
+    forward: Optional[Callable[[], None]] = None
 
     @property
     def results(self) -> Callable[[], dict[str, Any]]:
@@ -38,20 +41,28 @@ def make_workload(op: Callable[..., Any], inputs: Mapping[str, Any], direction: 
         return Workload(call=lambda: {"out": op(**plain)})
     if not grad_inputs or grad_out is None:
         raise ValueError(f"direction {direction} needs gradient inputs and an upstream gradient")
-    leaves = _leaves(inputs, grad_inputs)
-    wrt = [leaves[name] for name in grad_inputs]
 
-    def gradients(out):
+    def gradients(out, leaves):
+        wrt = [leaves[name] for name in grad_inputs]
         grads = torch.autograd.grad(out, wrt, grad_out, retain_graph=(direction == "bwd"))
         return {grad_name(n): g for n, g in zip(grad_inputs, grads)}
 
     if direction == "fwdbwd":
+        leaves = _leaves(inputs, grad_inputs)
+
         def results():
             out = op(**leaves)
-            return {"out": out, **gradients(out)}
+            return {"out": out, **gradients(out, leaves)}
 
         return Workload(call=results)
     if direction == "bwd":
-        stored = op(**leaves)  # the forward whose backward is timed
-        return Workload(call=lambda: gradients(stored))
+        def forward():
+            # leaves of its own: autograd ties a leaf to the stream of the forward that first used it, and a
+            # backward captured in a graph must not wait on a stream outside the capture
+            leaves = _leaves(inputs, grad_inputs)
+            stored[0] = (op(**leaves), leaves)
+
+        stored: list = [None]
+        forward()  # the forward whose backward is timed
+        return Workload(call=lambda: gradients(*stored[0]), forward=forward)
     raise ValueError(f"unknown direction {direction!r}")

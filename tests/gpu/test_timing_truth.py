@@ -84,6 +84,23 @@ def test_every_timing_mode_runs_hot_and_cold(registry, timing):
             assert r.stats.n == 20 and r.stats.median > 0
 
 
+@pytest.mark.parametrize("kernel, shape, dtype", [
+    ("attn-flash2", {"B": 1, "H": 2, "N": 256, "D": 64, "causal": 1}, "bfloat16"),  # saves O, log-sum-exp
+    ("timex-fft", {"B": 2, "C": 8, "T": 2048}, "float32"),                        # saves spectra beyond 1024
+])
+def test_a_backward_under_graph_timing_is_judged_on_a_forward_of_its_own_values(registry, kernel, shape, dtype):
+    """A graph of the backward alone replays it on the forward it was captured with: on the judge's new
+    values an honest kernel's gradients would be wrong (tests/test_graph_backward.py on the CPU)."""
+    options = RunOptions(rule=FixedCount(20), warmup=Warmup(3, 0), timing="graph", directions=("bwd",),
+                         dtypes=(dtype,), fuzz=0)
+    results = run_in_workers(options, plan(registry, [kernel], shape, options))
+    assert len(results) >= 2  # the variant and a baseline
+    for r in results:
+        assert r.status == "ok", (r.subject, r.skipped, [c for c in r.integrity if c.failed])
+        fresh = next(c for c in r.integrity if c.name == "fresh-output")
+        assert fresh.verdict == "pass" and r.measurement.timing == "graph", fresh
+
+
 def test_clock_readings_recorded(registry):
     options = RunOptions(rule=FixedCount(30), warmup=Warmup(3, 0.2), baselines=(), directions=("fwd",))
     results = run_in_workers(options, plan(registry, ["timex-v4"], {}, options))
