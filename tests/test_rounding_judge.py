@@ -96,3 +96,27 @@ def test_a_draw_past_the_rounding_cap_is_drawn_again(registry, monkeypatch):
     assert distribution(r).verdict == "not run" and r.status == "ok", distribution(r)
     past_cap[0] = 0
     assert distribution(judged(registry, judge, "roundattn-honest")).verdict == "pass"
+
+
+def judged_on_outliers(registry, judge, name, seed=PAST_TOLERANCE):
+    """`name` judged in bfloat16 fwd+bwd on a case of outliers inputs (`--inputs outliers`): its check draw
+    comes from the seed (9: the rounded math errs 1.8e-2 on it, past the tolerance 1.57e-2)."""
+    case = Case("roundattn", SHAPE, "fwdbwd", dtype="bfloat16", inputs="outliers")
+    settings = Settings(rule={"kind": "repeat", "count": 20}, warmup_calls=2, warmup_seconds=0.0, fuzz=0, seed=seed)
+    return judge.run(registry.family("roundattn"), case, name, "variant", settings)
+
+
+def test_a_case_of_another_kind_holds_the_check_to_what_rounding_allows_on_its_draw(registry, monkeypatch):
+    """`--inputs outliers` in bfloat16: the check and the checked judged calls are held to what the rounded
+    math errs on each draw, as the other-kind judged call is; the tuned kernel still fails."""
+    honest = judged_on_outliers(registry, make_judge(registry, WELL_INSIDE, monkeypatch), "roundattn-honest")
+    assert honest.status == "ok", (honest.skipped, [c for c in honest.integrity if c.failed])
+    assert honest.check.tolerance > 2 * 1.57e-2, honest.check  # twice the rounded math's 1.8e-2
+    tuned = judged_on_outliers(registry, make_judge(registry, WELL_INSIDE, monkeypatch), "roundattn-tuned")
+    assert tuned.status == "FAIL" and "failed the check" in tuned.skipped, (tuned.status, tuned.skipped)
+
+
+def test_without_it_the_honest_kernel_fails_its_check_on_that_draw(registry, monkeypatch):
+    monkeypatch.setattr(kinds, "rounding_allowance", lambda family, case, *args: family.tolerance_for(case.dtype))
+    honest = judged_on_outliers(registry, make_judge(registry, WELL_INSIDE, monkeypatch), "roundattn-honest")
+    assert honest.status == "FAIL" and "failed the check" in honest.skipped, (honest.status, honest.skipped)

@@ -85,7 +85,7 @@ class JudgedCalls:
             timing = _confirmed(timing, self._timing_verdicts(second.samples, result, busy))
             problems = problems + second.problems
         out = [self._fresh_verdict(first.errors, result), *timing, self._determinism(first.repeat),
-               _kind_verdict(kind, first.kind_check, why_not, self.tolerance)]
+               _kind_verdict(kind, first.kind_check, why_not, self.family.tolerance_for(self.case.dtype))]
         return out + _dedupe(problems)
 
     def _plan(self, with_kind: bool = False, checks: bool = True) -> list[str]:
@@ -125,14 +125,16 @@ class JudgedCalls:
                 draw = j.draw(family, case, secrets.randbits(62), self.first)
             elif step == "repeat":
                 draw = self.first
+            tolerance = kind_tolerance if step == "kind" else None
             if step == "checked":
                 with self.phases("integrity/references"):
                     reference = j.reference(family, case, draw, keep=False)
+                    tolerance = self.draw_tolerance(draw, reference)
             elif step == "repeat":
                 reference = j.reference(family, case, self.first, keep=self.keep_reference)
             self.last_sample = None
             check, problems = self.judged_call(draw, reference, eager=eager_repeat and step == "repeat",
-                                               tolerance=kind_tolerance if step == "kind" else None)
+                                               tolerance=tolerance)
             previous = draw
             found.problems += problems
             timed.append(("new" if fresh else "same", self.last_sample))

@@ -76,10 +76,11 @@ def test_short_kernel_reports_kernel_time_apart_from_launch(registry):
 def test_every_timing_mode_runs_hot_and_cold(registry, timing):
     for cold in (False, True):
         options = RunOptions(rule=FixedCount(20), warmup=Warmup(3, 0), timing=timing, cold=cold,
-                             directions=("fwdbwd",))
+                             directions=("fwd", "bwd", "fwdbwd"), fuzz=0)
         results = run_in_workers(options, plan(registry, ["timex-v4"], {"B": 8, "C": 64, "T": 256}, options))
+        assert {r.case.direction for r in results} == {"fwd", "bwd", "fwdbwd"}
         for r in results:
-            assert r.status == "ok", r.skipped
+            assert r.status == "ok", (r.subject, r.case.direction, r.skipped, r.error)
             assert r.measurement.timing == timing and r.measurement.cache == ("cold" if cold else "hot")
             assert r.stats.n == 20 and r.stats.median > 0
 
