@@ -45,7 +45,10 @@ def test_every_misbehaviour_is_caught_under_every_timer(hostile, timing):
         assert "timed-window" in failed_checks(side)
     assert cached.status == "INVALID"
     assert {"fresh-output", "no-work"} <= failed_checks(cached)
-    if timing != "sync":
+    if timing in ("graph", "cupti"):
+        # a replay or kernel time of nothing is zero; under events a call that launches nothing is timed by
+        # how long the host takes to record the end event once the GPU's sleep is over, which a busy host
+        # stretched past what the call's bytes need at the copy bandwidth once (H100, fourteenth session)
         assert "impossible" in failed_checks(cached)
 
 
