@@ -120,3 +120,22 @@ def test_without_it_the_honest_kernel_fails_its_check_on_that_draw(registry, mon
     monkeypatch.setattr(kinds, "rounding_allowance", lambda family, case, *args: family.tolerance_for(case.dtype))
     honest = judged_on_outliers(registry, make_judge(registry, WELL_INSIDE, monkeypatch), "roundattn-honest")
     assert honest.status == "FAIL" and "failed the check" in honest.skipped, (honest.status, honest.skipped)
+
+
+def test_each_checked_judged_call_is_held_to_what_rounding_allows_on_its_own_draw(registry, monkeypatch):
+    """The checked judged calls of an outliers case draw seed 9 here, past the tolerance by rounding alone: each
+    is held to its own draw's allowance. Held to the check draw's instead (seed 0's, the family's tolerance),
+    the honest kernel's fresh-output fails, so the per-draw allowance is what keeps it ok."""
+    from cudabench.measure import judge as judge_module
+
+    honest = judged_on_outliers(registry, make_judge(registry, PAST_TOLERANCE, monkeypatch), "roundattn-honest",
+                                seed=WELL_INSIDE)
+    assert honest.status == "ok", [c for c in honest.integrity if c.failed]
+    real = judge_module.Session.draw_tolerance
+    monkeypatch.setattr(judge_module.Session, "draw_tolerance",
+                        lambda self, draw, reference: real(self, draw, reference) if draw is self.first
+                        else self.tolerance)
+    once = judged_on_outliers(registry, make_judge(registry, PAST_TOLERANCE, monkeypatch), "roundattn-honest",
+                              seed=WELL_INSIDE)
+    assert once.status == "INVALID", once.integrity
+    assert next(c for c in once.integrity if c.name == "fresh-output").verdict == "fail", once.integrity
