@@ -23,6 +23,7 @@ SHAPE = (("B", 1), ("H", 2), ("N", 128), ("D", 64), ("causal", 1))
 # outliers draws at SHAPE in bfloat16 (fwd+bwd): the rounded math errs 1.8e-2 on the first, 5.4e-3 on the
 # second, against the tolerance 1.57e-2 (test_judge.py's rounded-reference test draws the same way)
 PAST_TOLERANCE, WELL_INSIDE = 9, 0
+ALL_OTHER_KINDS = judged_calls.other_input_kinds
 
 
 @pytest.fixture(scope="module")
@@ -139,3 +140,21 @@ def test_each_checked_judged_call_is_held_to_what_rounding_allows_on_its_own_dra
                               seed=WELL_INSIDE)
     assert once.status == "INVALID", once.integrity
     assert next(c for c in once.integrity if c.name == "fresh-output").verdict == "fail", once.integrity
+
+
+def test_on_a_widened_case_the_other_kind_call_is_the_family_s_first_kind_at_its_tolerance(registry, monkeypatch):
+    """Where every draw of the case's own kind may be widened (up to 4.7x here), a kernel 3 % off everywhere
+    passes its check on seed 9's outliers draw; its one call on the family's first kind, held to the family's
+    tolerance, catches it."""
+    judge = make_judge(registry, WELL_INSIDE, monkeypatch)
+    monkeypatch.setattr(judged_calls, "other_input_kinds", ALL_OTHER_KINDS)
+    sloppy = judged_on_outliers(registry, judge, "roundattn-sloppy")
+    assert sloppy.check.passed, sloppy.check
+    assert sloppy.status == "INVALID" and distribution(sloppy).verdict == "fail", sloppy.integrity
+    assert "uniform" in distribution(sloppy).detail
+
+
+def test_a_case_whose_own_draw_no_honest_kernel_can_be_held_to_is_skipped_with_the_reason(registry, monkeypatch):
+    monkeypatch.setattr(kinds, "rounding_allowance", lambda *args: float("inf"))
+    r = judged_on_outliers(registry, make_judge(registry, WELL_INSIDE, monkeypatch), "roundattn-honest")
+    assert r.status == "SKIP" and "try another --seed" in r.skipped, (r.status, r.skipped)

@@ -5,6 +5,7 @@ verdicts (fresh-inputs, hot-loop) with their second round. A mixin of the judge'
 
 from __future__ import annotations
 
+import math
 import secrets
 import statistics
 from dataclasses import replace
@@ -128,8 +129,7 @@ class JudgedCalls:
             tolerance = kind_tolerance if step == "kind" else None
             if step == "checked":
                 with self.phases("integrity/references"):
-                    reference = j.reference(family, case, draw, keep=False)
-                    tolerance = self.draw_tolerance(draw, reference)
+                    draw, reference, tolerance = self._checked_draw(draw)
             elif step == "repeat":
                 reference = j.reference(family, case, self.first, keep=self.keep_reference)
             self.last_sample = None
@@ -158,6 +158,19 @@ class JudgedCalls:
                 found.samples[kind].append(sample)
         return found
 
+    def _checked_draw(self, draw: Draw) -> tuple[Draw, Optional[dict], Optional[float]]:
+        """A new draw of the case's own kind, its reference and tolerance: drawn again (KIND_DRAWS in all)
+        while no honest kernel can be held to it (draw_tolerance inf); left unchecked after that."""
+        j, family, case = self.judge, self.family, self.case
+        for attempt in range(KIND_DRAWS):
+            if attempt:
+                draw = j.draw(family, case, secrets.randbits(62), self.first)
+            reference = j.reference(family, case, draw, keep=False)
+            tolerance = self.draw_tolerance(draw, reference)
+            if math.isfinite(tolerance):
+                return draw, reference, tolerance
+        return draw, None, None
+
     def _timing_verdicts(self, samples: dict[str, list[float]], result: Result,
                          busy: list[float]) -> list[IntegrityCheck]:
         return [self._fresh_figure(samples, result), self._hot_loop(samples["same"], result, busy)]
@@ -168,13 +181,17 @@ class JudgedCalls:
         can get right (kinds found ill-conditioned for the case are not tried again). A draw that only the
         rounding of a lower precision puts out of reach is drawn again (KIND_DRAWS in all), and its kind
         stays in play. None and why when there is none."""
-        from cudabench.measure.kinds import honest_can_pass, rounding_allowance
+        from cudabench.measure.kinds import honest_can_pass, rounding_allowance, widened
 
         if self.base.role != "variant":
             return None, None, None, None, "baselines are PyTorch's own"
         j, family, case = self.judge, self.family, self.case
         kinds = [k for k in other_input_kinds(family, case) if (case.key, k) not in j._ill_conditioned]
         j._rng.shuffle(kinds)
+        if widened(family, case) and family.input_kinds[0] in kinds:
+            # every draw of the case's own kind may be widened: one call is held to the family's first kind,
+            # at its tolerance (a kernel that sums in the lower precision errs past it there)
+            return self._first_kind()
         for kind in kinds:
             kind_case = replace(case, inputs=kind)
             for _ in range(KIND_DRAWS):
@@ -188,6 +205,15 @@ class JudgedCalls:
                 if tolerance < float("inf"):
                     return kind, draw, reference, tolerance, ""
         return None, None, None, None, "no other input kind is one an honest kernel can get right at this case"
+
+    def _first_kind(self) -> tuple[Optional[str], Optional[Draw], Optional[dict], Optional[float], str]:
+        j, family, case = self.judge, self.family, self.case
+        kind = family.input_kinds[0]
+        kind_case = replace(case, inputs=kind)
+        with self.phases("integrity/references"):
+            draw = j.draw(family, kind_case, secrets.randbits(62), self.first)
+            reference = j.reference(family, kind_case, draw, keep=False)
+        return kind, draw, reference, family.tolerance_for(case.dtype), ""
 
     def _fresh_verdict(self, checks: list[Check], result: Result) -> IntegrityCheck:
         if not checks:

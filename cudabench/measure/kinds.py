@@ -81,6 +81,21 @@ def rounding_allowance(family: Any, case: Any, inputs: dict[str, Any], grad_out:
     return max(tolerance, ROUNDING_SLACK * worst)
 
 
+def widened(family: Any, case: Any) -> bool:
+    """Whether a case's own draws are held to what rounding allows on each (draw_tolerance)."""
+    return case.inputs != family.input_kinds[0] and case.dtype != "float32" and family.rounded_reference is not None
+
+
+def draw_tolerance(family: Any, case: Any, inputs: dict[str, Any], grad_out: Any, reference: dict) -> float:
+    """What a call on a draw of the case's own kind is held to: the family's tolerance, or where the case
+    asks for another kind than the family's first in a lower precision, rounding_allowance on the draw (an
+    honest attention kernel misses the tolerance on some outliers draws in bfloat16); inf where no honest
+    kernel can be held to it."""
+    if not widened(family, case):
+        return family.tolerance_for(case.dtype)
+    return rounding_allowance(family, case, inputs, grad_out, reference)
+
+
 def scaled(inputs: dict[str, Any], exponent: int, names: tuple[str, ...] = ()) -> dict[str, Any]:
     """The floating-point tensors (those in `names`, if given) times 2^exponent; the rest as they are."""
     return {k: (v * 2.0**exponent if torch.is_tensor(v) and v.is_floating_point() and (not names or k in names)
