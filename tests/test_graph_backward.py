@@ -25,22 +25,32 @@ SHAPE = (("B", 1), ("H", 2), ("N", 64), ("D", 32), ("causal", 1))
 
 
 class ReplayTimer(WorkTimer):
-    """A CUDA graph's semantics: `samples` runs the call `prepare` captured, not the one it is given, and
-    `refresh` runs the captured `before` (a real graph rewrites the same memory, here the same closure)."""
+    """A CUDA graph's semantics: `samples` runs the call `prepare` captured, not the one it is given, after
+    the captured `before` unless `refresh` just ran it (a real graph rewrites the same memory, here the
+    same closure). `refreshes=False`: the forward is never made again."""
 
     name = "graph"
     before = None
     refreshes = True
+    refreshed = False
 
     def prepare(self, call, estimate):
         self.captured, self.captured_before = call, self.before
+        self.graph = SimpleNamespace(replay=call)  # what the subject process replays to warm the GPU
 
     def refresh(self):
         if self.refreshes and self.captured_before is not None:
             self.captured_before()
+            self.refreshed = True
 
     def samples(self, call, count, before_each=None, keep=False):
-        return super().samples(self.captured, count, before_each, keep)
+        out = []
+        for _ in range(count):
+            if self.refreshes and self.captured_before is not None and not self.refreshed:
+                self.captured_before()
+            self.refreshed = False
+            out += super().samples(self.captured, 1, before_each, keep)
+        return out
 
 
 @pytest.fixture(scope="module")

@@ -64,8 +64,8 @@ class SubjectHandler:
         if op == "open":
             return r.open(request["family"], case_from_dict(request["case"]), request["subject"], request["role"],
                           Settings(**request["settings"]), [(list(s), d) for s, d in request["outputs"]])
-        if op == "call":
-            return r.call(bool(request.get("eager", False)))
+        if op in ("call", "forward"):
+            return getattr(r, op)(bool(request.get("eager", False)))
         if op in ("poison", "round", "samples", "peak", "hot", "order", "finish"):
             return getattr(r, op)()
         raise ValueError(f"unknown request {op!r}")

@@ -7,6 +7,8 @@ requests one at a time:
 
     open      bind the op, make the inputs from the seed, share them (the judge writes every later
               set of input values into this memory itself, so nothing here runs when they change)
+    forward   a backward's stored forward, made from the input values just written and before the judge
+              writes the upstream gradient (direction bwd only): nothing it does can read that gradient
     call      one call after poisoning the outputs' memory, timed when a timer is prepared; its
               outputs are shared with the judge, which decides in its own process whether to check
               them. Every judged call is made the same way, so no state here tells them apart
@@ -36,12 +38,12 @@ from cudabench.measure.clocks import ClockMonitor, L2Flusher, cold_hook, settle_
 from cudabench.measure.cupti_pass import cupti_pass
 from cudabench.measure.loop import measure
 from cudabench.measure.memory import allocated_bytes, peak_memory, release_cached
+from cudabench.measure.opened import Opened
 from cudabench.measure.poison import poison
 from cudabench.measure.settings import Settings
 from cudabench.measure.subject import case_inputs
 from cudabench.measure.timers import CuptiRound, make_timer, sleep_cycles
 from cudabench.measure.transport import describe, share
-from cudabench.measure.workload import make_workload
 from cudabench.results.exporters.json_document import measurement_to_dict
 from cudabench.results.records.model import Case
 from cudabench.results.records.stats import summarize
@@ -62,31 +64,8 @@ WARM_BELOW = 2e-3
 SCRATCH_COPIES = 4
 
 
-class Opened:
-    """One subject while it is open: its op, inputs (shared with the judge) and timer."""
-
-    def __init__(self, family: Family, case: Case, op: Callable[..., Any], inputs: dict, grad_out: Any,
-                 settings: Settings, outputs: list) -> None:
-        self.family, self.case, self.op, self.settings = family, case, op, settings
-        self.inputs, self.grad_out = inputs, grad_out
-        self.pristine = ({k: v.detach().clone() for k, v in inputs.items() if torch.is_tensor(v)},
-                         None if grad_out is None else grad_out.clone())
-        self.outputs = outputs          # [(shape, dtype)] the judge expects: sizes to poison
-        self.timer: Any = None          # prepared by `hot`; judged calls after it are timed with it
-        self.round: Optional[CuptiRound] = None  # judged calls timed by kernel time, when started
-        self.last: dict = {}            # the last judged call's outputs, kept until the next request
-        self.gen = torch.Generator(device=inputs_device(inputs)).manual_seed(settings.seed ^ 0x5EED)
-        self.first_call = True
-        self.hot_median = 0.0
-
-    def workload(self) -> Any:
-        """The call on the current input values (a backward's stored forward is made again, untimed,
-        since the values may have changed since the last one)."""
-        return make_workload(self.op, self.inputs, self.case.direction, self.family.grad_inputs, self.grad_out)
-
-
-def inputs_device(inputs: dict) -> Any:
-    return next((v.device for v in inputs.values() if torch.is_tensor(v)), torch.device("cpu"))
+def _replayed() -> Any:
+    raise AssertionError("a graph timer replays what it captured; it never calls what it is handed")
 
 
 class BlindRunner:
@@ -202,26 +181,42 @@ class BlindRunner:
         else:
             s.workload().call()
 
+    def forward(self, eager: bool = False) -> dict:
+        """A backward's forward from the input values just written (the forward graph replayed under
+        graph timing), finished before the judge writes the upstream gradient: work moved into the
+        forward cannot use the gradient the timed backward is given."""
+        s = self._opened()
+        if self._replays(s, eager):
+            s.timer.refresh()
+        else:
+            s.pending = s.workload()
+        self.sync()  # the whole device: a kernel left waiting for the gradient hangs (the watchdog)
+        return {}
+
+    def _replays(self, s: Opened, eager: bool) -> bool:
+        return getattr(s.timer, "graph", None) is not None and s.round is None and not eager
+
     def call(self, eager: bool = False) -> dict:
         """One judged call (timed with the prepared timer, if any, unless `eager`), the device
         synchronised, its outputs shared. A graph replay runs no Python and reuses the graph's own
         memory, so reading uninitialised memory shows only in an eager call: the judge asks one for
         its determinism check under graph timing (the subject's code cannot act on that: its timed
-        calls are replays, which run none of it)."""
+        calls are replays, which run none of it, and nothing of it runs before them here either)."""
         s = self._opened()
         s.last = {}
-        workload = s.workload()
+        workload, s.pending = s.pending, None
+        if workload is None and not self._replays(s, eager):
+            workload = s.workload()
+        timed = workload.call if workload is not None else _replayed
         sample = None
         if s.round is not None:
-            got = s.round.call(workload.call, self._settle(s.settings))
+            got = s.round.call(timed, self._settle(s.settings))
         elif s.timer is not None and not eager:
-            if hasattr(s.timer, "refresh"):
-                s.timer.refresh()  # a graph's stored forward, made from the values just written
-            sample = s.timer.samples(workload.call, 1, self._settle(s.settings), keep=True)[0]
+            sample = s.timer.samples(timed, 1, self._settle(s.settings), keep=True)[0]
             got = s.timer.last
             s.timer.last = None
         else:
-            got = workload.call()
+            got = timed()
         self.sync()
         if not isinstance(got, dict):
             got = {"out": got}

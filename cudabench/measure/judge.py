@@ -169,12 +169,13 @@ class Session(IntegrityPass, JudgedCalls):
             raise SubjectError(str(reply.get("message", reply)), bool(reply.get("skip")))
         return reply
 
-    def write(self, draw: Draw) -> None:
-        """The draw's values into the subject's inputs (its memory, written from here)."""
+    def write(self, draw: Draw, inputs: bool = True, grad: bool = True) -> None:
+        """The draw's values into the subject's inputs and upstream gradient (its memory, written from here)."""
         with torch.no_grad():
             for k, t in self.mapped.items():
-                t.copy_(draw.inputs[k])
-            if self.mapped_grad is not None:
+                if inputs:
+                    t.copy_(draw.inputs[k])
+            if self.mapped_grad is not None and grad:
                 self.mapped_grad.copy_(draw.grad_out)
         self.judge.sync()
 
@@ -285,7 +286,12 @@ class Session(IntegrityPass, JudgedCalls):
         `reference` is given (else the outputs are left unread)."""
         self._last_got = None
         self.ask({"op": "poison"})
-        self.write(draw)
+        if self.case.direction == "bwd":  # the stored forward first, then the gradient its backward gets
+            self.write(draw, grad=False)
+            self.ask({"op": "forward", "eager": eager} if eager else {"op": "forward"})
+            self.write(draw, inputs=False)
+        else:
+            self.write(draw)
         reply = self.ask({"op": "call", "eager": eager} if eager else {"op": "call"})
         self.last_sample = reply.get("sample")
         opened, problems = self._open_outputs(reply["outputs"])

@@ -119,17 +119,16 @@ class GraphTimer:
         self.static: Any = None
         self.per_graph = 1
         self.cap = 100  # calls per graph at most; 1 when every call must follow an L2 flush
-        # What the call reads that depends on the inputs but is not part of it: a backward's stored
-        # forward. Captured in a graph of its own, in the same pool, so that `refresh` makes it again
-        # from new input values (a replay of the call alone would read the forward of the values it
-        # was captured on: an attention's O and log-sum-exp, timex-fft's spectra).
+        # A backward's stored forward, captured in a graph of its own (same pool) and replayed before each
+        # sample, or by `refresh`: a replay of the backward alone reads the forward it was captured on
         self.before: Optional[Call] = None
         self.before_graph: Any = None
-        self.start = torch.cuda.Event(enable_timing=True)
-        self.end = torch.cuda.Event(enable_timing=True)
+        self.refreshed = False  # the forward was replayed for the next sample (refresh)
+        self.start, self.end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
 
     def prepare(self, call: Call, estimate: float) -> None:
-        self.per_graph = calls_per_graph(estimate, cap=self.cap)
+        # with a forward, one call a graph, each after its forward: hot loop and judged calls alike
+        self.per_graph = 1 if self.before is not None else calls_per_graph(estimate, cap=self.cap)
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):  # warm up on the capture stream, as capture requires
@@ -153,14 +152,18 @@ class GraphTimer:
         torch.cuda.synchronize()
 
     def refresh(self) -> None:
-        """Make what the call reads again from the current input values (see `before`)."""
+        """The forward again from the current inputs, taken as it is by the next sample (BlindRunner.forward)."""
         if self.before_graph is not None:
             self.before_graph.replay()
+        self.refreshed = True
 
     def samples(self, call: Call, count: int, before_each: Hook = None, keep: bool = False) -> list[float]:
         self.last = self.static if keep else None
         out = []
         for _ in range(count):
+            if not self.refreshed:
+                self.refresh()
+            self.refreshed = False
             if before_each:
                 before_each()
             torch.cuda._sleep(sleep_cycles(30e-6))
