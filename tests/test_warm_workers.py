@@ -73,6 +73,22 @@ def test_it_exits_after_its_idle_time_and_takes_its_socket_with_it():
     assert not list(worker_folder().glob("*.sock"))
 
 
+def test_callers_that_pick_other_gpus_with_cuda_visible_devices_keep_a_worker_each(monkeypatch):
+    """Two shells on one host, each on its own GPU by CUDA_VISIBLE_DEVICES, run in turn (or at once):
+    neither replaces the other's warm worker."""
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    pids = {}
+    for visible in ("1", "2", "1", "2", ""):
+        if visible:
+            monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+        else:
+            monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+        pid, [result] = invocation("ok")
+        assert result.status == "ok" and pids.setdefault(visible, pid) == pid
+    assert len(set(pids.values())) == 3 and all(alive(p) for p in pids.values())
+    assert sorted(p.name for p, _ in warm_workers()) == ["default-1.sock", "default-2.sock", "default.sock"]
+
+
 def test_a_caller_of_another_version_or_environment_replaces_it(monkeypatch):
     old, _ = invocation("ok")
     monkeypatch.setenv("CUDABENCH_SOMETHING", "else")

@@ -5,9 +5,7 @@ of a GPU and then speaks the worker protocol to it like `ProcessWorker` does to 
 The sockets live in a folder that only its user can enter: $XDG_RUNTIME_DIR/cudabench when that is
 set, else `workers/` in cudabench's cache folder (a path too long for a socket falls back to
 /tmp/cudabench-<uid>). A folder that others can enter is refused, as is a peer of another user (the
-warm worker checks SO_PEERCRED). No TCP."""
-
-# What only some callers need (the build cache's folder, the protocol's decoder) is imported there.
+warm worker checks SO_PEERCRED). No TCP. (What only some callers need is imported where they need it.)"""
 
 from __future__ import annotations
 
@@ -90,12 +88,13 @@ def private(folder: Path) -> Path:
     return folder
 
 
-def socket_name(gpu: Any) -> str:
-    """One warm worker per GPU: named by its UUID (or index), `default` for the default GPU."""
-    if gpu is None:
-        return "default"
-    label = getattr(gpu, "uuid", "") or f"index-{getattr(gpu, 'index', 0)}"
-    return "gpu-" + "".join(c if c.isalnum() or c in "-_" else "_" for c in label)
+def socket_name(gpu: Any, env: Optional[dict[str, str]] = None) -> str:
+    """One warm worker per GPU, named by its UUID (or index); the default GPU's by the CUDA_VISIBLE_DEVICES
+    it starts with (callers that pick other GPUs would otherwise replace each other's worker on each run)."""
+    visible = (os.environ if env is None else env).get("CUDA_VISIBLE_DEVICES", "")
+    label = (f"default-{visible}" if len(visible) <= 48 else "default-" + hashlib.sha256(visible.encode()).hexdigest()[:16]
+             ) if gpu is None else "gpu-" + (getattr(gpu, "uuid", "") or f"index-{getattr(gpu, 'index', 0)}")
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in label).rstrip("-")
 
 
 def package_stamp() -> list[tuple[str, int, int]]:
@@ -222,7 +221,7 @@ class SocketWorker(ProcessWorker):
         self.tail: collections.deque[str] = collections.deque(maxlen=50)
         self.messages: queue.Queue = queue.Queue()
         env = dict(os.environ if env is None else env)
-        self.path = worker_folder() / f"{socket_name(gpu)}.sock"
+        self.path = worker_folder() / f"{socket_name(gpu, env)}.sock"
         key = worker_key(kernels_dirs, env)
         for _ in range(3):
             self.sock = reach(self.path, key, env, idle, handler)

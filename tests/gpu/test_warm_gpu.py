@@ -10,7 +10,7 @@ import torch
 from typer.testing import CliRunner
 
 from cudabench.cli.app import app
-from cudabench.engine.warm_client import warm_workers
+from cudabench.engine.warm_client import socket_name, warm_workers
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
 
@@ -26,7 +26,8 @@ def run(tmp_path, *args):
 
 
 def served():
-    return {info["pid"]: info["runs"] for _, info in warm_workers()}
+    """The warm worker a plain run here reaches (others of this host's GPUs, busy in parallel, left out)."""
+    return {info["pid"]: info["runs"] for path, info in warm_workers() if path.stem == socket_name(None)}
 
 
 @pytest.mark.parametrize("attack, caught_by", [("hostile-patch-timer", "process-state"), ("hostile-thread", "threads"),
@@ -61,16 +62,17 @@ def test_an_edit_between_two_invocations_is_what_the_warm_worker_runs(tmp_path):
 
 def gpu_memory_of_other_processes() -> list[int]:
     """MiB each of the device's other compute processes holds (the warm judge, its subject process and
-    its spare among them)."""
+    its spare among them), on this test's GPU only."""
     import os
     import subprocess
 
     if shutil.which("nvidia-smi") is None:
         pytest.skip("no nvidia-smi to read per-process memory")
-    out = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
+    out = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,gpu_uuid,used_memory", "--format=csv,noheader,nounits"],
                          capture_output=True, text=True, check=True).stdout
-    rows = [line.split(",") for line in out.splitlines() if line.strip()]
-    return [int(mib) for pid, mib in rows if int(pid) != os.getpid()]
+    here = f"GPU-{torch.cuda.get_device_properties(0).uuid}"
+    rows = [[f.strip() for f in line.split(",")] for line in out.splitlines() if line.strip()]
+    return [int(mib) for pid, uuid, mib in rows if int(pid) != os.getpid() and uuid == here]
 
 
 def test_a_warm_worker_between_runs_holds_no_subject_peak(tmp_path):
