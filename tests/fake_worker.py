@@ -3,8 +3,9 @@ with a subject depends on the subject's name: `hang` sleeps forever, `exit` call
 `segv` kills itself with SIGSEGV, `garbage` writes a garbled message, `chatty` prints log lines
 first, `broken` reports a broken CUDA context, `sleep-S` sleeps S seconds first, `kill-parent`
 kills the process that started it (a Dask worker, say) and `kill-parent-once` does so only the
-first time in a run ($FAKE_MARKER names the file that says it happened); any other name gets an ok
-result. Its GPU is $FAKE_GPU_NAME (default "fake GPU"), UUID $CUDA_VISIBLE_DEVICES (default
+first time in a run ($FAKE_MARKER names the file that says it happened), `shapes-fail` fails its
+random-shapes check unless its request carries another GPU's verdict (its detail then says so); any
+other name gets an ok result. Its GPU is $FAKE_GPU_NAME (default "fake GPU"), UUID $CUDA_VISIBLE_DEVICES (default
 "pid-" and its parent's process id); with $FAKE_FAIL_START set it cannot start.
 
     python tests/fake_worker.py [slow-start]"""
@@ -20,7 +21,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from cudabench.engine.protocol import MARK, encode  # noqa: E402
 from cudabench.results.exporters.json_document import case_from_dict  # noqa: E402
 from cudabench.results.exporters.json_document import result_to_dict  # noqa: E402
-from cudabench.results.records.model import Check, Measurement, Result  # noqa: E402
+from cudabench.results.records.model import Check, IntegrityCheck, Measurement, Result  # noqa: E402
 from cudabench.results.records.stats import summarize  # noqa: E402
 
 
@@ -86,6 +87,11 @@ def main():
                 send({"type": "result", "result": result(request, error="CUDA error: an illegal memory access "
                                                                         "was encountered"), "healthy": False})
                 return
+            elif name == "shapes-fail":
+                given = request.get("shapes") or ()
+                check = IntegrityCheck("shapes", "not run", f"given {list(given)}") if given else \
+                    IntegrityCheck("shapes", "fail", "wrong at n=3")
+                send({"type": "result", "result": result(request, integrity=(check,)), "healthy": True})
             else:
                 if name == "chatty":
                     print("a kernel's printf, not a message", flush=True)

@@ -53,6 +53,30 @@ def test_subjects_run_on_the_clusters_gpu_workers_in_plan_order(cluster, registr
     assert runner.environment["gpu"] == "fake GPU" and runner.gpu_count == 2
 
 
+def test_a_long_subject_holds_no_other_behind_it_while_a_gpu_is_free(cluster, registry):
+    """Each subject goes to Dask when a GPU is free: one sent at once to a busy worker (distributed gives
+    a task with a resource to a worker as it arrives) would wait behind the long one, and so the run."""
+    names = ["sleep-1.5"] + [f"sleep-0.0{i}" for i in range(1, 9)]
+    results, _, _ = run(cluster.scheduler_address, registry, names)
+    assert [r.status for r in results] == ["ok"] * 9
+    by_gpu = {}
+    for r in results:
+        by_gpu.setdefault(r.gpu_uuid, []).append(r.subject)
+    assert sorted(by_gpu.values(), key=len) == [["sleep-1.5"], names[1:]], by_gpu
+
+
+def test_a_variants_random_shapes_verdict_goes_with_its_later_tasks(cluster, registry):
+    """As with --gpus: a request made after the variant's first verdict carries it to the other judges."""
+    family = registry.family("add2")
+    tasks = [Task(family, (Case("add2", (("n", 64 * (i + 1)),)),), (Variant("shapes-fail", "fake", bind=lambda e: None),), ())
+             for i in range(4)]
+    with ClusterRunner(cluster.scheduler_address, RunOptions(rule=FixedCount(3), timeout=30.0), command=FAKE) as runner:
+        runner.start()
+        results = runner.run(tasks)
+    details = [c.detail for r in results for c in r.integrity]
+    assert details.count("wrong at n=3") <= 2 and "given ['fail', 'wrong at n=3']" in details, details
+
+
 def test_a_crash_in_the_isolated_worker_costs_that_subject_only(cluster, registry):
     results, _, _ = run(cluster.scheduler_address, registry, ["a", "segv", "b", "exit"])
     assert {r.subject: r.status for r in results} == {"a": "ok", "segv": "ERROR", "b": "ok", "exit": "ERROR"}
@@ -155,7 +179,7 @@ def test_on_a_cluster_of_two_gpu_models_each_case_stays_on_one_model(registry):
 def test_a_dask_workers_kept_lane_is_greeted_again_by_a_later_run(monkeypatch):
     """The lane (and its judge) outlives a run on a Dask worker; a later run greets it again, so the
     judge gives that run a subject process no earlier run's subject ran in."""
-    from cudabench.engine import cluster
+    from cudabench.engine import cluster_tasks as cluster
     from cudabench.engine.lane import Lane
 
     greeted = []

@@ -1,9 +1,9 @@
 """A run on a Dask distributed cluster: the same subjects, submitted as Dask tasks to workers that
 declare `--resources GPU=1` (one Dask worker per GPU). On its node each task runs its subject in an
-isolated cudabench worker (a Lane kept between tasks and runs), which builds the kernels there, with
-that node's build cache. cudabench plans and orders the tasks
-(longest expected first), and on a cluster of several GPU models keeps the subjects of a case on
-one model; Dask places and moves them. A Dask worker lost mid-task: Dask runs the task again
+isolated cudabench worker (a Lane kept between tasks and runs: cudabench.engine.cluster_tasks), which
+builds the kernels there, with that node's build cache. cudabench plans and orders the tasks (longest
+expected first) and submits each when a GPU it may run on is free; on a cluster of several GPU models it
+keeps the subjects of a case on one model. A Dask worker lost mid-task: Dask runs the task again
 elsewhere, up to its `distributed.scheduler.allowed-failures`; past that the subject is recorded as
 lost. Nothing is dropped silently.
 
@@ -11,24 +11,21 @@ lost. Nothing is dropped silently.
 
 from __future__ import annotations
 
-import atexit
 import dataclasses
-import json
 import random
 import secrets
-import threading
 import time
-from pathlib import Path
+from collections import Counter, deque
 from typing import Any, Callable, Optional, Sequence
 
-from cudabench.engine.lane import HELLO_TIMEOUT, Lane
+from cudabench.engine.cluster_tasks import run_subject, worker_environment
+from cudabench.engine.lane import HELLO_TIMEOUT
 from cudabench.engine.durations import Durations, run_context
-from cudabench.engine.sealed import seal
+from cudabench.engine.shared_shapes import SharedShapes
 from cudabench.engine.plan import Planned, PlannedRun, RunOptions, Task, as_plan
-from cudabench.engine.workers import ProcessWorker, worker_command
 from cudabench.errors import CudabenchError
 from cudabench.engine.protocol import hello, subject_request
-from cudabench.results.exporters.json_document import case_from_dict, result_from_dict, result_to_dict
+from cudabench.results.exporters.json_document import result_from_dict
 from cudabench.results.records.model import Result
 
 GPU = {"GPU": 1}
@@ -49,86 +46,12 @@ def require_distributed() -> Any:
     return distributed
 
 
-# ---- on a Dask worker ----------------------------------------------------------------------------
-
-_LANES: dict[str, Lane] = {}
-_RUN_OF: dict[str, str] = {}   # lane key -> the run it serves now
-_LANES_LOCK = threading.Lock()
-
-
-def _lane(hello: dict[str, Any], command: Sequence[str], run: str) -> Lane:
-    """This Dask worker's lane for a run's hello: one cudabench worker process (with the Dask worker's
-    CUDA_VISIBLE_DEVICES), kept for later tasks; a later run greets it again (Lane.next_run)."""
-    key = json.dumps([hello, list(command), _sources_stamp(hello)], sort_keys=True)
-    if key not in _LANES:
-        for old in _LANES.values():  # another run's worker: one GPU, one worker
-            old.close()
-        _LANES.clear()
-        seal()  # this Dask worker holds the pipes to its cudabench worker (docs/trust.md)
-        argv = list(command) or worker_command(keep_spare=True)  # by default this node's own Python
-        _LANES[key] = Lane(lambda: ProcessWorker(argv), hello)
-    elif _RUN_OF.get(key) != run:
-        _LANES[key].next_run()
-    _RUN_OF[key] = run
-    return _LANES[key]
-
-
-def _sources_stamp(hello: dict[str, Any]) -> list[tuple[str, int, int]]:
-    """Path, size and mtime of each source and spec.py this node would load (an edit: a fresh worker)."""
-    from cudabench.spec.registry import builtin_kernels_dir
-
-    roots = [builtin_kernels_dir(), *map(Path, hello.get("kernels_dirs", ()))]
-    stamp = []
-    for root in roots:
-        for path in sorted(root.rglob("*")) if root.is_dir() else ():
-            if path.is_file() and path.suffix in (".py", ".cu", ".cpp", ".h", ".cuh", ".hpp"):
-                info = path.stat()
-                stamp.append((str(path), info.st_size, info.st_mtime_ns))
-    return stamp
-
-
-@atexit.register
-def _close_lanes() -> None:
-    for lane in _LANES.values():
-        lane.close()
-
-
-def worker_environment(hello: dict[str, Any], command: Sequence[str], run: str) -> dict[str, Any]:
-    """A Dask task: start this node's cudabench worker and say what it runs on."""
-    with _LANES_LOCK:
-        lane = _lane(hello, command, run)
-        lane.ready()
-        return {"environment": lane.environment, "ceilings": lane.ceilings}
-
-
-def run_subject(hello: dict[str, Any], command: Sequence[str], run: str, build: Optional[dict[str, Any]],
-                request: dict[str, Any], timeout: float) -> dict[str, Any]:
-    """A Dask task: one subject in this node's isolated cudabench worker. Returns the result as a
-    dict and the seconds waited for the worker's start and builds."""
-    with _LANES_LOCK:
-        lane = _lane(hello, command, run)
-        before = dict(lane.waited)
-        name, role = request["subject"], request["role"]
-
-        def lost(reason: str) -> Result:
-            return Result(case_from_dict(request["case"]), name, role, error=reason, **lane.where())
-
-        try:
-            lane.ready()
-        except CudabenchError as exc:
-            result = lost(f"the worker could not start on {lane.where()['host'] or 'this node'}: {exc.message}")
-        else:
-            failure = lane.build(build["family"], build.get("arch")) if build else ""
-            if failure:
-                result = Result(case_from_dict(request["case"]), name, role, skipped=f"build failed: {failure}",
-                                **lane.where())
-            else:
-                result = lane.subject(request, timeout, lost)
-        return {"result": result_to_dict(result),
-                "waited": {k: lane.waited[k] - before.get(k, 0.0) for k in lane.waited}}
-
-
 # ---- the parent ----------------------------------------------------------------------------------
+
+def _may_run(group: Optional[frozenset], live: set[str]) -> set[str]:
+    """The live workers of `group` (None: any worker)."""
+    return set(live & group) if group is not None else set(live)
+
 
 class ClusterRunner:
     """Runner's interface (launch, start, run, close, results, environment, ...) over Dask."""
@@ -151,7 +74,8 @@ class ClusterRunner:
         self.gpu_workers: set[str] = set()      # Dask workers with a GPU resource seen during the run
         self.departed: list[str] = []           # ... and those that left mid-run
         self.models: dict[str, str] = {}        # Dask worker -> the GPU model its cudabench worker has
-        self.allowed: dict[Any, Optional[set[str]]] = {}  # future -> the workers it may run on (None: any)
+        self.allowed: dict[Any, Optional[frozenset]] = {}  # future -> the workers it may run on (None: any)
+        self._shapes = SharedShapes(options.fuzz)
         self.client: Any = None
 
     @property
@@ -239,17 +163,13 @@ class ClusterRunner:
         durations = Durations(run_context(self.options))
         ranked = durations.ranked(planned)
         where = self._pin_cases([s for _, s in ranked])
-        futures = {}
-        for rank, (place, s) in enumerate(ranked):
+        waiting: dict[Optional[frozenset], deque] = {}  # the workers a subject may run on (None: any) -> in rank order
+        for place, s in ranked:
             allowed = where.get(s.case.key)
-            future = self.client.submit(run_subject, self.hello, self.command, self.run_token, self._build_request(s),
-                                        self._request(s), self.options.timeout, resources=GPU, pure=False,
-                                        priority=len(ranked) - rank, workers=allowed,
-                                        allow_other_workers=False)
-            futures[future] = (place, s)
-            self.allowed[future] = set(allowed) if allowed else None
+            waiting.setdefault(frozenset(allowed) if allowed else None, deque()).append((place, s))
+        futures: dict[Any, tuple[int, Planned]] = {}
         try:
-            self._collect(futures, positions, durations)
+            self._collect(waiting, futures, positions, durations)
         except KeyboardInterrupt:
             self.client.cancel(list(futures))
             raise
@@ -279,32 +199,59 @@ class ClusterRunner:
             load[model] += s.expected_seconds + 1e-6
         return where
 
-    def _collect(self, futures: dict, positions: list[int], durations: Durations) -> None:
-        pending, stranded_since = set(futures), None
-        while pending:
-            done = {f for f in pending if f.done()}
-            pending -= done
-            if not done:
+    def _feed(self, waiting: dict, futures: dict, live: set[str]) -> None:
+        """Submit the highest-ranked waiting subjects while a GPU they may run on is free: as many in flight
+        per group of workers as it has live ones. A task that asks for a resource is given to a worker as
+        it is submitted (distributed queues only unrestricted tasks), so one submitted early can wait
+        behind a long subject while another GPU idles; and each request is made when it is sent, with the
+        random-shapes verdicts known by then."""
+        busy = Counter(self.allowed[f] for f in futures)
+        for group, queue in waiting.items():
+            free = len(_may_run(group, live)) - busy[group]
+            while queue and free > 0:
+                place, s = queue.popleft()
+                future = self.client.submit(run_subject, self.hello, self.command, self.run_token,
+                                            self._build_request(s), self._request(s), self.options.timeout,
+                                            resources=GPU, pure=False, allow_other_workers=False,
+                                            workers=sorted(group) if group is not None else None)
+                futures[future], self.allowed[future] = (place, s), group
+                free -= 1
+
+    def _collect(self, waiting: dict, futures: dict, positions: list[int], durations: Durations) -> None:
+        distributed = require_distributed()
+        stranded_since = None
+        while futures or any(waiting.values()):
+            live = self._watch_workers()
+            self._feed(waiting, futures, live)
+            if not futures:  # what waits has no live worker that may run it (yet)
                 time.sleep(0.2)
+            try:
+                with self.client.as_current():
+                    done = distributed.wait(list(futures), timeout=0.5, return_when="FIRST_COMPLETED").done
+            except (TimeoutError, distributed.TimeoutError):
+                done = set()
             for future in sorted(done, key=lambda f: futures[f][0]):
-                place, s = futures[future]
+                place, s = futures.pop(future)
                 result = self._outcome(future, s)
                 durations.note(s, result)
+                self._shapes.note(s, result)
                 self._record(result, place, positions)
-            live = self._watch_workers()
-            stranded = {f for f in pending if not live or (self.allowed.get(f) is not None and not self.allowed[f] & live)}
+            stranded = {g for g, queue in waiting.items() if queue} | {self.allowed[f] for f in futures}
+            stranded = {g for g in stranded if not _may_run(g, live)}
             if not stranded:
                 stranded_since = None
-                continue
-            stranded_since = stranded_since or time.monotonic()
-            if time.monotonic() - stranded_since > NO_WORKER_GRACE:  # no worker left that may run them
-                for future in sorted(stranded, key=lambda f: futures[f][0]):
-                    place, s = futures[future]
-                    self._record(Result(s.case, s.name, s.role, error="lost: no Dask worker that may run it "
-                                        f"(its GPU model) for {NO_WORKER_GRACE:g} s"), place, positions)
-                self.client.cancel(list(stranded))
-                pending -= stranded
+            elif time.monotonic() - (stranded_since := stranded_since or time.monotonic()) > NO_WORKER_GRACE:
+                self._give_up(stranded, waiting, futures, positions)  # no worker left that may run them
                 stranded_since = None
+
+    def _give_up(self, groups: set, waiting: dict, futures: dict, positions: list[int]) -> None:
+        """Record as lost every subject, waiting or submitted, that only the workers `groups` may run."""
+        gone = [f for f in futures if self.allowed[f] in groups]
+        self.client.cancel(gone)
+        lost = [futures.pop(f) for f in gone] + [item for g in groups for item in waiting.pop(g, ())]
+        for place, s in sorted(lost, key=lambda item: item[0]):
+            self._record(Result(s.case, s.name, s.role, error="lost: no Dask worker that may run it "
+                                f"(its GPU model) for {NO_WORKER_GRACE:g} s"), place, positions)
 
     def _outcome(self, future: Any, s: Planned) -> Result:
         distributed = require_distributed()
@@ -320,7 +267,7 @@ class ClusterRunner:
         return result_from_dict(reply["result"])
 
     def _request(self, s: Planned) -> dict[str, Any]:
-        return subject_request(s, self.options, self.seed)
+        return subject_request(s, self.options, self.seed, self._shapes.for_request(s))
 
     def _build_request(self, s: Planned) -> Optional[dict[str, Any]]:
         return {"family": s.family, "arch": self.options.arch} if s.role == "variant" else None

@@ -18,7 +18,7 @@ from cudabench.engine.lane import Lane, WorkerStartError
 from cudabench.engine.durations import Durations, run_context
 from cudabench.engine.plan import Planned, PlannedRun, RunOptions, Task, as_plan
 from cudabench.engine.protocol import hello, subject_request
-from cudabench.measure.settings import shapes_key
+from cudabench.engine.shared_shapes import SharedShapes
 from cudabench.engine.workers import Worker
 from cudabench.results.records.model import Result
 
@@ -36,7 +36,7 @@ class Runner:
         self.on_result = on_result
         self.on_status = on_status
         self.results: list[Result] = []
-        self._shapes: dict[tuple, tuple[str, str]] = {}  # a variant's random-shapes verdict, for the other GPUs' judges
+        self._shapes = SharedShapes(options.fuzz)
         self.seed = options.seed if options.seed is not None else random.SystemRandom().randrange(2**31)
         self.hello = hello(kernels_dirs, options, settings)
         self.gpus: list[Optional[Gpu]] = list(gpus) or [None]
@@ -208,14 +208,9 @@ class Runner:
                 return Result(s.case, s.name, s.role, skipped=f"build failed: {failure}")
         lane.ready()
         lane.on_status(f"{s.case.key}: {s.name}")
-        with self._lock:
-            shapes = self._shapes.get(shapes_key(s.name, s.case, self.options.fuzz), ()) if s.role == "variant" else ()
-        result = lane.subject(subject_request(s, self.options, self.seed, shapes), self.options.timeout,
-                              lambda reason: self._lost(s, lane.where(), reason))
-        check = next((c for c in result.integrity if c.name == "shapes" and c.verdict in ("pass", "fail")), None)
-        if check is not None and s.role == "variant":
-            with self._lock:  # the first verdict of each key, for the other GPUs' judges
-                self._shapes.setdefault(shapes_key(s.name, s.case, self.options.fuzz), (check.verdict, check.detail))
+        result = lane.subject(subject_request(s, self.options, self.seed, self._shapes.for_request(s)),
+                              self.options.timeout, lambda reason: self._lost(s, lane.where(), reason))
+        self._shapes.note(s, result)
         return result
 
     def _build(self, lane: Lane, family: str) -> str:
