@@ -123,6 +123,11 @@ def deviations(medians: dict, base: dict) -> list[float]:
     return [abs(medians[k] / base[k] - 1) for k in medians if k in base and base[k] > 0]
 
 
+def skipped_note(run: "Run") -> str:
+    skipped = sum(1 for x in run.results if x.get("status") == "SKIP")
+    return f" ({skipped} skipped: the ok column counts those that ran)" if skipped else ""
+
+
 def spread(values: list[float]) -> str:
     return f"{statistics.median(values):.1%} / {max(values):.1%}" if values else "—"
 
@@ -148,7 +153,7 @@ def report(sweep: str, runs: list[Run], gpus: int) -> str:
     noise = deviations(ones[0].medians(), ones[1].medians()) if len(ones) > 1 else []
     goal = GOAL_SHARE * gpus
     lines = [f"### {sweep}", "",
-             f"{len(ones[0].results)} subjects. Run-to-run spread of the one-GPU runs (median / largest "
+             f"{len(ones[0].results)} subjects{skipped_note(ones[0])}. Run-to-run spread of the one-GPU runs (median / largest "
              f"|median one-1 / one-2 - 1|): {spread(noise)}.", "",
              "| run | wall s | speedup | start-up excluded | goal ≥ {:.2g}× | ok | results per GPU "
              "| medians vs one GPU (median / largest) |".format(goal),
@@ -158,9 +163,10 @@ def report(sweep: str, runs: list[Run], gpus: int) -> str:
         fair = base_ready / r.wall_without_start_up if base_ready and r.wall_without_start_up else None
         met = "—" if r.mode == "one" or fair is None else ("met" if fair >= goal else "not met")
         ok = sum(1 for x in r.results if x.get("status") == "ok")
+        ran = sum(1 for x in r.results if x.get("status") != "SKIP")  # ok out of those that ran
         per_gpu = ", ".join(f"{g} {n}" for g, n in r.per_gpu().items())
         wall = f"{r.wall:.1f}" if r.wall is not None else "—"
-        lines.append(f"| {r.name} | {wall} | {times(speedup)} | {times(fair)} | {met} | {ok} / {len(r.results)} | "
+        lines.append(f"| {r.name} | {wall} | {times(speedup)} | {times(fair)} | {met} | {ok} / {ran} | "
                      f"{per_gpu} | {spread(deviations(r.medians(), base))} |")
     lines += ["", "What bounded each run on several GPUs (seconds): the one-GPU wall over the GPU count, "
               "the longest single subject, and the run's own split per GPU.", "",

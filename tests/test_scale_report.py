@@ -58,6 +58,7 @@ def test_speedup_goal_per_gpu_counts_and_medians_against_the_one_gpu_runs(tmp_pa
     assert "| 3.90× |" in rows["all-1"]                                    # 39 / 10: start-up taken out
     assert "2.00×" in rows["all-2"] and "not met" in rows["all-2"]
     assert "h:0 1, h:1 1 |" in rows["all-1"] and "h:2 1, h:3 1" in rows["all-2"]  # a skip ran on no GPU
+    assert "| 2 / 2 |" in rows["all-1"]  # ok out of those that ran: a skip is neither
     assert "15.0% / 30.0%" in rows["all-1"]                                # b: 260 against the one-GPU mean 200
     assert "spread of the one-GPU runs" in text and "1.0% / 2.0%" in text  # a: 100 vs 102
     assert "| all-1 | 10.0 | 3.0 (b k1) | 1.0 | 0.5 | 2.5 |" in bounds     # 40 s / 4 GPUs; longest subject
