@@ -77,6 +77,36 @@ def test_a_variants_random_shapes_verdict_goes_with_its_later_tasks(cluster, reg
     assert details.count("wrong at n=3") <= 2 and "given ['fail', 'wrong at n=3']" in details, details
 
 
+def test_a_task_cancelled_mid_run_is_recorded_and_the_run_goes_on(cluster, registry, monkeypatch):
+    """A scheduler restart or a lost connection cancels tasks: `distributed.wait` raises for them. Each is
+    recorded as lost, and every other subject still runs."""
+    feed = ClusterRunner._feed
+
+    def feed_then_cancel(self, waiting, futures, live):
+        feed(self, waiting, futures, live)
+        self.client.cancel([f for f, (_, s) in futures.items() if s.name == "sleep-0.5"])
+
+    monkeypatch.setattr(ClusterRunner, "_feed", feed_then_cancel)
+    results, _, _ = run(cluster.scheduler_address, registry, ["sleep-0.5", "a", "b", "c"])
+    status = {r.subject: (r.status, r.error) for r in results}
+    assert list(status) == ["sleep-0.5", "a", "b", "c"]
+    assert status["sleep-0.5"][0] == "ERROR" and "Cancelled" in status["sleep-0.5"][1]
+    assert all(status[n][0] == "ok" for n in "abc")
+
+
+def test_a_dask_worker_whose_cudabench_worker_cannot_start_gets_no_subject(registry):
+    """It would fail each subject at once and so be the free GPU nearly every time: the run leaves it out
+    and says so."""
+    import os
+
+    with local_cluster() as c, distributed.Client(c.scheduler_address) as client:
+        broken = sorted(client.scheduler_info()["workers"])[0]
+        client.run(os.environ.__setitem__, "FAKE_FAIL_START", "1", workers=[broken])
+        results, _, runner = run(c.scheduler_address, registry, [f"sleep-0.0{i}" for i in range(1, 9)])
+    assert [r.status for r in results] == ["ok"] * 8 and len({r.gpu_uuid for r in results}) == 1
+    assert runner.unstarted == {broken} and "could not start" in runner.notes()[0]
+
+
 def test_a_crash_in_the_isolated_worker_costs_that_subject_only(cluster, registry):
     results, _, _ = run(cluster.scheduler_address, registry, ["a", "segv", "b", "exit"])
     assert {r.subject: r.status for r in results} == {"a": "ok", "segv": "ERROR", "b": "ok", "exit": "ERROR"}

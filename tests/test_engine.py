@@ -393,6 +393,16 @@ def test_a_lane_asked_for_its_worker_after_the_run_was_closed_starts_none_that_o
     assert sorted(started) == sorted(closed)  # every worker started was closed
 
 
+def test_a_shared_random_shapes_verdict_stays_among_the_judges_of_one_gpu_model():
+    from cudabench.engine.plan import Planned
+    from cudabench.engine.shared_shapes import SharedShapes
+    from cudabench.results.records.model import IntegrityCheck, Result
+
+    shared, s = SharedShapes(2), Planned("add2", Case("add2", (("n", 64),)), "v", "variant")
+    shared.note(s, Result(s.case, "v", "variant", integrity=(IntegrityCheck("shapes", "pass", "right"),)), "H100")
+    assert shared.for_request(s, "H100") == ("pass", "right") and shared.for_request(s, "A100") == ()
+
+
 def test_a_variants_random_shapes_verdict_goes_to_the_other_gpus_judges():
     """The first verdict of each variant (precision, direction, input kind) goes with that variant's later
     requests, on any GPU; a baseline's requests and another variant's carry none."""

@@ -89,6 +89,21 @@ def test_callers_that_pick_other_gpus_with_cuda_visible_devices_keep_a_worker_ea
     assert sorted(p.name for p, _ in warm_workers()) == ["default-1.sock", "default-2.sock", "default.sock"]
 
 
+def test_socket_names_fit_the_socket_path_and_keep_visible_device_sets_apart(monkeypatch, tmp_path):
+    from cudabench.engine.warm_client import NAME_MAX, SOCKET_PATH_MAX, socket_name
+
+    uuid = "GPU-0227ee44-9c6d-3b76-975c-ca64dd0b699a"
+    values = [None, "", "1", "0,1", "0_1", "GPU-abc", "GPU-abc-", uuid, f"{uuid},{uuid[:-1]}1"]
+    names = [socket_name(None, {} if v is None else {"CUDA_VISIBLE_DEVICES": v}) for v in values]
+    names.append(socket_name(type("Gpu", (), {"uuid": uuid, "index": 0})(), {}))
+    assert len(set(names)) == len(names) and all(len(n) <= NAME_MAX for n in names), names
+    for length in (20, SOCKET_PATH_MAX - NAME_MAX - 6, SOCKET_PATH_MAX - NAME_MAX - 5, 150):
+        cache = tmp_path / ("c" * (length - len(str(tmp_path)) - len("/workers") - 1))
+        monkeypatch.setenv("CUDABENCH_CACHE", str(cache))
+        longest = max(len(str(worker_folder() / f"{n}.sock")) for n in names)
+        assert longest < 108, (length, longest)  # sun_path holds 107 bytes and a NUL
+
+
 def test_a_caller_of_another_version_or_environment_replaces_it(monkeypatch):
     old, _ = invocation("ok")
     monkeypatch.setenv("CUDABENCH_SOMETHING", "else")

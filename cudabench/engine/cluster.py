@@ -16,6 +16,7 @@ import random
 import secrets
 import time
 from collections import Counter, deque
+from concurrent.futures import CancelledError
 from typing import Any, Callable, Optional, Sequence
 
 from cudabench.engine.cluster_tasks import run_subject, worker_environment
@@ -76,6 +77,8 @@ class ClusterRunner:
         self.models: dict[str, str] = {}        # Dask worker -> the GPU model its cudabench worker has
         self.allowed: dict[Any, Optional[frozenset]] = {}  # future -> the workers it may run on (None: any)
         self._shapes = SharedShapes(options.fuzz)
+        self._groups: dict[str, list[str]] = {}  # case key -> the Dask workers (one GPU model) it may run on
+        self.unstarted: set[str] = set()        # Dask workers whose cudabench worker could not start
         self.client: Any = None
 
     @property
@@ -90,11 +93,14 @@ class ClusterRunner:
         pass
 
     def notes(self) -> list[str]:
-        """Lines for under the tables: Dask workers that left mid-run."""
-        if not self.departed:
-            return []
-        return [f"note: Dask worker(s) {', '.join(self.departed)} left during the run; Dask ran what they held "
-                "again on the others (a subject lost past distributed.scheduler.allowed-failures shows as ERROR)"]
+        """Lines for under the tables: Dask workers that left mid-run, or whose cudabench worker could not start."""
+        notes = [f"note: Dask worker(s) {', '.join(sorted(self.unstarted))} could not start cudabench's worker and "
+                 "ran no subject"] if self.unstarted else []
+        if self.departed:
+            notes.append(f"note: Dask worker(s) {', '.join(self.departed)} left during the run; Dask ran what they "
+                         "held again on the others (a subject lost past distributed.scheduler.allowed-failures "
+                         "shows as ERROR)")
+        return notes
 
     def start(self) -> None:
         distributed = require_distributed()
@@ -130,9 +136,11 @@ class ClusterRunner:
                 reply = future.result(timeout=max(1.0, HELLO_TIMEOUT - (time.perf_counter() - start)))
             except CudabenchError as error:
                 failures.append(error)
+                self.unstarted.add(addr)  # given no subject: each would fail at once, and so take most of them
                 continue
             except Exception as exc:  # noqa: BLE001 - a remote failure arrives as its own type
                 failures.append(ClusterError(f"The cudabench worker could not start on {addr}: {exc}"))
+                self.unstarted.add(addr)
                 continue
             self.models[addr] = reply["environment"].get("gpu", "")
             if not self.environment:
@@ -162,7 +170,7 @@ class ClusterRunner:
                 planned.append((position, entry))
         durations = Durations(run_context(self.options))
         ranked = durations.ranked(planned)
-        where = self._pin_cases([s for _, s in ranked])
+        where = self._groups = self._pin_cases([s for _, s in ranked])
         waiting: dict[Optional[frozenset], deque] = {}  # the workers a subject may run on (None: any) -> in rank order
         for place, s in ranked:
             allowed = where.get(s.case.key)
@@ -210,44 +218,50 @@ class ClusterRunner:
             free = len(_may_run(group, live)) - busy[group]
             while queue and free > 0:
                 place, s = queue.popleft()
+                # a case's model: those workers only; else, with a worker left out (self.unstarted), the others
+                # for as long as one of them is there
+                workers = sorted(group) if group is not None else sorted(live) if self.unstarted else None
                 future = self.client.submit(run_subject, self.hello, self.command, self.run_token,
                                             self._build_request(s), self._request(s), self.options.timeout,
-                                            resources=GPU, pure=False, allow_other_workers=False,
-                                            workers=sorted(group) if group is not None else None)
+                                            resources=GPU, pure=False, workers=workers,
+                                            **({"allow_other_workers": group is None} if workers else {}))
                 futures[future], self.allowed[future] = (place, s), group
                 free -= 1
 
     def _collect(self, waiting: dict, futures: dict, positions: list[int], durations: Durations) -> None:
         distributed = require_distributed()
-        stranded_since = None
+        stranded_since: dict[Optional[frozenset], float] = {}  # a group with work and no live worker: since when
         while futures or any(waiting.values()):
-            live = self._watch_workers()
+            live = self._watch_workers() - self.unstarted
             self._feed(waiting, futures, live)
             if not futures:  # what waits has no live worker that may run it (yet)
                 time.sleep(0.2)
             try:
                 with self.client.as_current():
-                    done = distributed.wait(list(futures), timeout=0.5, return_when="FIRST_COMPLETED").done
-            except (TimeoutError, distributed.TimeoutError):
-                done = set()
-            for future in sorted(done, key=lambda f: futures[f][0]):
+                    distributed.wait(list(futures), timeout=0.5, return_when="FIRST_COMPLETED")
+            except (TimeoutError, distributed.TimeoutError, CancelledError):
+                pass  # a cancelled task (the scheduler restarted, the connection lost) is done, and recorded below
+            # done, not `wait`'s own list: that one also holds a task whose result died with its worker
+            # (status "lost"), which Dask computes again: reading it now would wait for that
+            for future in sorted((f for f in futures if f.done()), key=lambda f: futures[f][0]):
                 place, s = futures.pop(future)
+                self.allowed.pop(future, None)
                 result = self._outcome(future, s)
                 durations.note(s, result)
-                self._shapes.note(s, result)
+                self._shapes.note(s, result, self._where(s))
                 self._record(result, place, positions)
             stranded = {g for g, queue in waiting.items() if queue} | {self.allowed[f] for f in futures}
-            stranded = {g for g in stranded if not _may_run(g, live)}
-            if not stranded:
-                stranded_since = None
-            elif time.monotonic() - (stranded_since := stranded_since or time.monotonic()) > NO_WORKER_GRACE:
-                self._give_up(stranded, waiting, futures, positions)  # no worker left that may run them
-                stranded_since = None
+            stranded_since = {g: stranded_since.get(g, time.monotonic()) for g in stranded if not _may_run(g, live)}
+            given_up = {g for g, since in stranded_since.items() if time.monotonic() - since > NO_WORKER_GRACE}
+            if given_up:  # no worker left that may run them
+                self._give_up(given_up, waiting, futures, positions)
 
     def _give_up(self, groups: set, waiting: dict, futures: dict, positions: list[int]) -> None:
         """Record as lost every subject, waiting or submitted, that only the workers `groups` may run."""
         gone = [f for f in futures if self.allowed[f] in groups]
         self.client.cancel(gone)
+        for f in gone:
+            self.allowed.pop(f)
         lost = [futures.pop(f) for f in gone] + [item for g in groups for item in waiting.pop(g, ())]
         for place, s in sorted(lost, key=lambda item: item[0]):
             self._record(Result(s.case, s.name, s.role, error="lost: no Dask worker that may run it "
@@ -267,7 +281,11 @@ class ClusterRunner:
         return result_from_dict(reply["result"])
 
     def _request(self, s: Planned) -> dict[str, Any]:
-        return subject_request(s, self.options, self.seed, self._shapes.for_request(s))
+        return subject_request(s, self.options, self.seed, self._shapes.for_request(s, self._where(s)))
+
+    def _where(self, s: Planned) -> str:
+        """Which judges may share a random-shapes verdict: those of one GPU model (a case's group)."""
+        return ",".join(sorted(self._groups.get(s.case.key, ())))
 
     def _build_request(self, s: Planned) -> Optional[dict[str, Any]]:
         return {"family": s.family, "arch": self.options.arch} if s.role == "variant" else None

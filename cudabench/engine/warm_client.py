@@ -29,7 +29,7 @@ from cudabench.engine.workers import ProcessWorker, WorkerLost
 from cudabench.errors import CudabenchError
 
 START_TIMEOUT = 30.0      # a new warm worker's socket appears (before it imports torch)
-SOCKET_PATH_MAX = 100     # sun_path is 108 bytes on Linux
+SOCKET_PATH_MAX, NAME_MAX = 100, 32  # sun_path is 108 bytes on Linux; a socket's name (socket_name) at most
 LOG_LIMIT = 1 << 20       # a warm worker's log (its stderr, a kernel's printf) starts over past this size
 # the environment a worker's results depend on: another value, another worker
 KEY_VARIABLES = ("PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_HOME",
@@ -62,7 +62,7 @@ def worker_folder() -> Path:
         from cudabench.spec.build import cache_root
 
         folder = cache_root() / "workers"
-    if len(str(folder)) > SOCKET_PATH_MAX - 40:  # a short stand-in, one per long folder
+    if len(str(folder)) > SOCKET_PATH_MAX - NAME_MAX - len("/.sock"):  # a short stand-in, one per long folder
         short = private(Path(f"/tmp/cudabench-{os.getuid()}"))
         folder = short / hashlib.sha256(str(folder).encode()).hexdigest()[:12]
     return private(folder)
@@ -89,12 +89,14 @@ def private(folder: Path) -> Path:
 
 
 def socket_name(gpu: Any, env: Optional[dict[str, str]] = None) -> str:
-    """One warm worker per GPU, named by its UUID (or index); the default GPU's by the CUDA_VISIBLE_DEVICES
-    it starts with (callers that pick other GPUs would otherwise replace each other's worker on each run)."""
-    visible = (os.environ if env is None else env).get("CUDA_VISIBLE_DEVICES", "")
-    label = (f"default-{visible}" if len(visible) <= 48 else "default-" + hashlib.sha256(visible.encode()).hexdigest()[:16]
-             ) if gpu is None else "gpu-" + (getattr(gpu, "uuid", "") or f"index-{getattr(gpu, 'index', 0)}")
-    return "".join(c if c.isalnum() or c in "-_" else "_" for c in label).rstrip("-")
+    """One warm worker per GPU, named by its UUID (or index); the default GPU's by its CUDA_VISIBLE_DEVICES (callers
+    that pick other GPUs would replace each other's worker). Past NAME_MAX characters, or unusual: hashed."""
+    visible = (os.environ if env is None else env).get("CUDA_VISIBLE_DEVICES")
+    raw = (f"default-{visible}" if visible is not None else "default") if gpu is None else \
+        "gpu-" + (getattr(gpu, "uuid", "") or f"index-{getattr(gpu, 'index', 0)}")
+    if len(raw) <= NAME_MAX and raw[-1] != "-" and all(c.isalnum() or c in "-_" for c in raw):
+        return raw
+    return "".join(c if c.isalnum() else "_" for c in raw[:15]) + "-" + hashlib.sha256(raw.encode()).hexdigest()[:16]
 
 
 def package_stamp() -> list[tuple[str, int, int]]:
@@ -111,10 +113,9 @@ def worker_key(kernels_dirs: Sequence[Any], env: dict[str, str]) -> str:
 
     import cudabench
 
-    try:
+    torch_version = ""
+    with contextlib.suppress(PackageNotFoundError):
         torch_version = version("torch")
-    except PackageNotFoundError:
-        torch_version = ""
     parts = {"cudabench": cudabench.__version__, "files": package_stamp(), "python": sys.executable,
              "torch": torch_version, "kernels": sorted(str(Path(d).resolve()) for d in kernels_dirs),
              "env": {k: v for k, v in sorted(env.items()) if k in KEY_VARIABLES or k.startswith("CUDABENCH_")}}
@@ -122,8 +123,8 @@ def worker_key(kernels_dirs: Sequence[Any], env: dict[str, str]) -> str:
 
 
 def warm_command(path: Path, key: str, idle: float, handler: str = "") -> list[str]:
-    command = [sys.executable, "-m", "cudabench.engine.warm", "--socket", str(path), "--key", key, "--idle", str(idle)]
-    return command + (["--handler", handler] if handler else [])
+    return [sys.executable, "-m", "cudabench.engine.warm", "--socket", str(path), "--key", key, "--idle", str(idle),
+            *(["--handler", handler] if handler else [])]
 
 
 def connect(path: Path) -> Optional[socket.socket]:
