@@ -54,6 +54,11 @@ def _may_run(group: Optional[frozenset], live: set[str]) -> set[str]:
     return set(live & group) if group is not None else set(live)
 
 
+def _judges(group: Optional[frozenset]) -> str:
+    """Which judges share a random-shapes verdict: those of a case's group of workers (one GPU model)."""
+    return ",".join(sorted(group or ()))
+
+
 class ClusterRunner:
     """Runner's interface (launch, start, run, close, results, environment, ...) over Dask."""
 
@@ -77,7 +82,6 @@ class ClusterRunner:
         self.models: dict[str, str] = {}        # Dask worker -> the GPU model its cudabench worker has
         self.allowed: dict[Any, Optional[frozenset]] = {}  # future -> the workers it may run on (None: any)
         self._shapes = SharedShapes(options.fuzz)
-        self._groups: dict[str, list[str]] = {}  # case key -> the Dask workers (one GPU model) it may run on
         self.unstarted: set[str] = set()        # Dask workers whose cudabench worker could not start
         self.client: Any = None
 
@@ -170,7 +174,7 @@ class ClusterRunner:
                 planned.append((position, entry))
         durations = Durations(run_context(self.options))
         ranked = durations.ranked(planned)
-        where = self._groups = self._pin_cases([s for _, s in ranked])
+        where = self._pin_cases([s for _, s in ranked])
         waiting: dict[Optional[frozenset], deque] = {}  # the workers a subject may run on (None: any) -> in rank order
         for place, s in ranked:
             allowed = where.get(s.case.key)
@@ -222,7 +226,7 @@ class ClusterRunner:
                 # for as long as one of them is there
                 workers = sorted(group) if group is not None else sorted(live) if self.unstarted else None
                 future = self.client.submit(run_subject, self.hello, self.command, self.run_token,
-                                            self._build_request(s), self._request(s), self.options.timeout,
+                                            self._build_request(s), self._request(s, group), self.options.timeout,
                                             resources=GPU, pure=False, workers=workers,
                                             **({"allow_other_workers": group is None} if workers else {}))
                 futures[future], self.allowed[future] = (place, s), group
@@ -245,10 +249,10 @@ class ClusterRunner:
             # (status "lost"), which Dask computes again: reading it now would wait for that
             for future in sorted((f for f in futures if f.done()), key=lambda f: futures[f][0]):
                 place, s = futures.pop(future)
-                self.allowed.pop(future, None)
+                group = self.allowed.pop(future)
                 result = self._outcome(future, s)
                 durations.note(s, result)
-                self._shapes.note(s, result, self._where(s))
+                self._shapes.note(s, result, _judges(group))
                 self._record(result, place, positions)
             stranded = {g for g, queue in waiting.items() if queue} | {self.allowed[f] for f in futures}
             stranded_since = {g: stranded_since.get(g, time.monotonic()) for g in stranded if not _may_run(g, live)}
@@ -280,12 +284,8 @@ class ClusterRunner:
             self.waited[key] = self.waited.get(key, 0.0) + seconds
         return result_from_dict(reply["result"])
 
-    def _request(self, s: Planned) -> dict[str, Any]:
-        return subject_request(s, self.options, self.seed, self._shapes.for_request(s, self._where(s)))
-
-    def _where(self, s: Planned) -> str:
-        """Which judges may share a random-shapes verdict: those of one GPU model (a case's group)."""
-        return ",".join(sorted(self._groups.get(s.case.key, ())))
+    def _request(self, s: Planned, group: Optional[frozenset]) -> dict[str, Any]:
+        return subject_request(s, self.options, self.seed, self._shapes.for_request(s, _judges(group)))
 
     def _build_request(self, s: Planned) -> Optional[dict[str, Any]]:
         return {"family": s.family, "arch": self.options.arch} if s.role == "variant" else None
