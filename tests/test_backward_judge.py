@@ -8,14 +8,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from cudabench.engine.subject_link import SubjectLink
-from cudabench.engine.subject_worker import SubjectHandler
-from cudabench.engine.workers import InlineWorker
 from cudabench.measure import judge as judge_module
-from cudabench.measure.judge import Judge
 from cudabench.measure.settings import Settings
 from cudabench.results.records.model import Case
 from cudabench.spec.registry import discover
+from runs import inline_judge
 from test_judge import WorkTimer
 
 PEEK = Path(__file__).resolve().parent / "backward_kernels"
@@ -28,11 +25,9 @@ def registry():
 
 def judged(registry, name):
     ext = SimpleNamespace(work=0)
-    handler = SubjectHandler("cpu", timer_factory=lambda timing: WorkTimer(ext), modules={"peek": ext})
-    link = SubjectLink(lambda: InlineWorker(handler), {"op": "hello", "kernels_dirs": [str(PEEK)]})
+    judge = inline_judge(registry, PEEK, {"peek": ext}, lambda timing: WorkTimer(ext))
     settings = Settings(rule={"kind": "repeat", "count": 10}, warmup_calls=2, warmup_seconds=0.0, fuzz=0)
-    return Judge(registry, link, device="cpu").run(registry.family("peek"), Case("peek", (("n", 1 << 16),), "bwd"),
-                                                   name, "variant", settings)
+    return judge.run(registry.family("peek"), Case("peek", (("n", 1 << 16),), "bwd"), name, "variant", settings)
 
 
 def failed(result):

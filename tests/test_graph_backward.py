@@ -10,13 +10,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from cudabench.engine.subject_link import SubjectLink
-from cudabench.engine.subject_worker import SubjectHandler
-from cudabench.engine.workers import InlineWorker
-from cudabench.measure.judge import Judge
 from cudabench.measure.settings import Settings
 from cudabench.results.records.model import Case
 from cudabench.spec.registry import discover
+from runs import inline_judge
 from test_judge import WorkTimer
 
 ROUNDING = Path(__file__).resolve().parent / "rounding_kernels"
@@ -66,13 +63,11 @@ def judged_backward(registry, refreshes=True):
         made.refreshes = refreshes
         return made
 
-    handler = SubjectHandler("cpu", modules={"roundattn": ext}, timer_factory=timer)
-    link = SubjectLink(lambda: InlineWorker(handler), {"op": "hello", "kernels_dirs": [str(ROUNDING)]})
     case = Case("roundattn", SHAPE, "bwd", dtype="bfloat16")
     settings = Settings(rule={"kind": "repeat", "count": 10}, warmup_calls=2, warmup_seconds=0.0, fuzz=0,
                         timing="graph")
-    return Judge(registry, link, device="cpu").run(registry.family("roundattn"), case, "roundattn-honest",
-                                                   "variant", settings)
+    return inline_judge(registry, ROUNDING, {"roundattn": ext}, timer).run(
+        registry.family("roundattn"), case, "roundattn-honest", "variant", settings)
 
 
 def verdict(result, name):

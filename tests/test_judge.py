@@ -14,15 +14,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from cudabench.engine.subject_link import SubjectLink
 from cudabench.engine.subject_worker import SubjectHandler
-from cudabench.engine.workers import InlineWorker
 from cudabench.measure import judge as judge_module
 from cudabench.measure import judged_calls
-from cudabench.measure.judge import Judge
 from cudabench.measure.settings import Settings
 from cudabench.results.records.model import Case, IntegrityCheck
 from cudabench.spec.registry import discover
+from runs import inline_judge
 
 HOSTILE = Path(__file__).resolve().parent / "hostile_kernels"
 N = 1 << 20  # 1 ms per honest call on the work timer: far above any absolute allowance
@@ -69,9 +67,7 @@ def registry():
 
 def make_judge(registry):
     ext = StandIn()
-    handler = SubjectHandler("cpu", timer_factory=lambda timing: WorkTimer(ext), modules={"hostile": ext})
-    link = SubjectLink(lambda: InlineWorker(handler), {"op": "hello", "kernels_dirs": [str(HOSTILE)]})
-    return Judge(registry, link, device="cpu")
+    return inline_judge(registry, HOSTILE, {"hostile": ext}, lambda timing: WorkTimer(ext))
 
 
 def judge_one(registry, name, role="variant", inputs="uniform", judge=None, n=N, **settings):
@@ -576,8 +572,7 @@ def test_each_judged_call_after_the_hot_loop_follows_an_untimed_call_on_the_valu
             super().hostile(x, y, mode)
 
     ext = Recording()
-    handler = SubjectHandler("cpu", timer_factory=lambda timing: WorkTimer(ext), modules={"hostile": ext})
-    link = SubjectLink(lambda: InlineWorker(handler), {"op": "hello", "kernels_dirs": [str(HOSTILE)]})
+    judge = inline_judge(registry, HOSTILE, {"hostile": ext}, lambda timing: WorkTimer(ext))
     warm = []
     original = SubjectHandler.handle
 
@@ -589,7 +584,7 @@ def test_each_judged_call_after_the_hot_loop_follows_an_untimed_call_on_the_valu
         return reply
 
     monkeypatch.setattr(SubjectHandler, "handle", spy)
-    r = judge_one(registry, "hostile-honest", judge=Judge(registry, link, device="cpu"), fuzz=0)
+    r = judge_one(registry, "hostile-honest", judge=judge, fuzz=0)
     assert r.status == "ok", failed(r)
     after_hot = [(b, a) for b, a in warm if a == b + 1]
     assert len(after_hot) == judged_calls.FRESH_CALLS  # the first check's poison has no call before it

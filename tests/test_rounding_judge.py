@@ -8,14 +8,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from cudabench.engine.subject_link import SubjectLink
-from cudabench.engine.subject_worker import SubjectHandler
-from cudabench.engine.workers import InlineWorker
 from cudabench.measure import judged_calls, kinds
-from cudabench.measure.judge import Judge
 from cudabench.measure.settings import Settings
 from cudabench.results.records.model import Case
 from cudabench.spec.registry import discover
+from runs import inline_judge
 from test_judge import WorkTimer
 
 ROUNDING = Path(__file__).resolve().parent / "rounding_kernels"
@@ -36,9 +33,7 @@ def make_judge(registry, kind_seed, monkeypatch):
     monkeypatch.setattr(judged_calls, "other_input_kinds", lambda family, case: ["outliers"])
     monkeypatch.setattr(judged_calls, "secrets", SimpleNamespace(randbits=lambda bits: kind_seed))
     ext = SimpleNamespace(work=0)
-    handler = SubjectHandler("cpu", timer_factory=lambda timing: WorkTimer(ext), modules={"roundattn": ext})
-    link = SubjectLink(lambda: InlineWorker(handler), {"op": "hello", "kernels_dirs": [str(ROUNDING)]})
-    return Judge(registry, link, device="cpu")
+    return inline_judge(registry, ROUNDING, {"roundattn": ext}, lambda timing: WorkTimer(ext))
 
 
 def judged(registry, judge, name):
