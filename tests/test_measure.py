@@ -90,7 +90,7 @@ def test_a_timer_that_records_nothing_is_an_error_not_a_hang():
 
 
 def test_activity_per_call_counts_gpu_work_inside_each_call_range_once():
-    from cudabench.measure.timers import CALL_RANGE, Activity, activity_per_call
+    from cudabench.measure.cupti_activity import CALL_RANGE, Activity, activity_per_call
 
     events = [Activity(CALL_RANGE, False, 0.0, 100.0, True), Activity(CALL_RANGE, False, 200.0, 300.0, True),
               Activity("aten::add", False, 5.0, 20.0),
@@ -107,7 +107,7 @@ def test_recorded_reads_a_kineto_session_without_building_function_events():
     import torch
     from torch.autograd.profiler import record_function
 
-    from cudabench.measure.timers import CALL_RANGE, cupti_session, recorded
+    from cudabench.measure.cupti_activity import CALL_RANGE, cupti_session, recorded
 
     with cupti_session() as prof:
         with record_function(CALL_RANGE):
@@ -126,7 +126,7 @@ def test_recorded_keeps_nanoseconds_of_epoch_timestamps():
 
     from torch.autograd import DeviceType
 
-    from cudabench.measure.timers import recorded
+    from cudabench.measure.cupti_activity import recorded
 
     def event(name, start, duration, device=DeviceType.CUDA):
         return SimpleNamespace(name=lambda: name, device_type=lambda: device, start_ns=lambda: start,

@@ -67,7 +67,7 @@ def test_timeline_spans_sort_api_calls_marks_and_kernels_into_their_modes(tmp_pa
     """Activities as CUPTI records them (API calls on the host, kernels and annotation shadows on
     the GPU, other host events) and the clock's marks, all in µs on one clock."""
     from cudabench.measure.sync_modes import timeline_spans
-    from cudabench.measure.timers import Activity
+    from cudabench.measure.cupti_activity import Activity
 
     events = [Activity("void sleep_kernel", True, 101.0, 120.0), Activity("cudaDeviceSynchronize", False, 121.0, 125.0),
               Activity("cudaLaunchKernel", False, 125.5, 127.0), Activity("add2_kernel", True, 128.0, 138.0),

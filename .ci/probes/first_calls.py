@@ -17,7 +17,7 @@ timed("conv1d fwd+bwd (first backward)", lambda: torch.nn.functional.conv1d(x, w
 timed("conv1d fwd+bwd again", lambda: torch.nn.functional.conv1d(x, w, groups=64, padding=255).sum().backward())
 timed("rfft fp32 (cuFFT)", lambda: torch.fft.rfft(x.detach(), n=512))
 timed("rfft fp64 new size", lambda: torch.fft.rfft(x.detach().double(), n=1024))
-from cudabench.measure.timers import activity_per_call, cupti_session, ranged_call, recorded
+from cudabench.measure.cupti_activity import activity_per_call, cupti_session, ranged_call, recorded
 def cupti_pass():  # as a subject's CUPTI pass makes it: one session, 20 ranged calls, its records read
     with cupti_session() as prof:
         torch.cuda._sleep(1000)

@@ -14,7 +14,8 @@ requests one at a time:
               them. Every judged call is made the same way, so no state here tells them apart
     peak      one warm call with PyTorch's peak-memory counter reset
     hot       the timed loop on unchanged inputs (warm-up, timer, stop rule, clocks), then a short
-              CUPTI pass for the kernel-time and integrity figures
+              CUPTI pass for the kernel-time and integrity figures; under graph timing each call of the
+              graph on inputs of its own (cudabench.measure.lanes), all shared with the judge
     round     a round of judged calls timed by CUPTI kernel time starts (one CUPTI session for the
               round); `samples` ends it and returns each call's kernel time, in call order
     order     the stream-order probe: the current stream held busy, the first inputs written back on
@@ -34,8 +35,9 @@ from typing import Any, Callable, Optional
 import torch
 
 from cudabench import nvtx
-from cudabench.measure.clocks import ClockMonitor, L2Flusher, cold_hook, settle_hook
+from cudabench.measure.clocks import ClockMonitor, L2Flusher, cold_hook, l2_bytes, settle_hook
 from cudabench.measure.cupti_pass import cupti_pass
+from cudabench.measure.lanes import footprint, room, shared_lanes
 from cudabench.measure.loop import measure
 from cudabench.measure.memory import allocated_bytes, peak_memory, release_cached
 from cudabench.measure.opened import Opened
@@ -43,7 +45,7 @@ from cudabench.measure.poison import poison
 from cudabench.measure.settings import Settings
 from cudabench.measure.subject import case_inputs
 from cudabench.measure.timers import CuptiRound, make_timer, sleep_cycles
-from cudabench.measure.transport import describe, share
+from cudabench.measure.transport import share, share_outputs
 from cudabench.results.exporters.json_document import measurement_to_dict
 from cudabench.results.records.model import Case
 from cudabench.results.records.stats import summarize
@@ -103,10 +105,12 @@ class BlindRunner:
         with nvtx.range(f"build {family.name}", "build"):
             return build(family, arch).module
 
+    def _l2(self) -> int:
+        return (l2_bytes() if self.device == "cuda" else 0) or 64 << 20
+
     def flusher(self) -> L2Flusher:
         if self._flusher is None:
-            props = torch.cuda.get_device_properties(torch.cuda.current_device())
-            self._flusher = L2Flusher(int(getattr(props, "L2_cache_size", 0)) or 64 << 20)
+            self._flusher = L2Flusher(self._l2())
             self.guard.objects.accept(self, "_flusher")  # made once: a subject's replacement shows
         return self._flusher
 
@@ -114,17 +118,6 @@ class BlindRunner:
         if self.subject is None:
             raise ValueError("no subject is open")
         return self.subject
-
-    def _share_all(self, values: dict) -> dict:
-        """What the judge sees of a call's outputs: a shared description of each plain tensor, or
-        what it is instead (a subclass, a Python number, ...)."""
-        shared = {}
-        for name, value in values.items():
-            meta = describe(value)
-            if meta["kind"] == "tensor" and value.layout == torch.strided:
-                meta = share(value.detach())
-            shared[name] = meta
-        return shared
 
     # ---- requests ----------------------------------------------------------------------------------
 
@@ -221,7 +214,10 @@ class BlindRunner:
         if not isinstance(got, dict):
             got = {"out": got}
         s.last = got
-        return {"sample": sample, "outputs": self._share_all(got)}
+        reply = {"sample": sample, "outputs": share_outputs(got)}
+        if workload is None and s.lanes:  # a replay: every call's outputs, the judge reads one (lanes.py)
+            reply["lanes"] = [share_outputs(o) for o in s.timer.statics[1:]]
+        return reply
 
     def peak(self) -> dict:
         """One warm call's peak memory beyond what was allocated before the subject's first call. The
@@ -249,6 +245,9 @@ class BlindRunner:
         flush = self._cold_hook(settings)
         if flush is not None and hasattr(timer, "cap"):
             timer.cap = 1  # a graph of several calls would run all but the first with a warm L2
+        if hasattr(timer, "lanes") and timer.before is None:  # graph timing, fwd or fwdbwd
+            timer.lanes = lambda n: s.lane_calls(n, self.device)
+            timer.cap = min(timer.cap, room(footprint(s.inputs, s.grad_out, s.outputs), self._l2()))
         timed_call = nvtx.around(call, "call")
         start = time.perf_counter()
         with ClockMonitor() if on_gpu else contextlib.nullcontext() as clocks:
@@ -260,7 +259,8 @@ class BlindRunner:
         s.timer = timer
         median = summarize(m.samples).median
         s.hot_median = median * m.calls_per_sample
-        reply = {"measurement": measurement_to_dict(m), "sampling_seconds": sampling, "cupti": None}
+        reply = {"measurement": measurement_to_dict(m), "sampling_seconds": sampling, "cupti": None,
+                 "lanes": shared_lanes(s.lanes)}
         short = m.timing == "sync" and median < settings.kernel_time_below
         if on_gpu and (short or settings.integrity or s.family.report_launches):
             reply["cupti"] = cupti_pass(call, timer, m, short, self.timer_factory, self.sync, flush)
@@ -305,7 +305,7 @@ class BlindRunner:
         copies = {k: (v.detach().clone() if torch.is_tensor(v) else v) for k, v in got.items()}
         self.sync()
         s.last = copies
-        return {"outputs": self._share_all(copies)}
+        return {"outputs": share_outputs(copies)}
 
     def finish(self) -> dict:
         """Restore the process state; report what the subject left behind."""

@@ -74,6 +74,11 @@ class ClockMonitor:
         return tuple(out)
 
 
+def l2_bytes() -> int:
+    """The current GPU's L2 size in bytes (0 when torch does not say)."""
+    import torch
+
+    return int(getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "L2_cache_size", 0))
 
 
 class L2Flusher:

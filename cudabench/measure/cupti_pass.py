@@ -5,11 +5,14 @@ its judged calls' kernel time."""
 
 from __future__ import annotations
 
+import statistics
 import time
+from dataclasses import replace
 from typing import Any, Callable, Optional
 
 from cudabench.measure.loop import Warmup, measure
 from cudabench.measure.stop import FixedCount
+from cudabench.results.records.model import Measurement
 from cudabench.results.records.stats import summarize
 
 # About this long of calls (at least 5, at most 20), after 3 untimed calls (1 for a call over a
@@ -38,3 +41,16 @@ def cupti_pass(call: Callable[[], Any], timer: Any, m: Any, short: bool, make_ti
         samples = list(measure(call, cupti, FixedCount(count), warmup, sync, flush).samples)
     return {"kernel_median": summarize(samples).median, "kernel_samples": samples, "counts": list(cupti.counts),
             "busy": list(cupti.busy), "short": short, "seconds": time.perf_counter() - start}
+
+
+def with_kernel_time(m: Measurement, cupti: dict[str, Any]) -> Measurement:
+    """The CUPTI pass's figures beside the timer's: kernel time for launch-dominated calls, kernels
+    per call."""
+    extra = list(m.extra)
+    median = summarize(m.samples).median
+    kernel = cupti.get("kernel_median", 0.0)
+    if cupti.get("short") and kernel > 0:
+        extra += [("kernel_time_cupti", kernel), ("launch_and_sync_overhead", median - kernel)]
+    if cupti.get("counts"):
+        extra.append(("kernels_per_call", float(statistics.median(cupti["counts"]))))
+    return replace(m, extra=tuple(extra))

@@ -5,22 +5,25 @@ any call's outputs and inputs may not be. A mixin of the judge's Session."""
 
 from __future__ import annotations
 
+import math
 import secrets
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from cudabench.measure import integrity
 from cudabench.measure.check import compare
+from cudabench.measure.clocks import l2_bytes
 from cudabench.measure.judged_calls import SubjectError
+from cudabench.measure.lanes import lane_outputs, overlap
 from cudabench.measure.settings import shapes_key
 from cudabench.measure.subject import Phases, figure, own_work
 from cudabench.measure.transport import open_shared
 from cudabench.results.records.model import Case, Check, IntegrityCheck, Result
 
 if TYPE_CHECKING:
-    from cudabench.measure.judge import Draw
+    from cudabench.measure.lanes import Draw
 
 
 class IntegrityPass:
@@ -35,8 +38,7 @@ class IntegrityPass:
             checks.append(self.stream_order(reference, result.check))
         checks.append(integrity.timed_window(result.stats.median, busy, settings.timing))
         checks.append(integrity.no_work(counts, result.flops, result.bytes))
-        l2 = int(getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "L2_cache_size", 0)) \
-            if j.device == "cuda" else 0
+        l2 = l2_bytes() if j.device == "cuda" else 0
         flops, nbytes = own_work(family, case, result)
         checks.append(integrity.impossible(figure(result), flops, nbytes, j.ceilings, l2, settings.cold, case.dtype))
         with self.phases("integrity/process state"):
@@ -118,18 +120,19 @@ class IntegrityPass:
 
     # ---- what a call's outputs and inputs may not be -----------------------------------------------
 
-    def _open_outputs(self, outputs: dict) -> tuple[dict, list[IntegrityCheck]]:
+    def _open_outputs(self, outputs: dict, lane: int = 0) -> tuple[dict, list[IntegrityCheck]]:
         """The outputs mapped here, and what is wrong with them: each must be a plain dense tensor of
         the case's dtype on its device, sharing no memory with an input (a view or alias of an input,
-        a lazy subclass, the wrong dtype or strides)."""
+        a lazy subclass, the wrong dtype or strides). `lane`: which of a graph's calls made them."""
         opened, found = {}, []
+        inputs = self._lane(lane)[0]
         for name, meta in outputs.items():
             why = integrity.output_kind(name, meta, self.case.dtype, self.judge.device)
             if why:
                 found.append(IntegrityCheck("output", "fail", why))
                 continue
             t = opened[name] = open_shared(meta)
-            for k, inp in self.mapped.items():
+            for k, inp in inputs.items():
                 if _overlaps(t, inp):
                     found.append(IntegrityCheck("output", "fail", f"{name} shares memory with the input {k} "
                                                                   "(a view or alias of an input)"))
@@ -138,21 +141,64 @@ class IntegrityPass:
     def _same_inputs(self, draw: Draw) -> bool:
         return not self._mutated(draw)
 
-    def _mutated(self, draw: Draw) -> str:
+    def _lane(self, lane: int) -> tuple[dict, Any]:
+        """The memory of a lane's inputs and upstream gradient (lane 0: the subject's own)."""
+        return self.lanes.mapped[lane] if self.lanes is not None else (self.mapped, self.mapped_grad)
+
+    def _lanes_apart(self, reply: dict) -> list[IntegrityCheck]:
+        """Every call of a judged replay wrote outputs of its own, apart from every lane's inputs."""
+        tensors = [t for inputs, grad in self.lanes.mapped for t in [*inputs.values(), grad] if t is not None]
+        for lane in range(self.lanes.count):
+            outputs = lane_outputs(reply, lane, self.lanes.count) or {}
+            tensors += [open_shared(m) for m in outputs.values() if isinstance(m, dict) and "dtype" in m]
+        why = overlap(tensors)
+        return [IntegrityCheck("output", "fail", why)] if why else []
+
+    def _every_lane(self, reply: dict, lane: int, check: Check) -> tuple[Check, list[IntegrityCheck]]:
+        """A checked replay's other lanes, each against the fp64 reference of the values the judge wrote
+        into it (a draw no honest kernel can be held to is left out): the worst lane's check is the call's,
+        so a graph whose calls skip their work in any lane fails at the first checked replay."""
+        worst = check
+        for i, draw in enumerate(self.lanes.held):
+            if i == lane:
+                continue
+            opened, problems = self._open_outputs(lane_outputs(reply, i, self.lanes.count) or {}, i)
+            mutated = self._mutated(draw, i)
+            if mutated:
+                problems.append(IntegrityCheck("inputs", "fail", f"it mutates its inputs: {mutated}"))
+            if problems:
+                return worst, problems
+            with self.phases("integrity/references"):
+                reference = self.judge.reference(self.family, self.case, draw, keep=False)
+                tolerance = self.draw_tolerance(draw, reference)
+            if math.isfinite(tolerance):
+                got = compare({k: t.clone() for k, t in opened.items()}, reference, tolerance)
+                worst = max(worst, got, key=_badness)
+        self.judge.sync()
+        return worst, []
+
+    def _mutated(self, draw: Draw, lane: int = 0) -> str:
         """Which inputs differ from the values the judge wrote, and how much ('' when none)."""
         changed = []
-        for k, t in self.mapped.items():
+        mapped, mapped_grad = self._lane(lane)
+        for k, t in mapped.items():
             want = draw.inputs[k]
             same = torch.eq(t, want) | (torch.isnan(t) & torch.isnan(want))
             bad = int((~same).sum())
             if bad:
                 changed.append(f"{k} changed in {bad} of {t.numel()} elements")
-        if self.mapped_grad is not None:
-            same = torch.eq(self.mapped_grad, draw.grad_out)
+        if mapped_grad is not None:
+            same = torch.eq(mapped_grad, draw.grad_out)
             bad = int((~same).sum())
             if bad:
-                changed.append(f"the upstream gradient changed in {bad} of {self.mapped_grad.numel()} elements")
+                changed.append(f"the upstream gradient changed in {bad} of {mapped_grad.numel()} elements")
         return "; ".join(changed)
+
+
+def _badness(check: Check) -> float:
+    """How far a check is past its tolerance (an output not written: furthest)."""
+    worst = check.worst
+    return float("inf") if worst != worst else worst / check.tolerance
 
 
 def _overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:

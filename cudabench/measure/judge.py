@@ -42,13 +42,15 @@ from cudabench import nvtx
 from cudabench.measure import kinds
 from cudabench.measure.check import compare, output_specs, reference_results
 from cudabench.measure.integrity_pass import IntegrityPass
+from cudabench.measure.cupti_pass import with_kernel_time
 from cudabench.measure.judged_calls import HOST_BOUND, SYNC_HOST_SHARE, JudgedCalls, SubjectError, SubjectLost
+from cudabench.measure.lanes import Draw, Lanes, lane_outputs, write
 from cudabench.measure.memory import release_cached
 from cudabench.measure.settings import Settings, shapes_key
 from cudabench.measure.subject import Phases, case_inputs, figure, own_work, work_of
 from cudabench.measure.transport import TransportError, forget_inline, open_shared
 from cudabench.results.exporters.json_document import case_to_dict, measurement_from_dict
-from cudabench.results.records.model import Case, Check, IntegrityCheck, Measurement, Result
+from cudabench.results.records.model import Case, Check, IntegrityCheck, Result
 from cudabench.results.records.stats import summarize
 from cudabench.spec.family import Family
 from cudabench.spec.registry import Registry
@@ -58,13 +60,6 @@ class SubjectProcess(Protocol):
 
     def ask(self, request: dict[str, Any], timeout: float) -> dict[str, Any]:
         """The reply to one request; raises SubjectLost."""
-
-
-class Draw:
-    """One set of input values the judge made and wrote into the subject's inputs."""
-
-    def __init__(self, seed: int, inputs: dict, grad_out: Any) -> None:
-        self.seed, self.inputs, self.grad_out = seed, inputs, grad_out
 
 
 class Judge:
@@ -152,6 +147,7 @@ class Session(IntegrityPass, JudgedCalls):
         self.tolerance = family.tolerance_for(case.dtype)
         self.mapped: dict[str, Any] = {}
         self.mapped_grad: Any = None
+        self.lanes: Optional[Lanes] = None  # a graph's calls on inputs of their own (graph timing)
         self.first: Optional[Draw] = None
         self.first_outputs: dict = {}
         self.partial = base  # what is known so far, kept when a later step fails
@@ -171,16 +167,13 @@ class Session(IntegrityPass, JudgedCalls):
 
     def write(self, draw: Draw, inputs: bool = True, grad: bool = True) -> None:
         """The draw's values into the subject's inputs and upstream gradient (its memory, written from here)."""
-        with torch.no_grad():
-            for k, t in self.mapped.items():
-                if inputs:
-                    t.copy_(draw.inputs[k])
-            if self.mapped_grad is not None and grad:
-                self.mapped_grad.copy_(draw.grad_out)
+        write(self.mapped, self.mapped_grad, draw, inputs, grad)
+        if self.lanes is not None:
+            self.lanes.wrote(0, draw)
         self.judge.sync()
 
     def release(self) -> None:
-        self.mapped, self.mapped_grad, self.first_outputs, self._last_got = {}, None, {}, None
+        self.mapped, self.mapped_grad, self.first_outputs, self._last_got, self.lanes = {}, None, {}, None, None
         self.first = None  # its draw's tensors, before the judge hands cached memory back
         forget_inline()
 
@@ -248,6 +241,10 @@ class Session(IntegrityPass, JudgedCalls):
         self.phases.add("integrity/cupti", max(0.0, time.perf_counter() - start - m.warmup_seconds
                                                - hot["sampling_seconds"]))
         m = with_kernel_time(m, cupti)
+        if hot.get("lanes"):
+            self.lanes = Lanes((self.mapped, self.mapped_grad), hot["lanes"], self.first)
+            if self.lanes.unlike():
+                raise SubjectLost(f"the subject process broke the protocol: {self.lanes.unlike()}")
         result = self.partial = self._with_ceiling(replace(result, measurement=m, stats=summarize(m.samples)))
         if not settings.integrity:
             self.finish()
@@ -279,14 +276,21 @@ class Session(IntegrityPass, JudgedCalls):
             return "cupti"
         return timing  # under cupti too, a round is one CUPTI session: see BlindRunner.round
 
-    def judged_call(self, draw: Draw, reference: Optional[dict], keep_outputs: bool = False,
-                    eager: bool = False, tolerance: Optional[float] = None) -> tuple[Check, list[IntegrityCheck]]:
+    def judged_call(self, draw: Draw, reference: Optional[dict], keep_outputs: bool = False, eager: bool = False,
+                    tolerance: Optional[float] = None, same: bool = False,
+                    every_lane: bool = False) -> tuple[Check, list[IntegrityCheck]]:
         """Poison the outputs' memory, write the draw, make one call, and judge it: output kinds and
         aliasing always; values (to `tolerance`, by default the family's) and the inputs' integrity when
-        `reference` is given (else the outputs are left unread)."""
+        `reference` is given (else the outputs are left unread). A graph replay with lanes gets the draw in
+        a lane picked at random, new values (or on `same` their last ones) in the others, and every lane's
+        memory must be its own; with `every_lane` each lane is checked (cudabench.measure.lanes)."""
         self._last_got = None
         self.ask({"op": "poison"})
-        if self.case.direction == "bwd":  # the stored forward first, then the gradient its backward gets
+        lanes, lane = (None if eager else self.lanes), 0
+        if lanes is not None:
+            lane = lanes.fill(draw, same, self.new_draw)
+            self.judge.sync()
+        elif self.case.direction == "bwd":  # the stored forward first, then the gradient its backward gets
             self.write(draw, grad=False)
             self.ask({"op": "forward", "eager": eager} if eager else {"op": "forward"})
             self.write(draw, inputs=False)
@@ -294,7 +298,12 @@ class Session(IntegrityPass, JudgedCalls):
             self.write(draw)
         reply = self.ask({"op": "call", "eager": eager} if eager else {"op": "call"})
         self.last_sample = reply.get("sample")
-        opened, problems = self._open_outputs(reply["outputs"])
+        outputs = reply["outputs"] if lanes is None else lane_outputs(reply, lane, lanes.count)
+        if outputs is None:
+            raise SubjectLost("the subject process broke the protocol: a replay without every call's outputs")
+        opened, problems = self._open_outputs(outputs, lane)
+        if lanes is not None and reference is not None and not problems:
+            problems = self._lanes_apart(reply)
         if reference is None or problems:
             return Check((), self.tolerance), problems
         got = {k: t.clone() for k, t in opened.items()}
@@ -302,10 +311,14 @@ class Session(IntegrityPass, JudgedCalls):
         self._last_got = got
         if keep_outputs:
             self.first_outputs = got
-        mutated = self._mutated(draw)
+        mutated = self._mutated(draw, lane)
         if mutated:
             problems.append(IntegrityCheck("inputs", "fail", f"it mutates its inputs: {mutated}"))
-        return compare(got, reference, self.tolerance if tolerance is None else tolerance), problems
+        check = compare(got, reference, self.tolerance if tolerance is None else tolerance)
+        if lanes is not None and every_lane:
+            check, more = self._every_lane(reply, lane, check)
+            problems += more
+        return check, problems
 
     # ---- integrity -----------------------------------------------------------------------------------
 
@@ -330,16 +343,3 @@ class Session(IntegrityPass, JudgedCalls):
             return result
         extra["ceiling_fraction"] = share
         return replace(result, measurement=replace(result.measurement, extra=tuple(extra.items())))
-
-
-def with_kernel_time(m: Measurement, cupti: dict[str, Any]) -> Measurement:
-    """The CUPTI pass's figures beside the timer's: kernel time for launch-dominated calls, kernels
-    per call."""
-    extra = list(m.extra)
-    median = summarize(m.samples).median
-    kernel = cupti.get("kernel_median", 0.0)
-    if cupti.get("short") and kernel > 0:
-        extra += [("kernel_time_cupti", kernel), ("launch_and_sync_overhead", median - kernel)]
-    if cupti.get("counts"):
-        extra.append(("kernels_per_call", float(statistics.median(cupti["counts"]))))
-    return replace(m, extra=tuple(extra))

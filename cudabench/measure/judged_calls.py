@@ -18,7 +18,7 @@ from cudabench.results.records.stats import summarize
 from cudabench.spec.family import UNIT_ROUNDOFF, Family
 
 if TYPE_CHECKING:
-    from cudabench.measure.judge import Draw
+    from cudabench.measure.lanes import Draw
 
 NEW_DRAWS = 8          # judged calls on new input values after the hot loop
 SAME_DRAWS = 8         # judged calls on the previous call's input values, written again
@@ -134,7 +134,7 @@ class JudgedCalls:
                 reference = j.reference(family, case, self.first, keep=self.keep_reference)
             self.last_sample = None
             check, problems = self.judged_call(draw, reference, eager=eager_repeat and step == "repeat",
-                                               tolerance=tolerance)
+                                               tolerance=tolerance, same=not fresh, every_lane=step == "checked")
             previous = draw
             found.problems += problems
             timed.append(("new" if fresh else "same", self.last_sample))
@@ -157,6 +157,10 @@ class JudgedCalls:
             if sample is not None and step not in ("kind", "repeat"):
                 found.samples[kind].append(sample)
         return found
+
+    def new_draw(self) -> Draw:
+        """New values of the case's own kind, from a seed only the judge knows."""
+        return self.judge.draw(self.family, self.case, secrets.randbits(62), self.first)
 
     def _checked_draw(self, draw: Draw) -> tuple[Draw, Optional[dict], Optional[float]]:
         """A new draw of the case's own kind, its reference and tolerance: drawn again (KIND_DRAWS in all)

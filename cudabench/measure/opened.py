@@ -31,11 +31,25 @@ class Opened:
         self.gen = torch.Generator(device=inputs_device(inputs)).manual_seed(settings.seed ^ 0x5EED)
         self.first_call = True
         self.hot_median = 0.0
+        self.lanes: list[tuple[dict, Any]] = []  # a graph's other calls' inputs (cudabench.measure.lanes)
 
     def workload(self) -> Any:
         """The call on the current input values (a backward's stored forward is made again, untimed,
         since the values may have changed since the last one)."""
         return make_workload(self.op, self.inputs, self.case.direction, self.family.grad_inputs, self.grad_out)
+
+    def lane_calls(self, count: int, device: str) -> list[Any]:
+        """The calls of lanes 1 .. count-1 of a graph, each on inputs of its own, drawn from seeds of their
+        own (values that are not tensors, such as eps, are the subject's)."""
+        from cudabench.measure.lanes import lane_seeds
+        from cudabench.measure.subject import case_inputs
+
+        self.lanes = []
+        for seed in lane_seeds(self.settings.seed, count):
+            inputs, grad_out = case_inputs(self.family, self.case, seed, device)
+            self.lanes.append(({k: (v if torch.is_tensor(v) else self.inputs[k]) for k, v in inputs.items()}, grad_out))
+        return [make_workload(self.op, inputs, self.case.direction, self.family.grad_inputs, grad).call
+                for inputs, grad in self.lanes]
 
 
 def inputs_device(inputs: dict) -> Any:

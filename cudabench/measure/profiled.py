@@ -16,7 +16,8 @@ from typing import Any, Callable, Optional
 from cudabench import nvtx
 from cudabench.measure.loop import Warmup, measure
 from cudabench.measure.stop import FixedCount
-from cudabench.measure.timers import EventTimer, cupti_session, gpu_activity, recorded, sleep_cycles
+from cudabench.measure.cupti_activity import cupti_session, gpu_activity, recorded
+from cudabench.measure.timers import EventTimer, sleep_cycles
 from cudabench.results.records.stats import summarize
 
 CALL_SUFFIX = nvtx.CALL_SUFFIX

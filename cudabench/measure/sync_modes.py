@@ -135,7 +135,8 @@ def timeline(call: Call, iterations: int, warmup: int, busy_ms: float) -> list[d
     µs since its mode began."""
     import torch
 
-    from cudabench.measure.timers import cupti_session, recorded, sleep_cycles
+    from cudabench.measure.cupti_activity import cupti_session, recorded
+    from cudabench.measure.timers import sleep_cycles
 
     sync, now = torch.cuda.synchronize, time.time_ns
     modes, marks = [], []  # (mode, start ns, end ns); (mode, kind, start ns, end ns)

@@ -59,6 +59,18 @@ def share(t: torch.Tensor) -> dict[str, Any]:
     return meta
 
 
+def share_outputs(values: dict) -> dict:
+    """What the judge sees of a call's outputs: a shared description of each plain tensor, or what it
+    is instead (a subclass, a Python number, ...)."""
+    shared = {}
+    for name, value in values.items():
+        meta = describe(value)
+        if meta["kind"] == "tensor" and value.layout == torch.strided:
+            meta = share(value.detach())
+        shared[name] = meta
+    return shared
+
+
 def open_shared(meta: dict[str, Any]) -> torch.Tensor:
     """The tensor a `share` description names (the subject's memory, not a copy)."""
     try:

@@ -52,6 +52,21 @@ def test_every_misbehaviour_is_caught_under_every_timer(hostile, timing):
         assert "impossible" in failed_checks(cached)
 
 
+def test_graph_calls_that_skip_share_or_copy_their_work_are_invalid(hostile):
+    """At a shape whose graph holds many calls, each call on inputs of its own: a counter in device memory
+    that lets only the last call of a replay work, the first call's output returned by every call, or
+    copied into every call's output. Each is right wherever every call reads the same inputs."""
+    names = ["hostile-honest", "hostile-graph-counter", "hostile-graph-shared", "hostile-graph-copy"]
+    options = RunOptions(rule=FixedCount(20), warmup=Warmup(3, 0.0), timeout=60.0, timing="graph")
+    results = {r.subject: r for r in run_in_workers(options, plan(hostile, names, {"n": 1 << 14}, options), [HOSTILE])}
+    for name in ("hostile-honest", "torch"):
+        r = results[name]
+        assert r.status == "ok" and r.measurement.calls_per_sample > 8, (name, r.error, r.invalid_because)
+    for name in names[1:]:
+        r = results[name]
+        assert r.status == "INVALID" and failed_checks(r) & {"fresh-output", "output"}, (name, r.integrity)
+
+
 # Each attack class (tests/hostile_kernels/hostile/spec.py) and the checks that must flag it: at least
 # one of them, under every timer. None of them may reach a verdict from its own process.
 ATTACKS = {

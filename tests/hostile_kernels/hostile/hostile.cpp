@@ -17,7 +17,13 @@ void hostile(const at::Tensor& x, at::Tensor& y, int64_t mode) {
                           "hostile kernel");
 }
 
+void set_graph_calls(int64_t calls) {
+  cudabench::check_launch(hostile_set_graph_calls((int)calls), "hostile_set_graph_calls");
+}
+
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("hostile", &hostile, "y = 2 * x + 1 for a float32 CUDA tensor x, misbehaving as `mode` says",
         py::arg("x"), py::arg("y"), py::arg("mode") = 0);
+  m.def("set_graph_calls", &set_graph_calls, "how many hostile-graph-counter calls the graph being captured holds",
+        py::arg("calls"));
 }

@@ -50,6 +50,23 @@ __global__ void assert_kernel(const float* __restrict__ x, float* __restrict__ y
   if (i == 0) assert(n < 0 && "hostile-assert: device-side assert on purpose");
 }
 
+// hostile-graph-counter: a launch counter in device memory, bumped by a kernel after each call, and
+// the number of calls in the graph, in mapped host memory read at replay time. A call works only when
+// the counter says it is the last of its replay: every replay's last outputs are right.
+__device__ unsigned long long g_launches = 0;
+int* g_graph_calls = nullptr;
+
+__global__ void counted_kernel(const float* __restrict__ x, float* __restrict__ y, long long n,
+                               const volatile int* calls) {
+  const long long every = *calls;
+  if (every > 1 && (long long)(g_launches % every) != every - 1) return;
+  for (long long i = (long long)blockIdx.x * kThreads + threadIdx.x; i < n; i += (long long)gridDim.x * kThreads) {
+    y[i] = fmaf(2.0f, x[i], 1.0f);
+  }
+}
+
+__global__ void bump_kernel() { g_launches += 1; }
+
 int grid_for(long long n) {
   const long long needed = (n + kThreads - 1) / kThreads;
   return (int)(needed < kMaxBlocks ? needed : kMaxBlocks);
@@ -140,6 +157,15 @@ cudaError_t persist_l2_launch(const float* x, float* y, long long n, cudaStream_
 
 }  // namespace
 
+cudaError_t hostile_set_graph_calls(int calls) {
+  if (!g_graph_calls) {
+    const cudaError_t err = cudaHostAlloc(&g_graph_calls, sizeof(int), cudaHostAllocMapped);
+    if (err != cudaSuccess) return err;
+  }
+  *(volatile int*)g_graph_calls = calls;
+  return cudaSuccess;
+}
+
 cudaError_t hostile_launch(int mode, const float* x, float* y, long long n, cudaStream_t stream) {
   if (n <= 0) return cudaSuccess;
   switch (mode) {
@@ -165,6 +191,16 @@ cudaError_t hostile_launch(int mode, const float* x, float* y, long long n, cuda
       return cudaGetLastError();
     case HOSTILE_PERSIST_L2:
       return persist_l2_launch(x, y, n, stream);
+    case HOSTILE_GRAPH_COUNTER: {
+      int* calls = nullptr;
+      cudaError_t err = g_graph_calls ? cudaHostGetDevicePointer((void**)&calls, g_graph_calls, 0)
+                                      : cudaErrorInvalidValue;
+      if (err != cudaSuccess) return err;
+      counted_kernel<<<grid_for(n), kThreads, 0, stream>>>(x, y, n, calls);
+      if ((err = cudaGetLastError()) != cudaSuccess) return err;
+      bump_kernel<<<1, 1, 0, stream>>>();
+      return cudaGetLastError();
+    }
     default:
       return cudaErrorInvalidValue;
   }

@@ -10,7 +10,12 @@ enum HostileMode {
   HOSTILE_HANG = 3,         // spins forever on a flag nothing sets
   HOSTILE_ASSERT = 4,       // device-side assert
   HOSTILE_PERSIST_L2 = 5,   // honest, but leaves a persisting-L2 limit and an access policy window set
+  HOSTILE_GRAPH_COUNTER = 6,  // in a CUDA graph: works on one call in every hostile_set_graph_calls(n)
 };
+
+// How many calls of hostile-graph-counter the graph being captured holds (its binding counts them as
+// it captures): kept in host memory the kernels read when the graph is replayed.
+cudaError_t hostile_set_graph_calls(int calls);
 
 // `stream` is the caller's (PyTorch's current) stream; HOSTILE_SIDE_STREAM ignores it on purpose.
 cudaError_t hostile_launch(int mode, const float* x, float* y, long long n, cudaStream_t stream);

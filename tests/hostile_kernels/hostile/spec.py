@@ -15,7 +15,7 @@ import torch
 from cudabench.spec import Baseline, Family, Param, Variant, empty_like
 
 # HostileMode in hostile.h
-HONEST, SIDE_STREAM, CRASH, HANG, ASSERT, PERSIST_L2 = range(6)
+HONEST, SIDE_STREAM, CRASH, HANG, ASSERT, PERSIST_L2, GRAPH_COUNTER = range(7)
 
 
 def make_inputs(shape, gen, device):
@@ -299,6 +299,57 @@ def bind_shape(ext):
     return op
 
 
+def capturing():
+    """A CUDA graph is being captured on the current stream (False on a machine without CUDA)."""
+    try:
+        return torch.cuda.is_current_stream_capturing()
+    except (AssertionError, AttributeError, RuntimeError):
+        return False
+
+
+def bind_graph_counter(ext):
+    """Under graph timing, works on the last call of each replay only: it counts its calls while a graph
+    is captured and leaves the count where its kernels read it at replay time (mapped host memory), and a
+    counter in device memory tells each call its place in the replay. Eager calls compute honestly."""
+    ext.set_graph_calls(0)  # the host memory is allocated here, outside any capture
+    state = {"captured": 0}
+
+    def op(x):
+        y = empty_like(x)
+        if capturing():
+            state["captured"] += 1
+            ext.set_graph_calls(state["captured"])
+            ext.hostile(x, y, GRAPH_COUNTER)
+        else:
+            ext.hostile(x, y, HONEST)
+        return y
+
+    return op
+
+
+def bind_graph_reuse(copy):
+    """Under graph timing, only the first call of a captured graph computes; every later call of the
+    capture returns that call's output itself (`copy` False) or a copy of it (`copy` True): right when
+    all the calls of a replay read the same inputs. Eager calls compute honestly."""
+    def make(ext):
+        state = {"first": None, "capturing": False}
+
+        def op(x):
+            now = capturing()
+            if now and state["capturing"]:
+                first = state["first"]
+                return first.clone() if copy else first
+            state["capturing"] = now
+            y = empty_like(x)
+            ext.hostile(x, y, HONEST)
+            state["first"] = y if now else None
+            return y
+
+        return op
+
+    return make
+
+
 def bind_patch_library(ext):
     """Computes honestly and replaces a PyTorch operator the baseline uses (2 * x + 1 calls
     Tensor.__rmul__) with a slower one: the baseline timed after it in the same process looks slow."""
@@ -428,6 +479,13 @@ FAMILY = Family(
         _v("hostile-persist-l2", "computes honestly but leaves process-wide state behind: the persisting-L2 "
            "limit raised to the maximum and a persisting access policy window over x, never reset",
            bind(PERSIST_L2)),
+        _v("hostile-graph-counter", "under graph timing works on the last call of each replay only (a counter in "
+           "device memory; the graph's call count, learnt while capturing, in host memory); eager calls honest",
+           bind_graph_counter),
+        _v("hostile-graph-shared", "under graph timing the first call of the graph computes and every later call "
+           "returns its output buffer; eager calls honest", bind_graph_reuse(copy=False)),
+        _v("hostile-graph-copy", "under graph timing the first call of the graph computes and every later call "
+           "returns a copy of its output; eager calls honest", bind_graph_reuse(copy=True)),
     ),
     baselines=(Baseline("torch", "PyTorch 2 * x + 1", lambda: (lambda x: 2 * x + 1), has_backward=False),),
     work=work,

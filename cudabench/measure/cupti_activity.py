@@ -1,0 +1,121 @@
+"""What a CUPTI session recorded, read straight from Kineto: each event as an `Activity`, the GPU
+activity inside each call's host range (`activity_per_call`), and the session itself. The cupti timer,
+the CUPTI pass, the profiled lesson and the probes read their figures through here."""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import warnings
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Optional
+
+import torch
+
+Call = Callable[[], Any]
+Hook = Optional[Callable[[], None]]
+
+
+CALL_RANGE = "cudabench::call"
+
+
+@dataclass(frozen=True)
+class CallActivity:
+    """The GPU activity of one call: summed durations, how many activities, and the time the GPU
+    was busy with them (the union of their intervals: overlapping kernels on several streams
+    count once)."""
+
+    seconds: float
+    count: int
+    busy: float
+
+
+@dataclass(frozen=True)
+class Activity:
+    """One event of a CUPTI session: a host range or op (on_gpu False), or a kernel, copy or set on
+    the GPU. Times in µs on the profiler's one clock."""
+
+    name: str
+    on_gpu: bool
+    start: float
+    end: float
+    annotation: bool = False    # a record_function range (on the GPU: its shadow over the kernels)
+
+
+def recorded(prof: Any, origin: Optional[int] = None) -> list[Activity]:
+    """A finished session's events straight from Kineto, in µs since `origin` (ns since the
+    epoch, time.time_ns's clock; default the first event). Not `function_events`: building those
+    costs Python time per host op, and a cuDNN baseline records dozens of ops per call (half a
+    second per subject in the CUPTI pass)."""
+    from torch.autograd import DeviceType
+
+    events = list(prof.kineto_results.events())
+    # Times are ns since the epoch (about 1.8e18): subtract the origin in integers before turning
+    # them into floats, whose step at that size is 256 ns (a 1.37 µs kernel would read 1.25 µs).
+    if origin is None:
+        origin = min((e.start_ns() for e in events), default=0)
+    found = []
+    for e in events:
+        start = (e.start_ns() - origin) / 1e3
+        found.append(Activity(e.name(), e.device_type() == DeviceType.CUDA, start, start + e.duration_ns() / 1e3,
+                              bool(getattr(e, "is_user_annotation", lambda: False)())))
+    return found
+
+
+def activity_per_call(events: list[Activity], range_name: str = CALL_RANGE) -> list[CallActivity]:
+    """GPU activity (kernels, memcpy, memset) inside each `range_name` host range. The range
+    encloses the call and a device-wide synchronize, so all its GPU work — on any stream — lies
+    inside it and nothing queued before (an L2 flush) does."""
+    calls = sorted((e.start, e.end) for e in events if e.name == range_name and not e.on_gpu)
+    starts = [s for s, _ in calls]
+    spans: list[list[tuple[float, float]]] = [[] for _ in calls]
+    for e in gpu_activity(events, {range_name}):
+        i = bisect.bisect_right(starts, e.start) - 1
+        if i >= 0 and e.start <= calls[i][1]:
+            spans[i].append((e.start, e.end))
+    return [CallActivity(sum(b - a for a, b in s) / 1e6, len(s), union_length(s) / 1e6) for s in spans]
+
+
+def union_length(spans: list[tuple[float, float]]) -> float:
+    """Total length covered by possibly overlapping intervals."""
+    total, reach = 0.0, float("-inf")
+    for a, b in sorted(spans):
+        if b > reach:
+            total += b - max(a, reach)
+            reach = b
+    return total
+
+
+def gpu_activity(events: list[Activity], ranges: set[str]) -> list[Activity]:
+    """Kernels, copies and sets on the GPU — not the GPU-side shadows of record_function ranges
+    (user annotations, named like the `ranges`), which span the same kernels and would count
+    them twice."""
+    return [e for e in events if e.on_gpu and not e.annotation and e.name not in ranges]
+
+
+@contextlib.contextmanager
+def cupti_session(host_ops: bool = True) -> Iterator[Any]:
+    """CPU ranges and GPU activity recorded through Kineto and CUPTI; read them after the block
+    with `recorded`. Without `host_ops` only the GPU's activity and the CUDA API calls are kept,
+    which leaves the host's calls nearly as fast as unprofiled. torch.autograd.profiler.profile directly: torch.profiler.profile wraps it but first
+    imports Inductor's configuration, seconds of Python on a cold machine that every worker paid."""
+    from torch.autograd.profiler import profile
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the profiler's notes about its own cycles
+        with profile(use_kineto=True, use_device="cuda", use_cpu=host_ops) as prof:
+            yield prof
+
+
+def ranged_call(call: Call, before_each: Hook = None) -> Any:
+    """One call inside its CALL_RANGE, the device synchronised before and inside it, so all its GPU
+    work and nothing queued before lies in the range (see activity_per_call)."""
+    from torch.autograd.profiler import record_function
+
+    if before_each:
+        before_each()
+    torch.cuda.synchronize()
+    with record_function(CALL_RANGE):
+        value = call()
+        torch.cuda.synchronize()
+    return value

@@ -1,0 +1,175 @@
+"""Calls of one graph replay that skip, share or copy their work, on the CPU. Graph timing replays a graph
+of n calls and divides by n. When all n calls read the same inputs, a binding that counts its calls while
+the graph is captured can launch kernels that work on the last call of each replay only, or return the
+first call's output from every call: right outputs wherever the judge reads, a figure n times too fast.
+Now each call of the graph reads inputs of its own and writes outputs of its own (cudabench.measure.lanes):
+the judge writes values of its own drawing into every lane before a judged replay and reads one lane it
+picks at random, after the replay. A CUDA graph is modelled by GraphTimer itself, with its capture and
+replay done on the CPU: what the stand-in extension launches while "capturing" is kept and run on each
+replay."""
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from cudabench.measure import lanes as lanes_module
+from cudabench.measure.settings import Settings
+from cudabench.measure.timers import GraphTimer
+from cudabench.results.records.model import Case
+from cudabench.spec.registry import discover
+from runs import inline_judge
+
+HOSTILE = Path(__file__).resolve().parent / "hostile_kernels"
+N = 1 << 14
+GRAPH_COUNTER = 6  # hostile.h's HOSTILE_GRAPH_COUNTER
+
+
+class Launches:
+    """The hostile extension on the CPU: eager calls compute at once; while `capturing`, each call records
+    its launch, as a graph records kernels, and the counter mode counts launches as the device counter does."""
+
+    def __init__(self):
+        self.work, self.capturing, self.graph, self.launches, self.graph_calls = 0, False, [], 0, 0
+
+    def set_graph_calls(self, calls):
+        self.graph_calls = calls
+
+    def hostile(self, x, y, mode):
+        def compute():
+            y.copy_(2 * x + 1)
+            self.work += x.numel()
+
+        def counted():
+            every = self.graph_calls
+            if every <= 1 or self.launches % every == every - 1:
+                compute()
+            self.launches += 1
+
+        if not self.capturing:
+            compute()
+        else:
+            self.graph.append(counted if mode == GRAPH_COUNTER else compute)
+
+
+class CpuGraph(GraphTimer):
+    """GraphTimer with its capture and replay on the CPU: a capture keeps the launches the calls make (their
+    Python runs once), a replay runs them; a replay takes 1 µs plus 1 ns per element computed."""
+
+    def __init__(self, ext):
+        super().__init__()
+        self.ext = ext
+
+    def _warm(self, calls):
+        for c in calls:
+            c()
+
+    def _capture(self, calls):
+        self.ext.capturing, self.ext.graph = True, []
+        try:
+            made = [c() for c in calls]
+        finally:
+            self.ext.capturing = False
+        self.graph = SimpleNamespace(replay=self._replay)
+        return made if self.lanes is not None else made[-1:]
+
+    def _replay(self):
+        for launch in self.ext.graph:
+            launch()
+
+    def _timed_replay(self):
+        work = self.ext.work
+        self._replay()
+        return 1e-6 * self.per_graph + 1e-9 * (self.ext.work - work)
+
+
+@pytest.fixture(scope="module")
+def registry():
+    return discover([HOSTILE])
+
+
+def judge_graph(registry, name, monkeypatch):
+    ext = Launches()
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: ext.capturing)
+    judge = inline_judge(registry, HOSTILE, {"hostile": ext}, lambda timing: CpuGraph(ext))
+    settings = Settings(rule={"kind": "repeat", "count": 20}, warmup_calls=2, warmup_seconds=0.0, fuzz=0,
+                        timing="graph")
+    return judge.run(registry.family("hostile"), Case("hostile", (("n", N),)), name, "variant", settings)
+
+
+def failed(result):
+    return {c.name: c.detail for c in result.integrity if c.failed}
+
+
+def test_an_honest_kernel_under_graph_timing_is_ok_with_many_calls_a_graph(registry, monkeypatch):
+    r = judge_graph(registry, "hostile-honest", monkeypatch)
+    assert r.status == "ok", (r.error, failed(r))
+    assert r.measurement.calls_per_sample > 8
+
+
+@pytest.mark.parametrize("name, check", [("hostile-graph-counter", "fresh-output"),
+                                         ("hostile-graph-shared", "output")])
+def test_a_graph_whose_calls_skip_or_share_their_work_is_invalid(registry, monkeypatch, name, check):
+    r = judge_graph(registry, name, monkeypatch)
+    assert r.status == "INVALID" and check in failed(r), (r.error, r.integrity)
+
+
+def test_read_from_the_last_call_alone_the_counter_passes_many_times_too_fast(registry, monkeypatch):
+    """The tests above can fail: with the last lane always the one read and no other lane checked, the
+    counter is ok and far too fast."""
+    from cudabench.measure.integrity_pass import IntegrityPass
+
+    monkeypatch.setattr(lanes_module.secrets, "randbelow", lambda n: n - 1)
+    monkeypatch.setattr(IntegrityPass, "_every_lane", lambda self, reply, lane, check: (check, []))
+    honest = judge_graph(registry, "hostile-honest", monkeypatch)
+    r = judge_graph(registry, "hostile-graph-counter", monkeypatch)
+    assert r.status == "ok", (r.error, failed(r))
+    assert r.stats.median < honest.stats.median / 4
+
+
+def test_every_lane_of_a_checked_replay_is_checked_whichever_lane_is_read(registry, monkeypatch):
+    monkeypatch.setattr(lanes_module.secrets, "randbelow", lambda n: n - 1)
+    r = judge_graph(registry, "hostile-graph-counter", monkeypatch)
+    assert r.status == "INVALID" and "fresh-output" in failed(r), (r.error, r.integrity)
+
+
+def test_each_call_of_the_graph_reads_inputs_and_writes_outputs_of_its_own(registry, monkeypatch):
+    seen = []
+    real = lanes_module.Lanes.fill
+
+    def fill(self, draw, same, fresh):
+        lane = real(self, draw, same, fresh)
+        seen.append((self.count, lane, same))
+        return lane
+
+    monkeypatch.setattr(lanes_module.Lanes, "fill", fill)
+    r = judge_graph(registry, "hostile-honest", monkeypatch)
+    assert r.status == "ok"
+    count = r.measurement.calls_per_sample
+    assert {c for c, _, _ in seen} == {count}
+    assert len({lane for _, lane, _ in seen}) > 1  # the lane read changes from call to call
+    assert any(same for _, _, same in seen) and not all(same for _, _, same in seen)
+
+
+def test_lanes_that_share_memory_or_differ_in_shape_are_refused():
+    memory = torch.zeros(16)
+    x = memory[:8]
+    first = lanes_module.Draw(0, {"x": x}, None)
+    ok = lanes_module.Lanes(({"x": x}, None), [], first)
+    ok.mapped.append(({"x": memory[8:]}, None))
+    assert ok.unlike() == ""
+    shared = lanes_module.Lanes(({"x": x}, None), [], first)
+    shared.mapped.append(({"x": memory[4:12]}, None))
+    assert "share memory" in shared.unlike()
+    other = lanes_module.Lanes(({"x": x}, None), [], first)
+    other.mapped.append(({"x": torch.zeros(4)}, None))
+    assert "not shaped like" in other.unlike()
+
+
+def test_a_graph_holds_no_more_lanes_than_fit_a_quarter_of_the_l2():
+    inputs = {"x": torch.zeros(1 << 20), "eps": 0.5}  # 4 MiB
+    one_call = lanes_module.footprint(inputs, None, [([1 << 20], "float32")])
+    assert one_call == 8 << 20
+    assert lanes_module.room(one_call, 64 << 20) == 2  # a quarter of the L2
+    assert lanes_module.room(one_call, 16 << 20) == 1
