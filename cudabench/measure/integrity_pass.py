@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import secrets
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -16,8 +16,7 @@ from cudabench.measure import integrity
 from cudabench.measure.check import compare
 from cudabench.measure.clocks import l2_bytes
 from cudabench.measure.judged_calls import SubjectError
-from cudabench.measure.judged_calls import SubjectLost
-from cudabench.measure.lanes import Lanes, lane_outputs, lane_seeds, overlap
+from cudabench.measure.lanes import lane_outputs, overlap
 from cudabench.measure.settings import shapes_key
 from cudabench.measure.subject import Phases, figure, own_work
 from cudabench.measure.transport import open_shared
@@ -34,7 +33,7 @@ class IntegrityPass:
         j, family, case, settings = self.judge, self.family, self.case, self.settings
         busy, counts = cupti.get("busy", []), cupti.get("counts", [])
         with self.phases("integrity/judged calls"):
-            checks = list(self.fresh_calls(result))
+            checks = list(self.fresh_calls(result, busy))
         with self.phases("integrity/stream-order"):
             checks.append(self.stream_order(reference, result.check))
         checks.append(integrity.timed_window(result.stats.median, busy, settings.timing))
@@ -146,31 +145,13 @@ class IntegrityPass:
         """The memory of a lane's inputs and upstream gradient (lane 0: the subject's own)."""
         return self.lanes.mapped[lane] if self.lanes is not None else (self.mapped, self.mapped_grad)
 
-    def graph_lanes(self, shared: list[dict], calls: int) -> Optional[Lanes]:
-        """The lanes of the graph the hot loop replayed (None for a graph of one call): one for each of
-        its calls, shaped like the subject's inputs, apart from each other and holding the values drawn
-        from their seeds. Anything else is a subject process that broke the protocol (one that dropped
-        lanes would have its calls read the same inputs again)."""
-        if calls != 1 + len(shared):
-            raise SubjectLost(f"the subject process broke the protocol: a graph of {calls} calls, {len(shared) + 1} lanes")
-        if not shared:
-            return None
-        drawn = [self.judge.draw(self.family, self.case, seed, self.first) for seed in lane_seeds(self.settings.seed, calls)]
-        self.lanes = Lanes((self.mapped, self.mapped_grad), shared, [self.first, *drawn])
-        why = self.lanes.unlike() or next((f"lane {i} does not hold the values of its seed" for i in range(1, calls)
-                                           if self._mutated(self.lanes.held[i], i)), "")
-        if why:
-            raise SubjectLost(f"the subject process broke the protocol: {why}")
-        return self.lanes
-
     def _lanes_apart(self, reply: dict) -> list[IntegrityCheck]:
-        """Every call of a judged replay wrote outputs of its own, apart from every other lane's memory."""
-        groups = []
-        for lane, (inputs, grad) in enumerate(self.lanes.mapped):
+        """Every call of a judged replay wrote outputs of its own, apart from every lane's inputs."""
+        tensors = [t for inputs, grad in self.lanes.mapped for t in [*inputs.values(), grad] if t is not None]
+        for lane in range(self.lanes.count):
             outputs = lane_outputs(reply, lane, self.lanes.count) or {}
-            groups.append([t for t in [*inputs.values(), grad] if t is not None]
-                          + [open_shared(m) for m in outputs.values() if isinstance(m, dict) and "dtype" in m])
-        why = overlap(groups)
+            tensors += [open_shared(m) for m in outputs.values() if isinstance(m, dict) and "dtype" in m]
+        why = overlap(tensors)
         return [IntegrityCheck("output", "fail", why)] if why else []
 
     def _every_lane(self, reply: dict, lane: int, check: Check) -> tuple[Check, list[IntegrityCheck]]:

@@ -44,7 +44,7 @@ from cudabench.measure.check import compare, output_specs, reference_results
 from cudabench.measure.integrity_pass import IntegrityPass
 from cudabench.measure.cupti_pass import with_kernel_time
 from cudabench.measure.judged_calls import HOST_BOUND, SYNC_HOST_SHARE, JudgedCalls, SubjectError, SubjectLost
-from cudabench.measure.lanes import Draw, Lanes, lane_outputs, write_lane
+from cudabench.measure.lanes import Draw, Lanes, lane_outputs, write
 from cudabench.measure.memory import release_cached
 from cudabench.measure.settings import Settings, shapes_key
 from cudabench.measure.subject import Phases, case_inputs, figure, own_work, work_of
@@ -167,7 +167,7 @@ class Session(IntegrityPass, JudgedCalls):
 
     def write(self, draw: Draw, inputs: bool = True, grad: bool = True) -> None:
         """The draw's values into the subject's inputs and upstream gradient (its memory, written from here)."""
-        write_lane(self.mapped, self.mapped_grad, draw, inputs, grad)
+        write(self.mapped, self.mapped_grad, draw, inputs, grad)
         if self.lanes is not None:
             self.lanes.wrote(0, draw)
         self.judge.sync()
@@ -241,8 +241,10 @@ class Session(IntegrityPass, JudgedCalls):
         self.phases.add("integrity/cupti", max(0.0, time.perf_counter() - start - m.warmup_seconds
                                                - hot["sampling_seconds"]))
         m = with_kernel_time(m, cupti)
-        if settings.timing == "graph" and case.direction != "bwd":
-            self.lanes = self.graph_lanes(hot.get("lanes") or [], m.calls_per_sample)
+        if hot.get("lanes"):
+            self.lanes = Lanes((self.mapped, self.mapped_grad), hot["lanes"], self.first)
+            if self.lanes.unlike():
+                raise SubjectLost(f"the subject process broke the protocol: {self.lanes.unlike()}")
         result = self.partial = self._with_ceiling(replace(result, measurement=m, stats=summarize(m.samples)))
         if not settings.integrity:
             self.finish()
@@ -283,12 +285,10 @@ class Session(IntegrityPass, JudgedCalls):
         a lane picked at random, new values (or on `same` their last ones) in the others, and every lane's
         memory must be its own; with `every_lane` each lane is checked (cudabench.measure.lanes)."""
         self._last_got = None
-        lanes, lane = (None if eager else self.lanes), 0
-        if lanes is not None:  # drawn before the subject is asked anything: the pause is the same for all
-            lane = lanes.pick(draw, same, self.new_draw)
         self.ask({"op": "poison"})
+        lanes, lane = (None if eager else self.lanes), 0
         if lanes is not None:
-            lanes.write()
+            lane = lanes.fill(draw, same, self.new_draw)
             self.judge.sync()
         elif self.case.direction == "bwd":  # the stored forward first, then the gradient its backward gets
             self.write(draw, grad=False)
