@@ -14,11 +14,8 @@ from typer.testing import CliRunner
 
 import cudabench
 from cudabench.cli.app import app
-from cudabench.engine.subject_link import SubjectLink
-from cudabench.engine.subject_worker import SubjectHandler
-from cudabench.engine.workers import InlineWorker, ProcessWorker
+from cudabench.engine.workers import ProcessWorker
 from cudabench.errors import ConfigError
-from cudabench.measure.judge import Judge
 from cudabench.measure.settings import Settings
 from cudabench.results.exporters.json_document import load_results
 from cudabench.results.records.model import Case
@@ -26,6 +23,7 @@ from cudabench.spec.compile_check import binding_command, find_nvcc, nvcc_comman
 from cudabench.spec.op_family import op_spec, resolve, write_family
 from cudabench.spec.registry import discover
 from opbench import ops
+from runs import inline_judge
 
 FAKE = [sys.executable, str(Path(__file__).parent / "fake_worker.py")]
 PATHS = dict(inputs="opbench.bench:make_inputs", reference="opbench.bench:reference")
@@ -50,12 +48,11 @@ def judged(tmp_path, op, shape=(("n", 4096),), role="variant", baselines=(), pat
     spec = op_spec(op, shapes=[dict(shape)], baselines=baselines, **paths)
     kernels = write_family(spec, tmp_path)
     registry = discover([kernels])
-    handler = SubjectHandler("cpu", timer_factory=lambda timing: ConstantTimer())
-    link = SubjectLink(lambda: InlineWorker(handler), {"op": "hello", "kernels_dirs": [str(kernels)]})
     family = registry.family(spec.name)
     name = spec.name if role == "variant" else family.baselines[0].name
     settings = Settings(rule={"kind": "repeat", "count": 5}, warmup_calls=1, warmup_seconds=0.0, fuzz=0)
-    return Judge(registry, link, device="cpu").run(family, Case(spec.name, shape), name, role, settings)
+    judge = inline_judge(registry, kernels, {}, lambda timing: ConstantTimer())
+    return judge.run(family, Case(spec.name, shape), name, role, settings)
 
 
 def test_an_op_named_by_import_path_is_checked_against_its_reference(tmp_path):
