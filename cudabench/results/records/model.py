@@ -32,7 +32,8 @@ TIMINGS = {t.name: t for t in (
     Timing("events", "GPU time (CUDA events)",
            "GPU time per call: CUDA events around the call, launch hidden behind a GPU sleep", "median GPU"),
     Timing("graph", "CUDA-graph replay",
-           "GPU time per call from CUDA-graph replays of R calls (no per-call launch cost)", "median GPU"),
+           "GPU time per call from CUDA-graph replays of R calls, each on inputs of its own (no per-call launch "
+           "cost; R as many as fit a quarter of the L2)", "median GPU"),
     Timing("cupti", "kernel durations (torch.profiler)",
            "kernel time per call: CUPTI kernel durations (torch.profiler) summed per call", "median kernel"),
 )}
