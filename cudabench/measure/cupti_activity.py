@@ -8,12 +8,11 @@ import bisect
 import contextlib
 import warnings
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Iterator, Optional
 
 import torch
 
-Call = Callable[[], Any]
-Hook = Optional[Callable[[], None]]
+from cudabench.measure.loop import Call, Hook
 
 
 CALL_RANGE = "cudabench::call"

@@ -16,6 +16,7 @@ at DRAM speed, where one set of inputs and the events timer see the L2's (docs/b
 
 from __future__ import annotations
 
+import math
 import secrets
 from typing import Any, Callable, Optional
 
@@ -38,7 +39,7 @@ def footprint(inputs: dict, grad_out: Any, outputs: list) -> int:
     tensors = [v for v in inputs.values() if torch.is_tensor(v)] + ([grad_out] if grad_out is not None else [])
     size = sum(t.numel() * t.element_size() for t in tensors)
     for shape, dtype in outputs:
-        size += _numel(shape) * getattr(torch, dtype).itemsize
+        size += math.prod(int(d) for d in shape) * getattr(torch, dtype).itemsize
     return size
 
 
@@ -145,10 +146,3 @@ def _unlike(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 def _extent(t: torch.Tensor) -> int:
     return (1 + sum((n - 1) * s for n, s in zip(t.shape, t.stride()))) * t.element_size()
-
-
-def _numel(shape: list) -> int:
-    n = 1
-    for d in shape:
-        n *= int(d)
-    return n

@@ -25,10 +25,8 @@ from typing import Any, Callable, Optional
 import torch
 
 from cudabench.measure.cupti_activity import activity_per_call, cupti_session, ranged_call, recorded
+from cudabench.measure.loop import Call, Hook
 from cudabench.results.records.model import TIMINGS
-
-Call = Callable[[], Any]
-Hook = Optional[Callable[[], None]]
 
 
 class SyncTimer:
