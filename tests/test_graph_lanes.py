@@ -121,7 +121,7 @@ def test_read_from_the_last_call_alone_the_counter_passes_many_times_too_fast(re
     from cudabench.measure.integrity_pass import IntegrityPass
 
     monkeypatch.setattr(lanes_module.secrets, "randbelow", lambda n: n - 1)
-    monkeypatch.setattr(IntegrityPass, "_every_lane", lambda self, reply, lane, check: (check, []))
+    monkeypatch.setattr(IntegrityPass, "_every_lane", lambda self, taken, check: check)
     honest = judge_graph(registry, "hostile-honest", monkeypatch)
     r = judge_graph(registry, "hostile-graph-counter", monkeypatch)
     assert r.status == "ok", (r.error, failed(r))
@@ -136,14 +136,14 @@ def test_every_lane_of_a_checked_replay_is_checked_whichever_lane_is_read(regist
 
 def test_each_call_of_the_graph_reads_inputs_and_writes_outputs_of_its_own(registry, monkeypatch):
     seen = []
-    real = lanes_module.Lanes.fill
+    real = lanes_module.Lanes.pick
 
-    def fill(self, draw, same, fresh):
+    def pick(self, draw, same, fresh):
         lane = real(self, draw, same, fresh)
         seen.append((self.count, lane, same))
         return lane
 
-    monkeypatch.setattr(lanes_module.Lanes, "fill", fill)
+    monkeypatch.setattr(lanes_module.Lanes, "pick", pick)
     r = judge_graph(registry, "hostile-honest", monkeypatch)
     assert r.status == "ok"
     count = r.measurement.calls_per_sample
@@ -155,7 +155,7 @@ def test_each_call_of_the_graph_reads_inputs_and_writes_outputs_of_its_own(regis
 def test_lanes_that_share_memory_or_differ_in_shape_are_refused():
     memory = torch.zeros(16)
     x = memory[:8]
-    first = lanes_module.Draw(0, {"x": x}, None)
+    first = [lanes_module.Draw(0, {"x": x}, None)]
     ok = lanes_module.Lanes(({"x": x}, None), [], first)
     ok.mapped.append(({"x": memory[8:]}, None))
     assert ok.unlike() == ""
@@ -165,6 +165,51 @@ def test_lanes_that_share_memory_or_differ_in_shape_are_refused():
     other = lanes_module.Lanes(({"x": x}, None), [], first)
     other.mapped.append(({"x": torch.zeros(4)}, None))
     assert "not shaped like" in other.unlike()
+
+
+def test_memory_shared_within_a_lane_is_allowed_and_across_lanes_is_not():
+    """Autograd hands back the upstream gradient itself as the gradient of a sum: one call's output and
+    input may alias. Another call's may not, wherever it lies among the spans."""
+    m = torch.zeros(64)
+    assert lanes_module.overlap([[m[0:16], m[8:24]], [m[24:32]]]) == ""
+    assert lanes_module.overlap([[m[0:16]], [m[16:32]], [m[32:48], m[33:34]]]) == ""
+    assert lanes_module.overlap([[m[0:40]], [m[1:2]], [m[50:60]]])  # inside another lane's span
+    assert lanes_module.overlap([[m[0:10], m[5:30]], [m[40:50]], [m[20:21]]])  # under the furthest reach
+    assert lanes_module.overlap([[m[0:30]], [m[0:10], m[2:3]], [m[40:41]]])
+
+
+def test_a_subject_process_that_drops_its_lanes_broke_the_protocol(registry, monkeypatch):
+    """A binding that finds the open subject through gc while the graph is captured and empties its lanes:
+    the judge would read lane 0 alone, whose call computes while the others skip. The graph's call count
+    and the lanes shared must agree."""
+    from cudabench.measure.opened import Opened
+
+    real = Opened.lane_calls
+
+    def dropped(self, count, device):
+        calls = real(self, count, device)
+        self.lanes.clear()
+        return calls
+
+    monkeypatch.setattr(Opened, "lane_calls", dropped)
+    r = judge_graph(registry, "hostile-honest", monkeypatch)
+    assert r.status == "ERROR" and "broke the protocol" in r.error, (r.status, r.error)
+
+
+def test_lanes_that_do_not_hold_the_values_of_their_seeds_broke_the_protocol(registry, monkeypatch):
+    from cudabench.measure.opened import Opened
+
+    real = Opened.lane_calls
+
+    def easy(self, count, device):
+        calls = real(self, count, device)
+        for inputs, _ in self.lanes:
+            inputs["x"].zero_()  # values the subject chose for its hot loop
+        return calls
+
+    monkeypatch.setattr(Opened, "lane_calls", easy)
+    r = judge_graph(registry, "hostile-honest", monkeypatch)
+    assert r.status == "ERROR" and "values of its seed" in r.error, (r.status, r.error)
 
 
 def test_a_graph_holds_no_more_lanes_than_fit_a_quarter_of_the_l2():

@@ -326,9 +326,9 @@ def test_a_host_bound_calls_judged_calls_are_compared_by_kernel_time(timing):
     result = hot_result(109e-6)
     cupti = {"busy": [10e-6] * 5, "kernel_samples": [9e-6] * 5}
     assert session._judged_timing(result, cupti) == "cupti"
-    host_jitter = session._hot_loop([9.1e-6] * 8, result, busy=cupti["busy"])
+    host_jitter = session._hot_loop([9.1e-6] * 8, result)
     assert host_jitter.verdict == "pass" and "kernel time (CUPTI)" in host_jitter.detail
-    skipped_work = session._hot_loop([30e-6] * 8, result, busy=cupti["busy"])
+    skipped_work = session._hot_loop([30e-6] * 8, result)
     assert skipped_work.verdict == "fail"
     memo = session._fresh_figure({"new": [45.9e-6] * 7, "same": [10.9e-6] * 7}, result)
     assert memo.verdict == "fail" and "4.21x" in memo.detail
@@ -392,6 +392,70 @@ def test_a_timing_verdict_stands_only_if_a_second_round_of_judged_calls_fails_to
     monkeypatch.setattr(judge_module.Session, "_fresh_figure", real)
     memo = judge_one(registry, "hostile-memo", fuzz=0)
     assert "again in a second round" in failed(memo)["fresh-inputs"]
+
+
+def test_a_subject_that_skips_its_work_in_the_second_round_is_caught_by_its_checked_calls(registry, monkeypatch):
+    """The second round clears a first round's timing failure, so it is made like the first, checked calls
+    included: a subject that tells the rounds apart (here by counting the input values it has seen) and
+    skips its work in the second fails there."""
+    class SkipsLater(StandIn):
+        def __init__(self):
+            super().__init__()
+            self.seen = set()
+
+        def hostile(self, x, y, mode):
+            self.seen.add(float(x[0]))
+            if len(self.seen) <= 1 + judged_calls.NEW_DRAWS:  # the first values and the first round's
+                super().hostile(x, y, mode)
+
+    real = judge_module.Session._fresh_figure
+    rounds = []
+
+    def unlucky_first_round(self, samples, result):
+        rounds.append(1)
+        return IntegrityCheck("fresh-inputs", "fail", "1.20x (unlucky)") if len(rounds) == 1 else real(self, samples, result)
+
+    monkeypatch.setattr(judge_module.Session, "_fresh_figure", unlucky_first_round)
+    ext = SkipsLater()
+    judge = inline_judge(registry, HOSTILE, {"hostile": ext}, lambda timing: WorkTimer(ext))
+    r = judge_one(registry, "hostile-honest", judge=judge, fuzz=0)
+    assert len(rounds) == 2 and r.status == "INVALID" and "fresh-output" in failed(r), (r.status, r.integrity)
+
+
+def test_the_references_of_a_round_are_made_before_its_first_call(registry, monkeypatch):
+    """A pause to compute a reference just before a call would tell a kernel that reads the GPU's clock
+    which judged calls are read: every reference of a round is made before the round starts."""
+    calls, at = [0], []
+    original = SubjectHandler.handle
+
+    def counted(self, request):
+        calls[0] += request.get("op") == "call"
+        return original(self, request)
+
+    real = judge_module.Judge.reference
+    monkeypatch.setattr(SubjectHandler, "handle", counted)
+    monkeypatch.setattr(judge_module.Judge, "reference", lambda self, *a, **k: at.append(calls[0]) or real(self, *a, **k))
+    r = judge_one(registry, "hostile-honest", fuzz=0)
+    assert r.status == "ok", failed(r)
+    assert sorted(set(at)) == [0, 1], at  # before the first check, and before the first round
+
+
+def test_the_outputs_of_a_round_are_compared_after_its_last_call(registry, monkeypatch):
+    """Every call of a round is taken alike right after it runs (its outputs cloned, its inputs checked):
+    a compare right after a checked call would be a longer pause than after any other."""
+    calls, at = [0], []
+    original = SubjectHandler.handle
+
+    def counted(self, request):
+        calls[0] += request.get("op") == "call"
+        return original(self, request)
+
+    real = judge_module.compare
+    monkeypatch.setattr(SubjectHandler, "handle", counted)
+    monkeypatch.setattr(judge_module, "compare", lambda *a, **k: at.append(calls[0]) or real(*a, **k))
+    r = judge_one(registry, "hostile-honest", fuzz=0)
+    assert r.status == "ok", failed(r)
+    assert set(at) == {1, 1 + judged_calls.FRESH_CALLS}, at  # the first check, then after the round
 
 
 def test_a_first_round_failure_is_confirmed_by_either_timing_check_of_the_second():

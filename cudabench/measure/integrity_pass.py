@@ -8,15 +8,15 @@ from __future__ import annotations
 import math
 import secrets
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Optional
 
 import torch
 
 from cudabench.measure import integrity
 from cudabench.measure.check import compare
 from cudabench.measure.clocks import l2_bytes
-from cudabench.measure.judged_calls import SubjectError
-from cudabench.measure.lanes import lane_outputs, overlap
+from cudabench.measure.judged_calls import SubjectError, SubjectLost
+from cudabench.measure.lanes import Lanes, lane_outputs, lane_seeds, overlap
 from cudabench.measure.settings import shapes_key
 from cudabench.measure.subject import Phases, figure, own_work
 from cudabench.measure.transport import open_shared
@@ -33,7 +33,7 @@ class IntegrityPass:
         j, family, case, settings = self.judge, self.family, self.case, self.settings
         busy, counts = cupti.get("busy", []), cupti.get("counts", [])
         with self.phases("integrity/judged calls"):
-            checks = list(self.fresh_calls(result, busy))
+            checks = list(self.fresh_calls(result))
         with self.phases("integrity/stream-order"):
             checks.append(self.stream_order(reference, result.check))
         checks.append(integrity.timed_window(result.stats.median, busy, settings.timing))
@@ -141,41 +141,63 @@ class IntegrityPass:
     def _same_inputs(self, draw: Draw) -> bool:
         return not self._mutated(draw)
 
+    def _with_ceiling(self, result: Result) -> Result:
+        j = self.judge
+        if j.ceilings is None or not self.family.bound or result.stats is None:
+            return result
+        extra = dict(result.measurement.extra)
+        flops, nbytes = own_work(self.family, result.case, result)
+        share = j.ceilings.of(self.family.bound, flops, nbytes, figure(result), result.case.dtype)
+        if share is None:
+            return result
+        extra["ceiling_fraction"] = share
+        return replace(result, measurement=replace(result.measurement, extra=tuple(extra.items())))
+
     def _lane(self, lane: int) -> tuple[dict, Any]:
         """The memory of a lane's inputs and upstream gradient (lane 0: the subject's own)."""
         return self.lanes.mapped[lane] if self.lanes is not None else (self.mapped, self.mapped_grad)
 
+    def graph_lanes(self, shared: list[dict], calls: int) -> Optional[Lanes]:
+        """The lanes of the graph the hot loop replayed (None for a graph of one call): one for each of
+        its calls, shaped like the subject's inputs, apart from each other and holding the values drawn
+        from their seeds. Anything else is a subject process that broke the protocol (one that dropped
+        lanes would have its calls read the same inputs again)."""
+        if calls != 1 + len(shared):
+            raise SubjectLost(f"the subject process broke the protocol: a graph of {calls} calls, {len(shared) + 1} lanes")
+        if not shared:
+            return None
+        drawn = [self.judge.draw(self.family, self.case, seed, self.first) for seed in lane_seeds(self.settings.seed, calls)]
+        self.lanes = Lanes((self.mapped, self.mapped_grad), shared, [self.first, *drawn])
+        why = self.lanes.unlike() or next((f"lane {i} does not hold the values of its seed" for i in range(1, calls)
+                                           if self._mutated(self.lanes.held[i], i)), "")
+        if why:
+            raise SubjectLost(f"the subject process broke the protocol: {why}")
+        return self.lanes
+
     def _lanes_apart(self, reply: dict) -> list[IntegrityCheck]:
-        """Every call of a judged replay wrote outputs of its own, apart from every lane's inputs."""
-        tensors = [t for inputs, grad in self.lanes.mapped for t in [*inputs.values(), grad] if t is not None]
-        for lane in range(self.lanes.count):
+        """Every call of a judged replay wrote outputs of its own, apart from every other lane's memory."""
+        groups = []
+        for lane, (inputs, grad) in enumerate(self.lanes.mapped):
             outputs = lane_outputs(reply, lane, self.lanes.count) or {}
-            tensors += [open_shared(m) for m in outputs.values() if isinstance(m, dict) and "dtype" in m]
-        why = overlap(tensors)
+            groups.append([t for t in [*inputs.values(), grad] if t is not None]
+                          + [open_shared(m) for m in outputs.values() if isinstance(m, dict) and "dtype" in m])
+        why = overlap(groups)
         return [IntegrityCheck("output", "fail", why)] if why else []
 
-    def _every_lane(self, reply: dict, lane: int, check: Check) -> tuple[Check, list[IntegrityCheck]]:
+    def _every_lane(self, taken: Any, check: Check) -> Check:
         """A checked replay's other lanes, each against the fp64 reference of the values the judge wrote
         into it (a draw no honest kernel can be held to is left out): the worst lane's check is the call's,
         so a graph whose calls skip their work in any lane fails at the first checked replay."""
         worst = check
-        for i, draw in enumerate(self.lanes.held):
-            if i == lane:
+        for i, (draw, got) in enumerate(zip(taken.held, taken.got)):
+            if i == taken.lane:
                 continue
-            opened, problems = self._open_outputs(lane_outputs(reply, i, self.lanes.count) or {}, i)
-            mutated = self._mutated(draw, i)
-            if mutated:
-                problems.append(IntegrityCheck("inputs", "fail", f"it mutates its inputs: {mutated}"))
-            if problems:
-                return worst, problems
             with self.phases("integrity/references"):
                 reference = self.judge.reference(self.family, self.case, draw, keep=False)
                 tolerance = self.draw_tolerance(draw, reference)
             if math.isfinite(tolerance):
-                got = compare({k: t.clone() for k, t in opened.items()}, reference, tolerance)
-                worst = max(worst, got, key=_badness)
-        self.judge.sync()
-        return worst, []
+                worst = max(worst, compare(got, reference, tolerance), key=_badness)
+        return worst
 
     def _mutated(self, draw: Draw, lane: int = 0) -> str:
         """Which inputs differ from the values the judge wrote, and how much ('' when none)."""

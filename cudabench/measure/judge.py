@@ -44,10 +44,10 @@ from cudabench.measure.check import compare, output_specs, reference_results
 from cudabench.measure.integrity_pass import IntegrityPass
 from cudabench.measure.cupti_pass import with_kernel_time
 from cudabench.measure.judged_calls import HOST_BOUND, SYNC_HOST_SHARE, JudgedCalls, SubjectError, SubjectLost
-from cudabench.measure.lanes import Draw, Lanes, lane_outputs, write
+from cudabench.measure.lanes import Draw, Lanes, Taken, lane_outputs, write_lane
 from cudabench.measure.memory import release_cached
 from cudabench.measure.settings import Settings, shapes_key
-from cudabench.measure.subject import Phases, case_inputs, figure, own_work, work_of
+from cudabench.measure.subject import Phases, case_inputs, work_of
 from cudabench.measure.transport import TransportError, forget_inline, open_shared
 from cudabench.results.exporters.json_document import case_to_dict, measurement_from_dict
 from cudabench.results.records.model import Case, Check, IntegrityCheck, Result
@@ -167,13 +167,13 @@ class Session(IntegrityPass, JudgedCalls):
 
     def write(self, draw: Draw, inputs: bool = True, grad: bool = True) -> None:
         """The draw's values into the subject's inputs and upstream gradient (its memory, written from here)."""
-        write(self.mapped, self.mapped_grad, draw, inputs, grad)
+        write_lane(self.mapped, self.mapped_grad, draw, inputs, grad)
         if self.lanes is not None:
             self.lanes.wrote(0, draw)
         self.judge.sync()
 
     def release(self) -> None:
-        self.mapped, self.mapped_grad, self.first_outputs, self._last_got, self.lanes = {}, None, {}, None, None
+        self.mapped, self.mapped_grad, self.first_outputs, self.lanes = {}, None, {}, None
         self.first = None  # its draw's tensors, before the judge hands cached memory back
         forget_inline()
 
@@ -241,10 +241,8 @@ class Session(IntegrityPass, JudgedCalls):
         self.phases.add("integrity/cupti", max(0.0, time.perf_counter() - start - m.warmup_seconds
                                                - hot["sampling_seconds"]))
         m = with_kernel_time(m, cupti)
-        if hot.get("lanes"):
-            self.lanes = Lanes((self.mapped, self.mapped_grad), hot["lanes"], self.first)
-            if self.lanes.unlike():
-                raise SubjectLost(f"the subject process broke the protocol: {self.lanes.unlike()}")
+        if settings.timing == "graph" and case.direction != "bwd":
+            self.lanes = self.graph_lanes(hot.get("lanes") or [], m.calls_per_sample)
         result = self.partial = self._with_ceiling(replace(result, measurement=m, stats=summarize(m.samples)))
         if not settings.integrity:
             self.finish()
@@ -256,7 +254,6 @@ class Session(IntegrityPass, JudgedCalls):
         return replace(result, integrity=checks)
 
     last_sample: Optional[float] = None
-    _last_got: Optional[dict] = None
     judged_timing = ""            # the judged calls' timer: the hot loop's, or cupti for a host-bound call
     hot_kernel: list[float] = []  # the CUPTI pass's kernel time per call, on the hot loop's inputs
 
@@ -279,16 +276,24 @@ class Session(IntegrityPass, JudgedCalls):
     def judged_call(self, draw: Draw, reference: Optional[dict], keep_outputs: bool = False, eager: bool = False,
                     tolerance: Optional[float] = None, same: bool = False,
                     every_lane: bool = False) -> tuple[Check, list[IntegrityCheck]]:
-        """Poison the outputs' memory, write the draw, make one call, and judge it: output kinds and
-        aliasing always; values (to `tolerance`, by default the family's) and the inputs' integrity when
-        `reference` is given (else the outputs are left unread). A graph replay with lanes gets the draw in
-        a lane picked at random, new values (or on `same` their last ones) in the others, and every lane's
-        memory must be its own; with `every_lane` each lane is checked (cudabench.measure.lanes)."""
-        self._last_got = None
+        """One judged call taken and settled at once (`take`, `settle`)."""
+        taken = self.take(draw, eager=eager, same=same)
+        if keep_outputs and not taken.problems:
+            self.first_outputs = taken.got[taken.lane]
+        return self.settle(taken, reference, tolerance, every_lane)
+
+    def take(self, draw: Draw, eager: bool = False, same: bool = False) -> Taken:
+        """Poison the outputs' memory, write the draw, make one call, and take what it did: its outputs
+        (every lane's, cloned here), what they may not be (kinds, aliasing, lanes sharing memory) and
+        whether it changed its inputs. Every call is taken alike, checked or not: what the judge does
+        right after a call cannot tell the subject which calls it reads (`settle` reads them later). A
+        graph replay with lanes gets the draw in a lane picked at random and new values (or on `same`
+        their last ones) in the others (cudabench.measure.lanes)."""
+        lanes = None if eager else self.lanes  # drawn before the subject is asked anything: alike for all
+        lane = lanes.pick(draw, same, self.new_draw) if lanes is not None else 0
         self.ask({"op": "poison"})
-        lanes, lane = (None if eager else self.lanes), 0
         if lanes is not None:
-            lane = lanes.fill(draw, same, self.new_draw)
+            lanes.write()
             self.judge.sync()
         elif self.case.direction == "bwd":  # the stored forward first, then the gradient its backward gets
             self.write(draw, grad=False)
@@ -298,27 +303,32 @@ class Session(IntegrityPass, JudgedCalls):
             self.write(draw)
         reply = self.ask({"op": "call", "eager": eager} if eager else {"op": "call"})
         self.last_sample = reply.get("sample")
-        outputs = reply["outputs"] if lanes is None else lane_outputs(reply, lane, lanes.count)
-        if outputs is None:
-            raise SubjectLost("the subject process broke the protocol: a replay without every call's outputs")
-        opened, problems = self._open_outputs(outputs, lane)
-        if lanes is not None and reference is not None and not problems:
+        held = lanes.held if lanes is not None else [draw]
+        got, problems = [], []
+        for i, values in enumerate(held):
+            outputs = reply["outputs"] if lanes is None else lane_outputs(reply, i, lanes.count)
+            if outputs is None:
+                raise SubjectLost("the subject process broke the protocol: a replay without every call's outputs")
+            opened, found = self._open_outputs(outputs, i)
+            mutated = "" if found else self._mutated(values, i)
+            problems += found + ([IntegrityCheck("inputs", "fail", f"it mutates its inputs: {mutated}")] if mutated else [])
+            got.append({k: t.clone() for k, t in opened.items()})
+        if lanes is not None and not problems:
             problems = self._lanes_apart(reply)
-        if reference is None or problems:
-            return Check((), self.tolerance), problems
-        got = {k: t.clone() for k, t in opened.items()}
         self.judge.sync()
-        self._last_got = got
-        if keep_outputs:
-            self.first_outputs = got
-        mutated = self._mutated(draw, lane)
-        if mutated:
-            problems.append(IntegrityCheck("inputs", "fail", f"it mutates its inputs: {mutated}"))
-        check = compare(got, reference, self.tolerance if tolerance is None else tolerance)
-        if lanes is not None and every_lane:
-            check, more = self._every_lane(reply, lane, check)
-            problems += more
-        return check, problems
+        return Taken(lane, got, list(held), problems)
+
+    def settle(self, taken: Taken, reference: Optional[dict], tolerance: Optional[float] = None,
+               every_lane: bool = False) -> tuple[Check, list[IntegrityCheck]]:
+        """A taken call judged: its lane's outputs against `reference` (to `tolerance`, by default the
+        family's), with `every_lane` each other lane's too against its own values' reference (the worst
+        lane's check is the call's); unread without a reference or with problems."""
+        if reference is None or taken.problems:
+            return Check((), self.tolerance), taken.problems
+        check = compare(taken.got[taken.lane], reference, self.tolerance if tolerance is None else tolerance)
+        if every_lane:
+            check = self._every_lane(taken, check)
+        return check, []
 
     # ---- integrity -----------------------------------------------------------------------------------
 
@@ -331,15 +341,3 @@ class Session(IntegrityPass, JudgedCalls):
         restored before the next one."""
         if not self.finished and self.opened:
             self.finish()
-
-    def _with_ceiling(self, result: Result) -> Result:
-        j = self.judge
-        if j.ceilings is None or not self.family.bound or result.stats is None:
-            return result
-        extra = dict(result.measurement.extra)
-        flops, nbytes = own_work(self.family, result.case, result)
-        share = j.ceilings.of(self.family.bound, flops, nbytes, figure(result), result.case.dtype)
-        if share is None:
-            return result
-        extra["ceiling_fraction"] = share
-        return replace(result, measurement=replace(result.measurement, extra=tuple(extra.items())))

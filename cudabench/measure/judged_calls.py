@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import math
 import secrets
-import statistics
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -37,7 +36,7 @@ FRESH_ABSOLUTE = {"sync": 5e-6}  # seconds; 1 µs under the GPU timers
 HOT_SLACK = 0.10
 HOT_ABSOLUTE = {"sync": 30e-6}   # wall time: the host's first launch after a pause (seen: +27 µs)
 HOT_ABSOLUTE_GPU = 3e-6          # events, graph, cupti: GPU time (seen: within 7 %)
-HOST_BOUND = 0.5                 # GPU busy below this share of the figure: the hot-loop check is not run
+HOST_BOUND = 0.5                 # GPU busy below this share of an events figure: judged calls timed by CUPTI
 # Under sync, a call whose GPU is busy less than this share of its figure has its judged calls timed by
 # kernel time: the host's part of its figure (launches, autograd) is slower after the judge's pause by
 # more than HOT_SLACK. Seen on the H200's host: an honest attn-flash1 fwd+bwd at 370-425 µs in the hot
@@ -64,7 +63,7 @@ class SubjectError(CudabenchError):
 class JudgedCalls:
     """The judged calls of one subject (mixed into cudabench.measure.judge.Session)."""
 
-    def fresh_calls(self, result: Result, busy: list[float]) -> list[IntegrityCheck]:
+    def fresh_calls(self, result: Result) -> list[IntegrityCheck]:
         """Judged calls after the hot loop, timed like it: NEW_DRAWS on new input values and SAME_DRAWS
         on the values of the call before written again (a cache of one entry hits on them, as in the
         hot loop, and misses on new ones), in an order only the judge knows. It checks CHECKED_DRAWS of
@@ -73,31 +72,31 @@ class JudgedCalls:
         outputs (determinism). New and same are made the same way, so their medians differ only if
         the subject's time depends on its inputs staying the same.
 
-        A timing verdict that fails is put to a second round of new and same calls (no outputs
-        read): it stands only if that round fails one too. A pause before judged calls can slow an
-        honest small call by more than the slack once in a while; a cache is slow on new values
-        every time, and one that stops caching in the second round fails the hot-loop check."""
+        A timing verdict that fails is put to a second round made like the first (its checked calls
+        read too, so a subject that tells the rounds apart cannot skip its work in the second): it
+        stands only if that round fails one too. A pause before judged calls can slow an honest small
+        call by more than the slack once in a while; a cache is slow on new values every time, and one
+        that stops caching in the second round fails the hot-loop check."""
         kind, kind_draw, kind_reference, kind_tolerance, why_not = self._other_kind()
         first = self._round(self._plan(with_kind=kind is not None), kind_draw, kind_reference, kind_tolerance)
-        timing = self._timing_verdicts(first.samples, result, busy)
-        problems = first.problems
+        timing = self._timing_verdicts(first.samples, result)
+        problems, errors = first.problems, first.errors
         if any(c.failed for c in timing):
-            second = self._round(self._plan(checks=False), None, None)
-            timing = _confirmed(timing, self._timing_verdicts(second.samples, result, busy))
+            second = self._round(self._plan(), None, None)
+            errors = errors + second.errors
+            timing = _confirmed(timing, self._timing_verdicts(second.samples, result))
             problems = problems + second.problems
-        out = [self._fresh_verdict(first.errors, result), *timing, self._determinism(first.repeat),
+        out = [self._fresh_verdict(errors, result), *timing, self._determinism(first.repeat),
                _kind_verdict(kind, first.kind_check, why_not, self.family.tolerance_for(self.case.dtype))]
         return out + _dedupe(problems)
 
-    def _plan(self, with_kind: bool = False, checks: bool = True) -> list[str]:
-        """A round's steps in an order only the judge knows: "new", "same" and, with `checks`,
-        CHECKED_DRAWS "checked" new ones, one "kind" (when another kind can be drawn) and one
-        "repeat" (a same one on the first values)."""
+    def _plan(self, with_kind: bool = False) -> list[str]:
+        """A round's steps in an order only the judge knows: "new", "same", CHECKED_DRAWS "checked"
+        new ones, one "kind" (when another kind can be drawn) and one "repeat" (a same one on the
+        first values)."""
         rng = self.judge._rng
         plan = ["new"] * NEW_DRAWS + ["same"] * SAME_DRAWS
         rng.shuffle(plan)
-        if not checks:
-            return plan
         places = rng.sample([i for i, k in enumerate(plan) if k == "new"], CHECKED_DRAWS + 1)
         for p in places[:-1]:
             plan[p] = "checked"
@@ -117,34 +116,44 @@ class JudgedCalls:
         if by_kernel_time:
             self.ask({"op": "round"})
         timed: list[tuple[str, Optional[float]]] = []
+        read: list[tuple[str, Any, dict, Optional[float]]] = []  # the calls whose outputs are read
+        # the checked draws and their references before the first call: a pause to compute one right
+        # before a call would tell the subject (a kernel reading the GPU's clock) which calls are read
+        with self.phases("integrity/references"):
+            checked = [self._checked_draw(self.new_draw()) for step in plan if step == "checked"]
+            repeat = j.reference(family, case, self.first, keep=self.keep_reference) if "repeat" in plan else None
         for step in plan:
             fresh = step in ("new", "checked", "kind")
             draw, reference = previous, None  # "same": the last call's values, written again
             if step == "kind":
                 draw, reference = kind_draw, kind_reference
-            elif fresh:
+            elif fresh:  # a checked call draws too, and drops it: every new call pauses alike
                 draw = j.draw(family, case, secrets.randbits(62), self.first)
             elif step == "repeat":
                 draw = self.first
             tolerance = kind_tolerance if step == "kind" else None
             if step == "checked":
-                with self.phases("integrity/references"):
-                    draw, reference, tolerance = self._checked_draw(draw)
+                draw, reference, tolerance = checked.pop()
             elif step == "repeat":
-                reference = j.reference(family, case, self.first, keep=self.keep_reference)
+                reference = repeat
             self.last_sample = None
-            check, problems = self.judged_call(draw, reference, eager=eager_repeat and step == "repeat",
-                                               tolerance=tolerance, same=not fresh, every_lane=step == "checked")
+            taken = self.take(draw, eager=eager_repeat and step == "repeat", same=not fresh)
             previous = draw
-            found.problems += problems
+            found.problems += taken.problems
             timed.append(("new" if fresh else "same", self.last_sample))
-            if reference is not None and not problems:
-                if step == "kind":
-                    found.kind_check = check
-                else:
-                    found.errors.append(check)
-            if step == "repeat" and not problems:
-                found.repeat = self._last_got
+            if reference is not None:
+                read.append((step, taken, reference, tolerance))
+        # read after the round: a call read at once would be followed by a longer pause than the others
+        for step, taken, reference, tolerance in read:
+            check, problems = self.settle(taken, reference, tolerance, every_lane=step == "checked")
+            if problems:
+                continue
+            if step == "kind":
+                found.kind_check = check
+            else:
+                found.errors.append(check)
+            if step == "repeat":
+                found.repeat = taken.got[taken.lane]
         if by_kernel_time:
             samples = self.ask({"op": "samples"})["samples"]
             if samples is not None:
@@ -175,9 +184,8 @@ class JudgedCalls:
                 return draw, reference, tolerance
         return draw, None, None
 
-    def _timing_verdicts(self, samples: dict[str, list[float]], result: Result,
-                         busy: list[float]) -> list[IntegrityCheck]:
-        return [self._fresh_figure(samples, result), self._hot_loop(samples["same"], result, busy)]
+    def _timing_verdicts(self, samples: dict[str, list[float]], result: Result) -> list[IntegrityCheck]:
+        return [self._fresh_figure(samples, result), self._hot_loop(samples["same"], result)]
 
     def _other_kind(self) -> tuple[Optional[str], Optional[Draw], Optional[dict], Optional[float], str]:
         """A kind other than the case's own, picked at random, with a draw of it, its fp64 reference and
@@ -235,15 +243,9 @@ class JudgedCalls:
                                        FRESH_ABSOLUTE.get(self.judged_timing, 1e-6), self._hot(result).noise)
         return self._by_gpu_time(check)
 
-    def _hot_loop(self, same: list[float], result: Result, busy: list[float]) -> IntegrityCheck:
+    def _hot_loop(self, same: list[float], result: Result) -> IntegrityCheck:
         if len(same) < 3:
             return IntegrityCheck("hot-loop", "not run", "too few timed judged calls")
-        gpu = statistics.median(busy) if busy else None
-        if self.judged_timing == self.settings.timing and gpu is not None and gpu < HOST_BOUND * result.stats.median:
-            # graph timing's judged calls are replays like its hot loop; a replay whose GPU is mostly
-            # idle is not what this compares
-            return IntegrityCheck("hot-loop", "not run", f"the GPU is busy {integrity.fmt(gpu)} of its "
-                                                         f"{integrity.fmt(result.stats.median)} per call")
         absolute = HOT_ABSOLUTE.get(self.judged_timing, HOT_ABSOLUTE_GPU)
         return self._by_gpu_time(integrity.hot_loop(self._hot(result), summarize(same), HOT_SLACK, absolute))
 

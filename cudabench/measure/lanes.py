@@ -32,6 +32,14 @@ class Draw:
         self.seed, self.inputs, self.grad_out = seed, inputs, grad_out
 
 
+class Taken:
+    """A judged call as the judge took it right after it ran: the lane it reads, every lane's outputs
+    (cloned in the judge's memory), the values each lane held, and what was wrong with the call."""
+
+    def __init__(self, lane: int, got: list[dict], held: list[Draw], problems: list) -> None:
+        self.lane, self.got, self.held, self.problems = lane, got, held, problems
+
+
 # ---- the subject process's side ------------------------------------------------------------------------
 
 def footprint(inputs: dict, grad_out: Any, outputs: list) -> int:
@@ -68,12 +76,12 @@ class Lanes:
     """A graph's lanes as the judge holds them: each lane's input memory mapped here (lane 0's is the
     subject's own inputs) and the values each holds now."""
 
-    def __init__(self, first: tuple[dict, Any], shared: list[dict], held: Draw) -> None:
+    def __init__(self, first: tuple[dict, Any], shared: list[dict], held: list[Draw]) -> None:
         self.mapped: list[tuple[dict, Any]] = [first]
         for lane in shared:
             self.mapped.append(({k: open_shared(m) for k, m in lane["inputs"].items()},
                                 open_shared(lane["grad_out"]) if lane.get("grad_out") else None))
-        self.held: list[Draw] = [held] + [_copy(mapped, held) for mapped in self.mapped[1:]]
+        self.held = held  # what each lane holds: lane 0 the subject's inputs, the others drawn from lane_seeds
 
     @property
     def count(self) -> int:
@@ -87,25 +95,28 @@ class Lanes:
             if inputs.keys() != names.keys() or (g is None) != (grad is None) or any(
                     _unlike(t, names[k]) for k, t in inputs.items()) or (g is not None and _unlike(g, grad)):
                 return f"lane {i} of the graph's inputs is not shaped like the subject's own"
-        return overlap([t for inputs, g in self.mapped for t in [*inputs.values(), g] if t is not None])
+        return overlap([[t for t in [*inputs.values(), g] if t is not None] for inputs, g in self.mapped])
 
-    def fill(self, draw: Draw, same: bool, fresh: Callable[[], Draw]) -> int:
-        """The values of the next judged replay, in every lane: on `same`, each lane's last values again;
-        else `draw` in a lane picked at random and values of `fresh` in the others. Returns the lane
-        whose outputs are read (the one `draw` went into)."""
+    def pick(self, draw: Draw, same: bool, fresh: Callable[[], Draw]) -> int:
+        """The values of the next judged replay, chosen before the subject is asked anything: on `same`,
+        each lane's last values again; else `draw` in a lane picked at random and values of `fresh` in the
+        others. Returns the lane whose outputs are read (the one `draw` goes into)."""
         lane = secrets.randbelow(self.count)
         if not same:
             self.held = [draw if i == lane else fresh() for i in range(self.count)]
-        for (inputs, grad), values in zip(self.mapped, self.held):
-            write(inputs, grad, values)
         return lane
+
+    def write(self) -> None:
+        """Every lane's values into its memory."""
+        for (inputs, grad), values in zip(self.mapped, self.held):
+            write_lane(inputs, grad, values)
 
     def wrote(self, lane: int, draw: Draw) -> None:
         """A call outside the graph (eager) wrote `draw` into `lane`."""
         self.held[lane] = draw
 
 
-def write(mapped: dict, mapped_grad: Any, draw: Draw, inputs: bool = True, grad: bool = True) -> None:
+def write_lane(mapped: dict, mapped_grad: Any, draw: Draw, inputs: bool = True, grad: bool = True) -> None:
     """`draw`'s values into one lane's memory (the subject's, mapped here)."""
     with torch.no_grad():
         if inputs:
@@ -115,12 +126,16 @@ def write(mapped: dict, mapped_grad: Any, draw: Draw, inputs: bool = True, grad:
             mapped_grad.copy_(draw.grad_out)
 
 
-def overlap(tensors: list[torch.Tensor]) -> str:
-    """'' when no two of `tensors` share memory, else what overlaps."""
-    spans = sorted((t.data_ptr(), t.data_ptr() + _extent(t)) for t in tensors if t.numel())
-    for (a0, a1), (b0, _) in zip(spans, spans[1:]):
-        if b0 < a1:
+def overlap(groups: list[list[torch.Tensor]]) -> str:
+    """'' when no memory of one group (a lane's inputs and outputs) is also another group's, else what
+    overlaps. Within a group tensors may alias (autograd hands back the upstream gradient of a sum)."""
+    spans = sorted((t.data_ptr(), t.data_ptr() + _extent(t), g) for g, ts in enumerate(groups) for t in ts if t.numel())
+    top: list[tuple[int, int]] = []  # (end, group) of the two groups that reach furthest, furthest first
+    for start, end, g in spans:
+        if any(e > start for e, h in top if h != g):
             return "two calls of the graph share memory (inputs or outputs of one call are another's)"
+        mine = max([(e, h) for e, h in top if h == g] + [(end, g)])
+        top = sorted([x for x in top if x[1] != g] + [mine], reverse=True)[:2]
     return ""
 
 
@@ -132,12 +147,6 @@ def lane_outputs(reply: dict, lane: int, count: int) -> Optional[dict]:
     if not isinstance(lanes, list) or len(lanes) != count - 1:
         return None
     return lanes[lane - 1]
-
-
-def _copy(mapped: tuple[dict, Any], like: Draw) -> Draw:
-    inputs, grad = mapped
-    values = {k: (inputs[k].clone() if k in inputs else v) for k, v in like.inputs.items()}
-    return Draw(-1, values, None if grad is None else grad.clone())
 
 
 def _unlike(a: torch.Tensor, b: torch.Tensor) -> bool:
