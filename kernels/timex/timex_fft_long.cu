@@ -265,7 +265,8 @@ block_forward(const float2* __restrict__ W, const float2* __restrict__ tw, const
   store_held<M>(out + row, 1, v, eps, T);
 }
 
-// gk = IFFT(conj(W)·G), and S[c] += conj(K_b)·G_b over the half spectrum a = 0..M.
+// gk = IFFT(conj(W)·G), and S[c] += conj(K_b)·G_b over the half spectrum a = 0..M. K_b is read once, with
+// the streaming hint (__ldcs), so the kept spectra do not push the sums S out of L2.
 template <typename S, int M>
 __global__ void __launch_bounds__(BlockPlan<M>::G, 1)
 block_backward(const float2* __restrict__ W, const float2* __restrict__ tw, const S* __restrict__ g,
@@ -284,8 +285,8 @@ block_backward(const float2* __restrict__ W, const float2* __restrict__ tw, cons
     for (int f = threadIdx.x; 2 * f <= M; f += blockDim.x) {
       float2 lo, hi;
       unpack(buf[pad(f)], buf[pad((M - f) % M)], tw[f], lo, hi);
-      atomic_add(Sc + f, cmul_conj(K[f], lo));
-      if (M - f != f) atomic_add(Sc + M - f, cmul_conj(K[M - f], conj(hi)));
+      atomic_add(Sc + f, cmul_conj(__ldcs(K + f), lo));
+      if (M - f != f) atomic_add(Sc + M - f, cmul_conj(__ldcs(K + M - f), conj(hi)));
     }
     multiply_packed<true>(buf, Wc, tw, h);
 #pragma unroll
@@ -297,8 +298,8 @@ block_backward(const float2* __restrict__ W, const float2* __restrict__ tw, cons
       const float2 zb = mirror<M>(buf, m);
       float2 lo, hi;
       unpack(v[m], zb, tw[a], lo, hi);
-      atomic_add(Sc + a, cmul_conj(K[a], lo));
-      if (a == 0) atomic_add(Sc + M, cmul_conj(K[M], hi));
+      atomic_add(Sc + a, cmul_conj(__ldcs(K + a), lo));
+      if (a == 0) atomic_add(Sc + M, cmul_conj(__ldcs(K + M), hi));
       v[m] = product<true>(a, v[m], zb, Wc, tw, h);
     }
   }
