@@ -173,6 +173,8 @@ inline float2 atomicAdd(float2* p, float2 v) {  // the sm_90 vector atomic
 }
 template <typename T>
 inline T __ldg(const T* p) { return *p; }
+template <typename T>
+inline T __ldcs(const T* p) { return *p; }  // a cache hint: the same value
 
 // A warp barrier: an exchange every lane of the warp must reach (as __shfl_xor_sync), full mask only.
 #define __syncwarp(...) ((void)emu::shfl_xor(0.0f, 0, 0xffffffffu))
