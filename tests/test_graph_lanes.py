@@ -19,19 +19,26 @@ from cudabench.measure.settings import Settings
 from cudabench.measure.timers import GraphTimer
 from cudabench.results.records.model import Case
 from cudabench.spec.registry import discover
+from cudabench.measure.serial_calls import SerialCalls
+from cudabench.results.records.model import IntegrityCheck
 from runs import inline_judge
+from test_judge import WorkTimer  # the CUPTI round's stand-in: calls alone, 1 µs plus 1 ns per element
 
 HOSTILE = Path(__file__).resolve().parent / "hostile_kernels"
+NOT_RUN = IntegrityCheck("serial-calls", "not run", "switched off by the test")
 N = 1 << 14
 GRAPH_COUNTER = 6  # hostile.h's HOSTILE_GRAPH_COUNTER
 
 
 class Launches:
     """The hostile extension on the CPU: eager calls compute at once; while `capturing`, each call records
-    its launch, as a graph records kernels, and the counter mode counts launches as the device counter does."""
+    its launch, as a graph records kernels, and the counter mode counts launches as the device counter does.
+    `batch` computes every call's y in one launch, its work counted once: the room a small call leaves on
+    a GPU, which one kernel over every call fills."""
 
     def __init__(self):
         self.work, self.capturing, self.graph, self.launches, self.graph_calls = 0, False, [], 0, 0
+        self.lazy_alone = False   # eager calls after a capture skip their work (cheap, and wrong)
 
     def set_graph_calls(self, calls):
         self.graph_calls = calls
@@ -48,9 +55,19 @@ class Launches:
             self.launches += 1
 
         if not self.capturing:
-            compute()
+            if not (self.lazy_alone and self.graph):
+                compute()
         else:
             self.graph.append(counted if mode == GRAPH_COUNTER else compute)
+
+    def batch(self, xs, ys):
+        def batched():
+            for a, b in zip(xs, ys):
+                b.copy_(2 * a + 1)
+            self.work += xs[0].numel()
+
+        assert self.capturing
+        self.graph.append(batched)
 
 
 class CpuGraph(GraphTimer):
@@ -89,10 +106,11 @@ def registry():
     return discover([HOSTILE])
 
 
-def judge_graph(registry, name, monkeypatch):
-    ext = Launches()
+def judge_graph(registry, name, monkeypatch, ext=None):
+    ext = ext or Launches()
     monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: ext.capturing)
-    judge = inline_judge(registry, HOSTILE, {"hostile": ext}, lambda timing: CpuGraph(ext))
+    judge = inline_judge(registry, HOSTILE, {"hostile": ext},
+                         lambda timing: CpuGraph(ext) if timing == "graph" else WorkTimer(ext))
     settings = Settings(rule={"kind": "repeat", "count": 20}, warmup_calls=2, warmup_seconds=0.0, fuzz=0,
                         timing="graph")
     return judge.run(registry.family("hostile"), Case("hostile", (("n", N),)), name, "variant", settings)
@@ -106,6 +124,28 @@ def test_an_honest_kernel_under_graph_timing_is_ok_with_many_calls_a_graph(regis
     r = judge_graph(registry, "hostile-honest", monkeypatch)
     assert r.status == "ok", (r.error, failed(r))
     assert r.measurement.calls_per_sample > 8
+    assert [c.verdict for c in r.integrity if c.name == "serial-calls"] == ["pass"]
+
+
+def test_a_graph_whose_calls_overlap_is_invalid_by_the_time_of_a_call_alone(registry, monkeypatch):
+    """Every call's outputs right, the figure a throughput: the last call of a replay computes them all in
+    one launch. Without the serial-calls check it is ok at a fraction of the honest figure."""
+    r = judge_graph(registry, "hostile-graph-batch", monkeypatch)
+    assert r.status == "INVALID" and set(failed(r)) == {"serial-calls"}, (r.error, r.integrity)
+    assert "overlap" in failed(r)["serial-calls"] and "second round" in failed(r)["serial-calls"]
+
+    monkeypatch.setattr(SerialCalls, "serial_calls", lambda self, result: NOT_RUN)
+    honest = judge_graph(registry, "hostile-honest", monkeypatch)
+    r = judge_graph(registry, "hostile-graph-batch", monkeypatch)
+    assert r.status == "ok", (r.error, failed(r))
+    assert r.stats.median < honest.stats.median / 4
+
+
+def test_calls_alone_that_skip_their_work_to_lower_the_floor_are_wrong(registry, monkeypatch):
+    ext = Launches()
+    ext.lazy_alone = True
+    r = judge_graph(registry, "hostile-graph-batch", monkeypatch, ext)
+    assert r.status == "INVALID" and "wrong" in failed(r)["serial-calls"], (r.error, r.integrity)
 
 
 @pytest.mark.parametrize("name, check", [("hostile-graph-counter", "fresh-output"),
@@ -122,6 +162,7 @@ def test_read_from_the_last_call_alone_the_counter_passes_many_times_too_fast(re
 
     monkeypatch.setattr(lanes_module.secrets, "randbelow", lambda n: n - 1)
     monkeypatch.setattr(IntegrityPass, "_every_lane", lambda self, taken, check: check)
+    monkeypatch.setattr(SerialCalls, "serial_calls", lambda self, result: NOT_RUN)
     honest = judge_graph(registry, "hostile-honest", monkeypatch)
     r = judge_graph(registry, "hostile-graph-counter", monkeypatch)
     assert r.status == "ok", (r.error, failed(r))
@@ -218,3 +259,13 @@ def test_a_graph_holds_no_more_lanes_than_fit_a_quarter_of_the_l2():
     assert one_call == 8 << 20
     assert lanes_module.room(one_call, 64 << 20) == 2  # a quarter of the L2
     assert lanes_module.room(one_call, 16 << 20) == 1
+
+
+def test_the_figure_per_call_may_not_beat_a_call_alone_beyond_noise():
+    from cudabench.measure import integrity
+
+    for figure, alone in [(1.38, 1.22), (1.49, 1.12), (20.4, 18.3), (133.3, 132.6), (31.4, 29.6)]:  # H100, honest
+        assert integrity.serial_calls(figure * 1e-6, [alone * 1e-6] * 3, 8).verdict == "pass"
+    verdict = integrity.serial_calls(0.3e-6, [1.2e-6, 1.3e-6, 9e-6], 61)
+    assert verdict.verdict == "fail" and "1.30 µs" in verdict.detail and "61" in verdict.detail
+    assert integrity.serial_calls(1e-6, [], 8).verdict == "not run"

@@ -279,12 +279,13 @@ class BlindRunner:
         return {}
 
     def samples(self) -> dict:
-        """The round's kernel time per call, in call order (None when each call's reply had it)."""
+        """The round's kernel time and GPU busy time per call, in call order (None when each call's
+        reply had its sample)."""
         s = self._opened()
         if s.round is None:
-            return {"samples": None}
-        samples, s.round = s.round.end(), None
-        return {"samples": samples}
+            return {"samples": None, "busy": None}
+        calls, s.round = s.round.end(), None
+        return {"samples": [c.seconds for c in calls], "busy": [c.busy for c in calls]}
 
     def order(self) -> dict:
         """Hold the current stream busy, write the first inputs back on it, call, and copy the outputs

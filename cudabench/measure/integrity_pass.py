@@ -34,6 +34,9 @@ class IntegrityPass:
         busy, counts = cupti.get("busy", []), cupti.get("counts", [])
         with self.phases("integrity/judged calls"):
             checks = list(self.fresh_calls(result))
+        if settings.timing == "graph":
+            with self.phases("integrity/serial calls"):
+                checks.append(self.serial_calls(result))
         with self.phases("integrity/stream-order"):
             checks.append(self.stream_order(reference, result.check))
         checks.append(integrity.timed_window(result.stats.median, busy, settings.timing))

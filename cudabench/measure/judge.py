@@ -22,7 +22,7 @@ One subject:
    on the same values, nor those slower than the hot figure, beyond the noise: a subject whose time
    depends on its inputs staying the same, in full or in part, fails. A host-bound call's judged calls
    are compared by kernel time (CUPTI); a timing verdict that fails must fail again in a second round.
-5. the stream-order probe, then the process state.
+5. calls alone under graph timing (serial_calls.py), the stream-order probe, then the process state.
 
 Every check that fails makes the subject INVALID with its reason (a wrong first check is FAIL)."""
 
@@ -48,6 +48,7 @@ from cudabench.measure.lanes import Draw, Lanes, Taken, lane_outputs, write_lane
 from cudabench.measure.memory import release_cached
 from cudabench.measure.settings import Settings, shapes_key
 from cudabench.measure.subject import Phases, case_inputs, work_of
+from cudabench.measure.serial_calls import SerialCalls
 from cudabench.measure.transport import TransportError, forget_inline, open_shared
 from cudabench.results.exporters.json_document import case_to_dict, measurement_from_dict
 from cudabench.results.records.model import Case, Check, IntegrityCheck, Result
@@ -137,7 +138,7 @@ class Judge:
         return replace(result, phases=tuple(phases.seconds.items()))
 
 
-class Session(IntegrityPass, JudgedCalls):
+class Session(IntegrityPass, JudgedCalls, SerialCalls):
     """One subject being judged: its draws, the subject's shared inputs, the verdicts so far."""
 
     def __init__(self, judge: Judge, family: Family, case: Case, base: Result, settings: Settings,

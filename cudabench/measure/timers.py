@@ -24,7 +24,7 @@ from typing import Any, Callable, Optional
 
 import torch
 
-from cudabench.measure.cupti_activity import activity_per_call, cupti_session, ranged_call, recorded
+from cudabench.measure.cupti_activity import CallActivity, activity_per_call, cupti_session, ranged_call, recorded
 from cudabench.measure.loop import Call, Hook
 from cudabench.results.records.model import TIMINGS
 
@@ -249,13 +249,14 @@ class CuptiRound:
     def call(self, call: Call, before_each: Hook = None) -> Any:
         return ranged_call(call, before_each)
 
-    def end(self) -> list[float]:
-        """Kernel time (summed durations) of each call of the round, in call order."""
+    def end(self) -> list[CallActivity]:
+        """The GPU activity of each call of the round, in call order: kernel time (summed durations)
+        and busy time (their union)."""
         session, self._session = self._session, None
         if session is None:
             return []
         session.__exit__(None, None, None)
-        return [a.seconds for a in activity_per_call(recorded(self._prof))]
+        return activity_per_call(recorded(self._prof))
 
 
 TIMERS = {"sync": SyncTimer, "events": EventTimer, "graph": GraphTimer, "cupti": CuptiTimer}

@@ -174,7 +174,7 @@ class Check:
 class IntegrityCheck:
     """One integrity check of a timed subject (see cudabench.measure.integrity)."""
 
-    name: str                 # stale-output | stream-order | timed-window | no-work | impossible | process-state
+    name: str                 # fresh-output | stream-order | timed-window | serial-calls | ... (cudabench.measure.integrity)
     verdict: Literal["pass", "fail", "not run"]
     detail: str = ""          # the figures it compared, or why it did not run
 

@@ -67,6 +67,21 @@ __global__ void counted_kernel(const float* __restrict__ x, float* __restrict__ 
 
 __global__ void bump_kernel() { g_launches += 1; }
 
+// hostile-graph-batch: every call's pointers passed by value (2 KB of kernel parameters), one call a
+// row of blocks (blockIdx.y).
+struct Batch {
+  const float* x[HOSTILE_MAX_BATCH];
+  float* y[HOSTILE_MAX_BATCH];
+};
+
+__global__ void batch_kernel(Batch b, long long n) {
+  const float* __restrict__ x = b.x[blockIdx.y];
+  float* __restrict__ y = b.y[blockIdx.y];
+  for (long long i = (long long)blockIdx.x * kThreads + threadIdx.x; i < n; i += (long long)gridDim.x * kThreads) {
+    y[i] = fmaf(2.0f, x[i], 1.0f);
+  }
+}
+
 int grid_for(long long n) {
   const long long needed = (n + kThreads - 1) / kThreads;
   return (int)(needed < kMaxBlocks ? needed : kMaxBlocks);
@@ -164,6 +179,18 @@ cudaError_t hostile_set_graph_calls(int calls) {
   }
   *(volatile int*)g_graph_calls = calls;
   return cudaSuccess;
+}
+
+cudaError_t hostile_batch(const float* const* xs, float* const* ys, int count, long long n, cudaStream_t stream) {
+  if (count < 1 || count > HOSTILE_MAX_BATCH) return cudaErrorInvalidValue;
+  if (n <= 0) return cudaSuccess;
+  Batch b = {};
+  for (int i = 0; i < count; ++i) {
+    b.x[i] = xs[i];
+    b.y[i] = ys[i];
+  }
+  batch_kernel<<<dim3(grid_for(n), count), kThreads, 0, stream>>>(b, n);
+  return cudaGetLastError();
 }
 
 cudaError_t hostile_launch(int mode, const float* x, float* y, long long n, cudaStream_t stream) {

@@ -17,5 +17,10 @@ enum HostileMode {
 // it captures): kept in host memory the kernels read when the graph is replayed.
 cudaError_t hostile_set_graph_calls(int calls);
 
+// hostile-graph-batch: y[i] = 2 * x[i] + 1 for `count` calls' x and y (at most HOSTILE_MAX_BATCH) in one
+// kernel, launched by the last call of a graph being captured: the calls of a replay overlap on the GPU.
+constexpr int HOSTILE_MAX_BATCH = 128;
+cudaError_t hostile_batch(const float* const* xs, float* const* ys, int count, long long n, cudaStream_t stream);
+
 // `stream` is the caller's (PyTorch's current) stream; HOSTILE_SIDE_STREAM ignores it on purpose.
 cudaError_t hostile_launch(int mode, const float* x, float* y, long long n, cudaStream_t stream);
