@@ -24,7 +24,7 @@ VARIANTS = {
                 "hostile-memo", "hostile-partial", "hostile-mutate", "hostile-alias", "hostile-strided",
                 "hostile-subclass", "hostile-float64", "hostile-uninit", "hostile-thread", "hostile-tuned", "hostile-shape", "hostile-patch-timer",
                 "hostile-patch-worker", "hostile-patch-library", "hostile-persist-l2", "hostile-graph-counter",
-                "hostile-graph-shared", "hostile-graph-copy"],
+                "hostile-graph-batch", "hostile-graph-shared", "hostile-graph-copy"],
     "boastful": ["boastful-honest"],
 }
 
