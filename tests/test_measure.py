@@ -103,6 +103,20 @@ def test_activity_per_call_counts_gpu_work_inside_each_call_range_once():
     assert (second.count, second.seconds, second.busy) == (1, 20e-6, 20e-6)
 
 
+def test_a_call_range_the_subject_opens_inside_a_call_takes_nothing_from_it():
+    """record_function is public: a binding can open a range of the harness's name inside its call, before
+    its kernels, to have them counted to a range of its own (the call's then empty)."""
+    from cudabench.measure.cupti_activity import CALL_RANGE, Activity, activity_per_call
+
+    events = [Activity(CALL_RANGE, False, 0.0, 100.0, True), Activity(CALL_RANGE, False, 2.0, 3.0, True),
+              Activity("k1", True, 10.0, 50.0)]
+    (call,) = activity_per_call(events)
+    assert (call.count, call.busy) == (1, 40e-6)
+    # a range of its own left open past the call's end is one range more: the caller sees the count differ
+    events.append(Activity(CALL_RANGE, False, 4.0, 500.0, True))
+    assert len(activity_per_call(events)) == 2
+
+
 def test_recorded_reads_a_kineto_session_without_building_function_events():
     import torch
     from torch.autograd.profiler import record_function

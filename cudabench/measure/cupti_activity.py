@@ -65,7 +65,7 @@ def activity_per_call(events: list[Activity], range_name: str = CALL_RANGE) -> l
     """GPU activity (kernels, memcpy, memset) inside each `range_name` host range. The range
     encloses the call and a device-wide synchronize, so all its GPU work — on any stream — lies
     inside it and nothing queued before (an L2 flush) does."""
-    calls = sorted((e.start, e.end) for e in events if e.name == range_name and not e.on_gpu)
+    calls = outermost(sorted((e.start, e.end) for e in events if e.name == range_name and not e.on_gpu))
     starts = [s for s, _ in calls]
     spans: list[list[tuple[float, float]]] = [[] for _ in calls]
     for e in gpu_activity(events, {range_name}):
@@ -73,6 +73,16 @@ def activity_per_call(events: list[Activity], range_name: str = CALL_RANGE) -> l
         if i >= 0 and e.start <= calls[i][1]:
             spans[i].append((e.start, e.end))
     return [CallActivity(sum(b - a for a, b in s) / 1e6, len(s), union_length(s) / 1e6) for s in spans]
+
+
+def outermost(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The sorted ranges not inside an earlier one: a range of the same name that the subject's own code
+    opens inside a call (record_function is public) would otherwise take the call's GPU work from it."""
+    kept: list[tuple[float, float]] = []
+    for a, b in spans:
+        if not kept or b > kept[-1][1]:
+            kept.append((a, b))
+    return kept
 
 
 def union_length(spans: list[tuple[float, float]]) -> float:

@@ -48,7 +48,7 @@ from cudabench.results.records.model import Check, IntegrityCheck
 WINDOW_SHARE = 0.8          # the timer may see down to this share of CUPTI's busy time (noise)
 WINDOW_SLACK = 2e-6         # ... minus this many seconds (profiler timestamp granularity)
 # A graph figure per call may be down to this share of one call alone's GPU busy time, minus this slack
-# (seen on the H100: figure / busy 1.005 to 1.13 over 18 honest subjects, busy on the hot loop's inputs)
+# (seen on the H100: figure / call alone 0.94 to 1.21 over 15 honest subjects; docs/benchmarks/h100-timing-truth.md)
 SERIAL_SHARE = 0.8
 SERIAL_SLACK = 0.2e-6
 FLOP_MARGIN = 1.10          # a figure above 110 % of the FMA peak is impossible (clock readings vary)
@@ -95,7 +95,7 @@ def serial_calls(figure: float, busy: Sequence[float], calls: int) -> IntegrityC
     """The graph figure per call against the GPU busy time of one call alone (CUPTI, eager calls on
     new values, each checked)."""
     if not busy:
-        return IntegrityCheck("serial-calls", "not run", "CUPTI recorded no eager calls")
+        return IntegrityCheck("serial-calls", "not run", "no call alone could be checked")
     alone = statistics.median(busy)
     detail = f"{fmt(figure)} per call in a replay of {calls}, one call alone keeps the GPU busy {fmt(alone)} (CUPTI)"
     if figure < SERIAL_SHARE * alone - SERIAL_SLACK:

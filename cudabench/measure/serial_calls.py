@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Optional
 
 from cudabench.measure import integrity
+from cudabench.measure.judged_calls import SubjectLost
 from cudabench.results.records.model import IntegrityCheck, Result
 
 if TYPE_CHECKING:
@@ -27,6 +28,7 @@ class SerialCalls:
     lanes: Optional["Lanes"]
     last_sample: Optional[float]
     phases: Any
+    judge: Any
 
     def serial_calls(self, result: Result) -> IntegrityCheck:
         if self.lanes is None:
@@ -63,6 +65,20 @@ class SerialCalls:
             if reference is not None and not check.passed:
                 return IntegrityCheck("serial-calls", "fail", f"a call alone on new values was wrong: error "
                                                               f"{check.worst:.3g} > tolerance {check.tolerance:.3g}"), False
-        # on the CPU the round's timer gave each call's sample in its reply
-        busy = reply.get("busy") or [s for s in samples if s is not None]
+        busy = self._busy_alone(reply, samples)
+        if any(b <= 0 for b in busy):
+            return IntegrityCheck("serial-calls", "fail", "a call alone on new values kept the GPU busy 0 s: its "
+                                                          "work ran where CUPTI does not see it"), False
+        # a call whose draw could not be checked (no honest kernel held to it) is left out of the floor
+        busy = [b for b, (_, reference, _) in zip(busy, draws) if reference is not None]
         return integrity.serial_calls(result.stats.median, busy, result.measurement.calls_per_sample), True
+
+    def _busy_alone(self, reply: dict, samples: list[Optional[float]]) -> list[float]:
+        """Each call alone's GPU busy time: CUPTI's, from the round's session (on the CPU, where there is
+        none, the round's timer gave each call's sample in its reply). One per call, or the subject
+        process broke the protocol: its own ranges or a round it ended itself would take the work away."""
+        busy = reply.get("busy") if self.judge.device == "cuda" else samples
+        if not isinstance(busy, list) or len(busy) != SERIAL_CALLS or any(b is None for b in busy):
+            raise SubjectLost(f"the subject process timed {len(busy) if isinstance(busy, list) else 'none'} of "
+                              f"{SERIAL_CALLS} calls alone")
+        return [float(b) for b in busy]

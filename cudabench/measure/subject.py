@@ -86,7 +86,7 @@ def true_fp32() -> Iterator[None]:
 
 PHASES = ("inputs", "reference", "check", "warm-up", "sampling", "integrity")
 # where integrity's time goes, recorded as "integrity/<part>" (the rest is plain "integrity")
-INTEGRITY_PARTS = ("cupti", "judged calls", "references", "stream-order", "process state", "shapes")
+INTEGRITY_PARTS = ("cupti", "judged calls", "serial calls", "references", "stream-order", "process state", "shapes")
 
 
 class Phases:

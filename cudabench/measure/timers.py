@@ -224,6 +224,9 @@ class CuptiTimer:
                 self.last = value if keep else None
                 del value
         per_call = activity_per_call(recorded(prof))
+        if len(per_call) != count:
+            raise RuntimeError(f"CUPTI recorded {len(per_call)} call ranges for {count} calls (a range of the "
+                               "harness's name opened by the subject's code?)")
         self.counts += [a.count for a in per_call]
         self.busy += [a.busy for a in per_call]
         return [a.seconds for a in per_call]
