@@ -130,3 +130,24 @@ def test_text_from_users_and_tools_never_drives_the_terminal(tmp_path):
     (folder / "spec.py").write_text("raise RuntimeError('\\x1b[2J\\x1b]0;owned\\x07 cleared')\n")
     res = invoke("list", "--kernels-dir", str(tmp_path / "k"))
     assert res.exit_code == 2 and "\x1b" not in res.output and "\\x1b[2J" in res.output
+
+
+def test_a_kernels_dir_that_is_a_family_folder_a_file_or_empty_is_explained(tmp_path):
+    family = tmp_path / "mine" / "scale"
+    family.mkdir(parents=True)
+    (family / "spec.py").write_text("")
+    res = invoke("list", "--kernels-dir", str(family))
+    assert res.exit_code == 2 and "is a family's own folder" in res.output and str(tmp_path / "mine") in res.output
+    (tmp_path / "empty").mkdir()
+    res = invoke("list", "--kernels-dir", str(tmp_path / "empty"))
+    assert res.exit_code == 2 and "holds no family" in res.output
+    (tmp_path / "file").write_text("x")
+    res = invoke("list", "--kernels-dir", str(tmp_path / "file"))
+    assert res.exit_code == 2 and "is not a folder" in res.output
+
+
+def test_build_takes_comma_separated_kernels_and_not_all_beside_them():
+    res = invoke("build", "-k", "add2,sincos", "--check")  # the names resolve; then the missing --arch
+    assert res.exit_code == 2 and "needs a target architecture" in res.output
+    res = invoke("build", "--all", "-k", "add2", "--check", "--arch", "sm_90")
+    assert res.exit_code == 2 and "not both" in res.output

@@ -411,3 +411,18 @@ def test_cli_says_when_a_side_did_not_finish(tmp_path):
     assert res.exit_code == 1 and "the new run" in said(res) and "did not finish" in said(res)
     assert "missing in new: timex[B=32,C=768,T=768]/fwd timex-v4" in said(res)
     assert "did not finish" not in said(compare_cli(tmp_path, old, old))
+
+
+def test_one_file_given_as_both_runs_is_refused_not_passed(tmp_path):
+    """A CI gate whose two variables name one file would pass every time."""
+    old, _ = files(tmp_path, one(1e-3), one(1e-3))
+    link = tmp_path / "link.json"
+    link.symlink_to(old)
+    for new in (old, str(link)):
+        res = runner.invoke(app, ["compare", old, new])
+        assert res.exit_code == 2 and "are the same file" in res.output and "Traceback" not in res.output
+
+
+def test_a_bad_memory_threshold_is_named_as_such(tmp_path):
+    res = runner.invoke(app, ["compare", *files(tmp_path, one(1e-3), one(1e-3)), "--memory-threshold", "abc"])
+    assert res.exit_code == 2 and "--memory-threshold 'abc'" in res.output and "--threshold 5%" not in res.output

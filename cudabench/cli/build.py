@@ -10,12 +10,13 @@ from typing import List, Optional
 
 import typer
 
-from cudabench.cli.common import KernelsDir, err, registry, say
+from cudabench.cli.common import KernelsDir, err, registry, say, split
 from cudabench.errors import ShapeError
 
 
 def build_cmd(
-    kernel: Optional[List[str]] = typer.Option(None, "--kernel", "-k", help="Kernel or family (repeatable)."),
+    kernel: Optional[List[str]] = typer.Option(None, "--kernel", "-k", help="Kernel or family (repeatable or "
+                                               "comma-separated)."),
     all_: bool = typer.Option(False, "--all", help="Every kernel family."),
     check: bool = typer.Option(False, "--check", help="Compile-only with nvcc (and a syntax check of the "
                                "torch binding): no GPU and no CUDA torch needed."),
@@ -29,8 +30,11 @@ def build_cmd(
 
     arch = normalize_arch(arch) if arch else None  # a typo is a usage error (exit 2), before any work
     reg = registry(kernels_dir)
+    kernel = list(split(kernel) or ())
     if not all_ and not kernel:
         raise ShapeError("Name what to build: --kernel NAME (repeatable) or --all.")
+    if all_ and kernel:
+        raise ShapeError(f"Name --kernel or --all, not both (got --all and --kernel {', '.join(kernel)}).")
     families = list(reg.families) if all_ else list(dict.fromkeys(f for f, _ in reg.resolve(kernel)))
     if check:
         if not arch:

@@ -44,13 +44,16 @@ def compare(
     from cudabench.results.compare.render import describe
     from cudabench.results.compare.verdicts import compare_documents, parse_threshold
 
-    limit, memory_limit = parse_threshold(threshold), parse_threshold(memory_threshold)
+    limit, memory_limit = parse_threshold(threshold), parse_threshold(memory_threshold, "--memory-threshold")
     console = _check_outputs(json_path, markdown_path, inputs=[w for w in (old, new) if not w.startswith("@")]
                              + [store or _default_store()])
     (old_doc, old_run), (new_doc, new_run) = _load(old, store), _load(new, store)
     if old_run is not None and old_run == new_run:
         raise ConfigError(f"{old} and {new} name the same stored run (run {old_run}).",
                           "`cudabench history` lists the stored runs and their commits.")
+    if old_run is None and new_run is None and _same_file(old, new):
+        raise ConfigError(f"{old} and {new} are the same file: every case would compare equal.",
+                          "Give the results of two runs (old first).")
     comparison = compare_documents(old_doc, new_doc, limit, allow_missing, memory_limit)
     for side, where, doc in (("old", old, old_doc), ("new", new, new_doc)):
         if not doc.get("complete", True):
@@ -73,6 +76,13 @@ def compare(
         say(("FAIL ", "bold red"), problem, console=err)
     _write_verdicts(comparison, json_path, markdown_path, console)
     raise typer.Exit(comparison.exit_code)
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return Path(a).samefile(b)
+    except OSError:
+        return False
 
 
 def _load(where: str, store: Optional[Path]) -> tuple[dict, Optional[int]]:

@@ -120,7 +120,7 @@ def run(
                                      "torch.add)."),
     op_inputs: Optional[str] = typer.Option(None, "--op-inputs", help="With --op: inputs(shape, generator, "
                                             "device) -> {name: tensor}, by import path."),
-    op_reference: Optional[str] = typer.Option(None, "--op-reference", help="With --op: reference(**inputs), "
+    op_reference: Optional[str] = typer.Option(None, "--op-reference", help="With --op: reference(*inputs), "
                                                "the math on float64 copies, by import path."),
     op_grad: Optional[List[str]] = typer.Option(None, "--op-grad", help="With --op: the inputs that get "
                                                 "gradients (then bwd and fwdbwd are timed too)."),

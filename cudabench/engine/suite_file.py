@@ -141,7 +141,7 @@ _TIMING_VALUES: dict[str, Callable[[Any, str], Any]] = {
     "cold": boolean,
     "repeat": lambda v, where: bounded(v, where, int, 10_000_000, "samples"),
     "min_time": lambda v, where: bounded(v, where, float, MAX_SECONDS, "seconds"),
-    "noise": lambda v, where: bounded(v, where, float, 1.0, "(half the median's 95 % interval, relative)"),
+    "noise": lambda v, where: bounded(v, where, float, 1.0, "as a fraction of the median: half its 95 % interval"),
     "max_time": lambda v, where: bounded(v, where, float, MAX_SECONDS, "seconds"),
     "warmup": warmup_text,
     "timeout": lambda v, where: bounded(v, where, float, 7 * MAX_SECONDS, "seconds"),

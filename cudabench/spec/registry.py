@@ -185,8 +185,15 @@ def discover(extra_dirs: Iterable[Path] = ()) -> Registry:
     families: list[Family] = []
     for root in [builtin_kernels_dir(), *map(Path, extra_dirs)]:
         if not root.is_dir():
-            raise ConfigError(f"Kernel directory {root} does not exist.")
-        for folder in sorted(p for p in root.iterdir() if (p / "spec.py").is_file()):
+            raise ConfigError(f"Kernel directory {root} {'is not a folder' if root.exists() else 'does not exist'}.")
+        if (root / "spec.py").is_file():
+            raise ConfigError(f"Kernel directory {root} is a family's own folder (it holds spec.py).",
+                              f"Give the folder above it: --kernels-dir {root.parent}")
+        folders = sorted(p for p in root.iterdir() if (p / "spec.py").is_file())
+        if not folders and root != builtin_kernels_dir():
+            raise ConfigError(f"Kernel directory {root} holds no family (no subfolder with a spec.py).",
+                              "A kernels folder holds one subfolder per family: NAME/spec.py beside its sources.")
+        for folder in folders:
             family = load_family(folder)
             taken = {n for f in families for n in [f.name, *(v.name for v in f.variants)]}
             clash = taken & {family.name, *(v.name for v in family.variants)}

@@ -144,9 +144,9 @@ def percent(fraction: float) -> str:
     return f"{fraction * 100:g}%"
 
 
-def parse_threshold(text: str) -> float:
+def parse_threshold(text: str, option: str = "--threshold") -> float:
     """'5%' -> 0.05 and '0.05' -> 0.05. A bare number of 1 or more is refused as ambiguous
-    ('5' could mean 5 % or 500 %); percentages above 100 % are fine ('150%')."""
+    ('5' could mean 5 % or 500 %); percentages above 100 % are fine ('150%'). `option` names it in errors."""
     t = str(text).strip()
     percent = t.endswith("%")
     try:
@@ -154,10 +154,10 @@ def parse_threshold(text: str) -> float:
     except ValueError:
         value = math.nan
     if not math.isfinite(value) or value < 0:
-        raise ConfigError(f"Cannot use threshold '{text}': expected a non-negative percentage or fraction.",
-                          "e.g. --threshold 5% (or 0.05)")
+        raise ConfigError(f"Cannot use {option} '{text}': expected a non-negative percentage or fraction.",
+                          f"e.g. {option} 5% (or 0.05)")
     if not percent and value >= 1:
-        raise ConfigError(f"Threshold '{text}' is ambiguous: a fraction must be below 1.",
+        raise ConfigError(f"{option} '{text}' is ambiguous: a fraction must be below 1.",
                           f"Write {t}% for {t} percent, or a fraction such as 0.05.")
     return value / 100 if percent else value
 
