@@ -151,3 +151,8 @@ def test_build_takes_comma_separated_kernels_and_not_all_beside_them():
     assert res.exit_code == 2 and "needs a target architecture" in res.output
     res = invoke("build", "--all", "-k", "add2", "--check", "--arch", "sm_90")
     assert res.exit_code == 2 and "not both" in res.output
+
+
+def test_the_op_options_without_op_say_they_go_with_it():
+    res = invoke("run", "--op-inputs", "a:b")
+    assert res.exit_code == 2 and "go with --op" in res.output

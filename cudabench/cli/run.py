@@ -139,6 +139,8 @@ def run(
     from cudabench.engine.suite_file import load_suite
     from cudabench.spec.shapes import parse_shape
 
+    if not op and (op_inputs or op_reference or op_grad):
+        raise ShapeError("--op-inputs, --op-reference and --op-grad go with --op (the op to time, by import path).")
     if op:
         if kernel or config:
             raise ShapeError("--op names what to run: give it without --kernel or --config.")
