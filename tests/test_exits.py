@@ -62,3 +62,16 @@ def test_a_run_that_wrote_no_results_file_says_so(tmp_path):
     assert outputs.missing() == [tmp_path / "r.json"]
     (tmp_path / "r.json").write_text("{}")
     assert outputs.missing() == []
+
+
+@pytest.mark.parametrize("args, says", [(["run", "-k", "add2", "--repeat", "1e3"], "Invalid value for '--repeat'"),
+                                        (["run", "-k", "add2", "--x[red]y"], "No such option: --x[red]y"),
+                                        (["run", "-k", "add2", "--bogus"], "No such option: --bogus"),
+                                        (["compare"], "Missing argument"), (["nosuchcmd"], "No such command")])
+def test_a_usage_error_the_parser_finds_is_one_paragraph_and_exit_2(tmp_path, args, says):
+    """Values of the wrong type, unknown options and missing arguments, found before any command runs,
+    read like every other mistake: `error: ...` and a hint, not the parser's usage block."""
+    res = cudabench(*args, cwd=tmp_path)
+    assert res.returncode == 2, (res.stdout, res.stderr)
+    assert res.stderr.startswith("error: ") and says in res.stderr and "--help` shows its usage" in res.stderr
+    assert "Traceback" not in res.stderr and "Usage:" not in res.stderr

@@ -104,7 +104,27 @@ def main() -> None:
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
     sys.argv[1:] = optional_value(sys.argv[1:], "--store", commands=("run", "history"))
-    supervised(app)
+    supervised(run_app)
+
+
+def run_app() -> None:
+    """The app, with click's usage errors (an option's value of the wrong type, an unknown option) as
+    one paragraph like every other mistake, and exit 2."""
+    from cudabench.cli.common import err, say
+
+    try:
+        code = app(standalone_mode=False)
+    except Exception as exc:  # click's own classes, which typer may carry a copy of: known by their shape
+        if type(exc).__name__ == "Abort":  # Ctrl-C or end of input, after the command's own handling
+            raise SystemExit(130) from None
+        if getattr(exc, "exit_code", None) != 2 or not hasattr(exc, "format_message"):
+            raise
+        say(("error: ", "bold red"), exc.format_message(), console=err)
+        ctx = getattr(exc, "ctx", None)
+        say(("hint: ", "dim"), f"`{ctx.command_path if ctx is not None else 'cudabench'} --help` shows its usage.",
+            console=err)
+        raise SystemExit(2) from None
+    raise SystemExit(code if isinstance(code, int) else 0)
 
 
 def optional_value(args: list[str], option: str, commands: tuple[str, ...]) -> list[str]:
