@@ -290,3 +290,15 @@ def test_a_suite_at_the_limit_expands_fast_and_in_order(tmp_path):
 def test_repeats_across_tables_of_a_case_are_dropped_in_order():
     shapes = expand_shape([{"M": [1, 2], "N": 8}, {"M": [2, 3], "N": 8}], "x")
     assert shapes == [{"M": 1, "N": 8}, {"M": 2, "N": 8}, {"M": 3, "N": 8}]
+
+
+def test_an_unknown_kernel_in_a_suite_names_the_file_and_the_case(tmp_path):
+    from cudabench.engine.plan import RunOptions
+    from cudabench.engine.suite import plan_suite
+    from cudabench.errors import UnknownKernelError
+    from cudabench.spec.registry import discover
+
+    path = write(tmp_path, '[[case]]\nkernels = ["add2"]\n[[case]]\nkernels = ["nope"]\n')
+    with pytest.raises(UnknownKernelError) as info:
+        plan_suite(discover(), load_suite(path), RunOptions())
+    assert info.value.message.startswith(f"{path}, case 2: Unknown kernel 'nope'")

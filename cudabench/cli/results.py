@@ -15,8 +15,8 @@ from cudabench.cli.common import detail, err, out, say
 from cudabench.errors import ConfigError
 
 
-STORE_HELP = ("The results store that @references read (default: $CUDABENCH_STORE or .cudabench/results.db at "
-              "the top of the git work tree).")
+STORE_DEFAULT = "(default: $CUDABENCH_STORE or .cudabench/results.db at the top of the git work tree)."
+STORE_HELP = "The results store that @references read " + STORE_DEFAULT
 
 
 def compare(
@@ -100,7 +100,8 @@ def history(
     threshold: str = typer.Option("5%", "--threshold", "-t", help="Smallest change that counts (5% or 0.05)."),
     plot_path: Optional[str] = typer.Option(None, "--plot", help="Also draw the medians over the runs into this "
                                             "image (.png, .svg, .pdf)."),
-    store: Optional[str] = typer.Option(None, "--store", help=STORE_HELP),
+    store: Optional[str] = typer.Option(None, "--store", help="The results store whose runs make the history "
+                                        + STORE_DEFAULT),
 ) -> None:
     """A subject's median over the stored runs, oldest first, each judged against the run before with
     compare's noise-aware test: the change points are where it got slower or faster."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from cudabench.errors import ConfigError
+from cudabench.errors import ConfigError, UnknownKernelError
 from cudabench.engine.suite_file import Suite
 from cudabench.spec.registry import Registry
 from cudabench.engine.plan import RunOptions, Task, plan
@@ -26,7 +26,11 @@ def plan_suite(registry: Registry, suite: Suite, options: RunOptions) -> list[Ta
             dtypes=options.dtypes if options.dtypes is not None else case.dtypes,
         )
         for shape in case.shapes:
-            tasks += plan(registry, case.kernels, dict(shape), case_options, strict=False)
+            try:
+                tasks += plan(registry, case.kernels, dict(shape), case_options, strict=False)
+            except UnknownKernelError as exc:
+                raise UnknownKernelError(f"{suite.path}, case {suite.cases.index(case) + 1}: {exc.message}",
+                                         exc.hint) from None
             planned += sum(len(t.cases) * (len(t.variants) + len(t.baselines)) for t in tasks[-1:])
             if planned > MAX_SUBJECTS:
                 raise ConfigError(f"{suite.path}: the suite plans more than {MAX_SUBJECTS:,} subject runs (kernel or "

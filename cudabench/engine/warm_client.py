@@ -75,16 +75,17 @@ def private(folder: Path) -> Path:
         info = folder.stat()
     except OSError as exc:
         raise WorkerFolderError(f"The warm workers' folder {folder} cannot be made: {exc.strerror}.",
-                                "Set XDG_RUNTIME_DIR or CUDABENCH_CACHE to a folder of yours, or run with "
-                                "--no-warm.") from None
+                                "Set XDG_RUNTIME_DIR or CUDABENCH_CACHE to a folder of yours, or use "
+                                "`cudabench run --no-warm`.") from None
     if info.st_uid != os.getuid() or stat.S_IMODE(info.st_mode) & 0o077:
         raise WorkerFolderError(
             f"The warm workers' folder {folder} is not private (owner {info.st_uid}, mode "
             f"{stat.S_IMODE(info.st_mode):o}): another user could reach the workers through it.",
-            f"Remove it or `chmod 700 {folder}`, or run with --no-warm.")
+            f"Remove it or `chmod 700 {folder}`, or use `cudabench run --no-warm`.")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise WorkerFolderError(f"The warm workers' folder {folder} is not writable.",
-                                "Set XDG_RUNTIME_DIR or CUDABENCH_CACHE to a folder of yours, or run with --no-warm.")
+                                "Set XDG_RUNTIME_DIR or CUDABENCH_CACHE to a folder of yours, or use "
+                                "`cudabench run --no-warm`.")
     return folder
 
 
