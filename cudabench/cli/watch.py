@@ -34,7 +34,8 @@ def watch(ctx: typer.Context,
                                                "every turn (by default a turn keeps a baseline's result from the "
                                                "turn before while its case, GPU, torch, family sources and "
                                                "settings are the same: run's --baselines-from).")) -> None:
-    """Run (with run's options), then run again after every edit of a kernel family or the suite file."""
+    """Run (with any of run's options: `cudabench run --help`), then run again after every edit of a kernel
+    family or the suite file."""
     args = list(ctx.args)
     if not any(_names_option(a) for a in args):
         raise ShapeError("watch needs what to run: --kernel (-k), --config (-c) or --op, as run does.",
