@@ -31,6 +31,7 @@ from cudabench.errors import CudabenchError
 START_TIMEOUT = 30.0      # a new warm worker's socket appears (before it imports torch)
 SOCKET_PATH_MAX, NAME_MAX = 100, 32  # sun_path is 108 bytes on Linux; a socket's name (socket_name) at most
 LOG_LIMIT = 1 << 20       # a warm worker's log (its stderr, a kernel's printf) starts over past this size
+ELSEWHERE = "Set XDG_RUNTIME_DIR or CUDABENCH_CACHE to a folder of yours, or use `cudabench run --no-warm`."
 # the environment a worker's results depend on: another value, another worker
 KEY_VARIABLES = ("PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_HOME",
                  "CUDA_PATH", "TORCH_CUDA_ARCH_LIST", "NVIDIA_TF32_OVERRIDE", "CUBLAS_WORKSPACE_CONFIG")
@@ -75,17 +76,14 @@ def private(folder: Path) -> Path:
         info = folder.stat()
     except OSError as exc:
         raise WorkerFolderError(f"The warm workers' folder {folder} cannot be made: {exc.strerror}.",
-                                "Set XDG_RUNTIME_DIR or CUDABENCH_CACHE to a folder of yours, or use "
-                                "`cudabench run --no-warm`.") from None
+                                ELSEWHERE) from None
     if info.st_uid != os.getuid() or stat.S_IMODE(info.st_mode) & 0o077:
         raise WorkerFolderError(
             f"The warm workers' folder {folder} is not private (owner {info.st_uid}, mode "
             f"{stat.S_IMODE(info.st_mode):o}): another user could reach the workers through it.",
             f"Remove it or `chmod 700 {folder}`, or use `cudabench run --no-warm`.")
     if not os.access(folder, os.W_OK | os.X_OK):
-        raise WorkerFolderError(f"The warm workers' folder {folder} is not writable.",
-                                "Set XDG_RUNTIME_DIR or CUDABENCH_CACHE to a folder of yours, or use "
-                                "`cudabench run --no-warm`.")
+        raise WorkerFolderError(f"The warm workers' folder {folder} is not writable.", ELSEWHERE)
     return folder
 
 
