@@ -120,6 +120,14 @@ def judge_graph(registry, name, monkeypatch, ext=None):
     return judge.run(registry.family("hostile"), Case("hostile", (("n", N),)), name, "variant", settings)
 
 
+def ok_and_far_too_fast(registry, monkeypatch, name):
+    """With the checks that catch it switched off: `name` is ok at under a quarter of the honest figure."""
+    honest = judge_graph(registry, "hostile-honest", monkeypatch)
+    r = judge_graph(registry, name, monkeypatch)
+    assert r.status == "ok", (r.error, failed(r))
+    assert r.stats.median < honest.stats.median / 4
+
+
 def failed(result):
     return {c.name: c.detail for c in result.integrity if c.failed}
 
@@ -139,10 +147,7 @@ def test_a_graph_whose_calls_overlap_is_invalid_by_the_time_of_a_call_alone(regi
     assert "overlap" in failed(r)["serial-calls"] and "second round" in failed(r)["serial-calls"]
 
     monkeypatch.setattr(SerialCalls, "serial_calls", lambda self, result: NOT_RUN)
-    honest = judge_graph(registry, "hostile-honest", monkeypatch)
-    r = judge_graph(registry, "hostile-graph-batch", monkeypatch)
-    assert r.status == "ok", (r.error, failed(r))
-    assert r.stats.median < honest.stats.median / 4
+    ok_and_far_too_fast(registry, monkeypatch, "hostile-graph-batch")
 
 
 def test_calls_alone_that_skip_their_work_to_lower_the_floor_are_wrong(registry, monkeypatch):
@@ -167,10 +172,7 @@ def test_read_from_the_last_call_alone_the_counter_passes_many_times_too_fast(re
     monkeypatch.setattr(lanes_module.secrets, "randbelow", lambda n: n - 1)
     monkeypatch.setattr(IntegrityPass, "_every_lane", lambda self, taken, check: check)
     monkeypatch.setattr(SerialCalls, "serial_calls", lambda self, result: NOT_RUN)
-    honest = judge_graph(registry, "hostile-honest", monkeypatch)
-    r = judge_graph(registry, "hostile-graph-counter", monkeypatch)
-    assert r.status == "ok", (r.error, failed(r))
-    assert r.stats.median < honest.stats.median / 4
+    ok_and_far_too_fast(registry, monkeypatch, "hostile-graph-counter")
 
 
 def test_every_lane_of_a_checked_replay_is_checked_whichever_lane_is_read(registry, monkeypatch):
@@ -275,6 +277,16 @@ def test_the_figure_per_call_may_not_beat_a_call_alone_beyond_noise():
     verdict = integrity.serial_calls(0.3e-6, [1.2e-6, 1.3e-6, 9e-6], 61)
     assert verdict.verdict == "fail" and "1.30 µs" in verdict.detail and "61" in verdict.detail
     assert integrity.serial_calls(1e-6, [], 8).verdict == "not run"
+
+
+def test_the_timed_window_holds_a_figure_to_the_busy_time_the_timer_saw():
+    from cudabench.measure import integrity
+
+    assert integrity.timed_window(9e-6, [10e-6] * 3, "events").verdict == "pass"
+    assert integrity.timed_window(6.1e-6, [10e-6] * 3, "events").verdict == "pass"   # 80 % minus 2 µs: 6 µs
+    verdict = integrity.timed_window(5.0e-6, [10e-6] * 3, "events")
+    assert verdict.verdict == "fail" and "events timer's window" in verdict.detail and "10.0 µs" in verdict.detail
+    assert integrity.timed_window(1e-6, [], "events").verdict == "not run"
 
 
 @pytest.mark.parametrize("busy", [None, [], [1e-6, 1e-6], [1e-6, None, 1e-6], [1e-6] * 4])

@@ -41,7 +41,7 @@ failure makes the subject INVALID.
 from __future__ import annotations
 
 import statistics
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from cudabench.results.records.model import Check, IntegrityCheck
 
@@ -81,27 +81,30 @@ ORDER_WHAT = "with PyTorch's current stream busy, its outputs did not reflect th
 
 
 def timed_window(figure: float, busy: Sequence[float], timer: str) -> IntegrityCheck:
-    if not busy:
-        return IntegrityCheck("timed-window", "not run", "CUPTI recorded no calls")
-    gpu = statistics.median(busy)
-    detail = f"timer {fmt(figure)} per call, GPU busy {fmt(gpu)} per call (CUPTI)"
-    if figure < WINDOW_SHARE * gpu - WINDOW_SLACK:
-        return IntegrityCheck("timed-window", "fail", f"{detail}: GPU work ran outside the {timer} timer's "
-                                                      "window (on a stream it does not time?)")
-    return IntegrityCheck("timed-window", "pass", detail)
+    return _held_to_busy("timed-window", figure, busy, WINDOW_SHARE, WINDOW_SLACK, "CUPTI recorded no calls",
+                         lambda gpu: f"timer {fmt(figure)} per call, GPU busy {fmt(gpu)} per call (CUPTI)",
+                         f"GPU work ran outside the {timer} timer's window (on a stream it does not time?)")
 
 
 def serial_calls(figure: float, busy: Sequence[float], calls: int) -> IntegrityCheck:
     """The graph figure per call against the GPU busy time of one call alone (CUPTI, eager calls on
     new values, each checked)."""
+    return _held_to_busy("serial-calls", figure, busy, SERIAL_SHARE, SERIAL_SLACK, "no call alone could be checked",
+                         lambda alone: f"{fmt(figure)} per call in a replay of {calls}, one call alone keeps the "
+                                       f"GPU busy {fmt(alone)} (CUPTI)",
+                         "the calls of a replay overlap or share their work (side streams in the capture, or one "
+                         "kernel over every call?)")
+
+
+def _held_to_busy(name: str, figure: float, busy: Sequence[float], share: float, slack: float, none: str,
+                  describe: Callable[[float], str], why: str) -> IntegrityCheck:
+    """A figure that may not fall below `share` of CUPTI's median busy time per call, minus `slack`."""
     if not busy:
-        return IntegrityCheck("serial-calls", "not run", "no call alone could be checked")
-    alone = statistics.median(busy)
-    detail = f"{fmt(figure)} per call in a replay of {calls}, one call alone keeps the GPU busy {fmt(alone)} (CUPTI)"
-    if figure < SERIAL_SHARE * alone - SERIAL_SLACK:
-        return IntegrityCheck("serial-calls", "fail", f"{detail}: the calls of a replay overlap or share their work "
-                                                      "(side streams in the capture, or one kernel over every call?)")
-    return IntegrityCheck("serial-calls", "pass", detail)
+        return IntegrityCheck(name, "not run", none)
+    gpu = statistics.median(busy)
+    if figure < share * gpu - slack:
+        return IntegrityCheck(name, "fail", f"{describe(gpu)}: {why}")
+    return IntegrityCheck(name, "pass", describe(gpu))
 
 
 def no_work(counts: Sequence[int], flops: float, nbytes: float) -> IntegrityCheck:
