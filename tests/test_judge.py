@@ -155,8 +155,9 @@ def test_a_subject_that_leaves_a_thread_working_is_invalid(registry):
 
 
 def test_a_kernel_written_for_the_timed_shape_fails_at_random_shapes_within_its_constraints(registry):
-    r = judge_one(registry, "hostile-shape", fuzz=8)  # right at n = 2^20; 8 shapes: some are ragged
-    assert r.status == "INVALID" and "wrong at a random shape within its constraints" in failed(r)["shapes"]
+    for _ in range(3):  # right at n = 2^20; at the default two shapes, the first is ragged every time
+        r = judge_one(registry, "hostile-shape")
+        assert r.status == "INVALID" and "wrong at a random shape within its constraints" in failed(r)["shapes"]
     honest = judge_one(registry, "hostile-honest", fuzz=8)
     shapes = next(c for c in honest.integrity if c.name == "shapes")
     assert shapes.verdict == "pass" and shapes.detail.count("n=") == 8

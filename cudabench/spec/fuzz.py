@@ -13,11 +13,12 @@ from cudabench.spec.shapes import violation
 
 BUDGET = 1 << 20   # the product of a shape's sizes at most this (flags such as causal not counted)
 TRIES = 4000
+RAGGED_STEP = 64   # how far the first random shape's sizes may move to become ragged
 
 
 def _value(param: Param, rng: random.Random, top: int) -> int:
     low = param.minimum
-    if param.minimum == 0 and param.default <= 1:  # a flag
+    if _flag(param):
         return rng.randint(0, 1)
     high = max(low, max(1, min(param.default, top)))
     pick = rng.random()
@@ -33,14 +34,47 @@ def _value(param: Param, rng: random.Random, top: int) -> int:
 def random_shapes(family: Family, variant: Optional[Variant], count: int, rng: random.Random,
                   budget: int = BUDGET) -> list[dict[str, int]]:
     """Up to `count` distinct shapes that satisfy the family's and the variant's constraints (fewer
-    when the constraints leave few small shapes)."""
+    when the constraints leave few small shapes). The first is made ragged in every size the
+    constraints let be (`_ragged`), so that a kernel right only at multiples of its tile fails every
+    time, not only when no draw happened to be one (two draws were both multiples of 1024 about one
+    time in forty)."""
     found: list[dict[str, int]] = []
     for _ in range(TRIES):
         if len(found) >= count:
             break
         shape = {p.name: _value(p, rng, budget) for p in family.params}
-        size = math.prod(v for p, v in zip(family.params, shape.values()) if not (p.minimum == 0 and p.default <= 1))
-        if size > budget or shape in found or violation(family, variant, shape) is not None:
+        if _size(family, shape) > budget or shape in found or violation(family, variant, shape) is not None:
             continue
-        found.append(shape)
-    return found
+        found.append(_ragged(family, variant, shape, budget) if not found else shape)
+    return [s for i, s in enumerate(found) if s not in found[:i]]
+
+
+def _ragged(family: Family, variant: Optional[Variant], shape: dict[str, int], budget: int) -> dict[str, int]:
+    """`shape` with each size in turn moved by at most RAGGED_STEP to the value with the fewest factors
+    of two that keeps every constraint (an odd size where the constraints allow one)."""
+    shape = dict(shape)
+    for p in family.params:
+        if _flag(p):
+            continue
+        best = shape[p.name]
+        for d in sorted(range(-RAGGED_STEP, RAGGED_STEP + 1), key=abs):
+            value = shape[p.name] + d
+            trial = {**shape, p.name: value}
+            if value >= max(p.minimum, 1) and _twos(value) < _twos(best) and _size(family, trial) <= budget \
+                    and violation(family, variant, trial) is None:
+                best = value
+        shape[p.name] = best
+    return shape
+
+
+def _flag(param: Param) -> bool:
+    return param.minimum == 0 and param.default <= 1
+
+
+def _size(family: Family, shape: dict[str, int]) -> int:
+    return math.prod(v for p, v in zip(family.params, shape.values()) if not _flag(p))
+
+
+def _twos(n: int) -> int:
+    """The factors of two in a size."""
+    return (n & -n).bit_length() - 1 if n > 0 else 0
