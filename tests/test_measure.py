@@ -117,6 +117,26 @@ def test_a_call_range_the_subject_opens_inside_a_call_takes_nothing_from_it():
     assert len(activity_per_call(events)) == 2
 
 
+def test_the_cupti_timer_refuses_a_session_whose_call_ranges_are_not_its_calls(monkeypatch):
+    """A range of the harness's name that a binding leaves open past its call (or opens from a thread of
+    its own) is one range more than the calls: the figures cannot be matched to calls, so none is given."""
+    import contextlib
+
+    from cudabench.measure import timers
+    from cudabench.measure.cupti_activity import CALL_RANGE, Activity
+
+    events = [Activity(CALL_RANGE, False, 0.0, 100.0, True), Activity("k1", True, 10.0, 50.0),
+              Activity(CALL_RANGE, False, 200.0, 300.0, True), Activity("k1", True, 210.0, 250.0)]
+    monkeypatch.setattr(timers, "cupti_session", lambda: contextlib.nullcontext())
+    monkeypatch.setattr(timers, "ranged_call", lambda call, before_each=None: call())
+    monkeypatch.setattr(timers, "recorded", lambda prof: list(events))
+    timer = timers.CuptiTimer()
+    assert timer.samples(lambda: None, 2) == [40e-6, 40e-6] and timer.busy == [40e-6, 40e-6]
+    events.append(Activity(CALL_RANGE, False, 120.0, 180.0, True))  # the subject's own, between two calls
+    with pytest.raises(RuntimeError, match="3 call ranges for 2 calls"):
+        timer.samples(lambda: None, 2)
+
+
 def test_recorded_reads_a_kineto_session_without_building_function_events():
     import torch
     from torch.autograd.profiler import record_function
