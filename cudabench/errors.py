@@ -18,6 +18,11 @@ class CudabenchError(Exception):
         self.message = message
         self.hint = hint
 
+    def __str__(self) -> str:
+        """The message and its hint: what a Python caller (a script, pytest) sees of the error. The CLI
+        prints the two apart."""
+        return f"{self.message}\nhint: {self.hint}" if self.hint else self.message
+
 
 class UnknownKernelError(CudabenchError):
     pass

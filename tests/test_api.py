@@ -128,8 +128,10 @@ def test_bench_without_a_gpu_raises_one_exception_type(tmp_path, monkeypatch):
     if torch.cuda.is_available():
         pytest.skip("a GPU is here")
     monkeypatch.setenv("CUDABENCH_CACHE", str(tmp_path / "cache"))
-    with pytest.raises(cudabench.NoGPUError, match="No CUDA device"):
+    with pytest.raises(cudabench.NoGPUError, match="No CUDA device") as raised:
         cudabench.bench("opbench.ops:fused_add", shapes=[{"n": 1024}], **PATHS)
+    # a script or pytest shows str(error): the hint (what still works here) is part of it
+    assert raised.value.hint and str(raised.value) == f"{raised.value.message}\nhint: {raised.value.hint}"
 
 
 def test_run_op_from_the_command_line(tmp_path, monkeypatch):
