@@ -300,3 +300,16 @@ def test_calls_alone_without_cuptis_busy_time_for_each_broke_the_protocol_on_a_g
     with pytest.raises(SubjectLost, match="calls alone"):
         session._busy_alone({"busy": busy}, [1e-6] * 3)
     assert session._busy_alone({"busy": [1e-6, 2e-6, 3e-6]}, [None] * 3) == [1e-6, 2e-6, 3e-6]
+
+
+def test_one_definition_of_shared_memory_serves_outputs_against_inputs_and_lanes_against_each_other():
+    """A tensor's memory is the addresses of its elements, strides included: a view reaching into another
+    tensor shares memory with it, a neighbour ending where the other starts does not."""
+    buffer = torch.zeros(64)
+    inp = buffer[16:32]
+    assert lanes_module.shares_memory(buffer[10:20], inp)          # reaches into it from before
+    assert lanes_module.shares_memory(buffer[0:64:8], inp)         # strided across it
+    assert not lanes_module.shares_memory(buffer[0:16], inp)       # ends where it starts
+    assert not lanes_module.shares_memory(buffer[32:48], inp)      # starts where it ends
+    assert not lanes_module.shares_memory(buffer[0:0], inp)        # no elements
+    assert lanes_module.overlap([[buffer[0:17]], [inp]]) and not lanes_module.overlap([[buffer[0:16]], [inp]])

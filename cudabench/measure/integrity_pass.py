@@ -16,7 +16,7 @@ from cudabench.measure import integrity
 from cudabench.measure.check import compare
 from cudabench.measure.clocks import l2_bytes
 from cudabench.measure.judged_calls import SubjectError, SubjectLost
-from cudabench.measure.lanes import Lanes, lane_outputs, lane_seeds, overlap
+from cudabench.measure.lanes import Lanes, lane_outputs, lane_seeds, overlap, shares_memory
 from cudabench.measure.settings import shapes_key
 from cudabench.measure.subject import Phases, figure, own_work
 from cudabench.measure.transport import open_shared
@@ -136,7 +136,7 @@ class IntegrityPass:
                 continue
             t = opened[name] = open_shared(meta)
             for k, inp in inputs.items():
-                if _overlaps(t, inp):
+                if shares_memory(t, inp):
                     found.append(IntegrityCheck("output", "fail", f"{name} shares memory with the input {k} "
                                                                   "(a view or alias of an input)"))
         return opened, found
@@ -224,12 +224,3 @@ def _badness(check: Check) -> float:
     """How far a check is past its tolerance (an output not written: furthest)."""
     worst = check.worst
     return float("inf") if worst != worst else worst / check.tolerance
-
-
-def _overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
-    if a.device != b.device or a.numel() == 0 or b.numel() == 0:
-        return False
-    a0, b0 = a.data_ptr(), b.data_ptr()
-    a1 = a0 + (a.untyped_storage().nbytes() - a.storage_offset() * a.element_size())
-    b1 = b0 + (b.untyped_storage().nbytes() - b.storage_offset() * b.element_size())
-    return a0 < b1 and b0 < a1

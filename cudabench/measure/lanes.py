@@ -129,7 +129,7 @@ def write_lane(mapped: dict, mapped_grad: Any, draw: Draw, inputs: bool = True, 
 def overlap(groups: list[list[torch.Tensor]]) -> str:
     """'' when no memory of one group (a lane's inputs and outputs) is also another group's, else what
     overlaps. Within a group tensors may alias (autograd hands back the upstream gradient of a sum)."""
-    spans = sorted((t.data_ptr(), t.data_ptr() + _extent(t), g) for g, ts in enumerate(groups) for t in ts if t.numel())
+    spans = sorted((*memory_span(t), g) for g, ts in enumerate(groups) for t in ts if t.numel())
     top: list[tuple[int, int]] = []  # (end, group) of the two groups that reach furthest, furthest first
     for start, end, g in spans:
         if any(e > start for e, h in top if h != g):
@@ -153,5 +153,16 @@ def _unlike(a: torch.Tensor, b: torch.Tensor) -> bool:
     return a.shape != b.shape or a.dtype != b.dtype or a.device != b.device
 
 
-def _extent(t: torch.Tensor) -> int:
-    return (1 + sum((n - 1) * s for n, s in zip(t.shape, t.stride()))) * t.element_size()
+def memory_span(t: torch.Tensor) -> tuple[int, int]:
+    """The addresses a tensor's elements lie in, [first, past its last element): the one definition of
+    a tensor's memory for the checks that two tensors share none (an output aliasing an input, two
+    calls of a graph sharing memory)."""
+    start = t.data_ptr()
+    return start, start + (1 + sum((n - 1) * s for n, s in zip(t.shape, t.stride()))) * t.element_size()
+
+
+def shares_memory(a: torch.Tensor, b: torch.Tensor) -> bool:
+    if a.device != b.device or a.numel() == 0 or b.numel() == 0:
+        return False
+    (a0, a1), (b0, b1) = memory_span(a), memory_span(b)
+    return a0 < b1 and b0 < a1
