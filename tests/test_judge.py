@@ -7,7 +7,12 @@ The hostile family's bindings run unchanged over a stand-in extension that compu
 PyTorch on the CPU and counts the elements it computed. The timer reports that count (1 ns per
 element), so a figure that depends on its inputs staying the same shows without a wall clock."""
 
+import json
+import os
 import random
+import subprocess
+import sys
+import textwrap
 from dataclasses import replace
 from pathlib import Path
 
@@ -87,7 +92,8 @@ def test_the_honest_subject_and_the_baseline_stay_ok(registry, name, role):
     r = judge_one(registry, name, role)
     assert r.status == "ok", (r.error, r.skipped, failed(r))
     verdicts = {c.name: c.verdict for c in r.integrity}
-    for check in ("fresh-output", "fresh-inputs", "determinism", "stream-order", "process-state", "threads"):
+    for check in ("fresh-output", "fresh-inputs", "determinism", "stream-order", "process-state", "threads",
+                  "processes"):
         assert verdicts[check] == "pass", (check, r.integrity)
 
 
@@ -152,6 +158,44 @@ def test_a_subject_that_leaves_a_thread_working_is_invalid(registry):
     assert "threads" in failed(r) or r.status == "FAIL"
     if r.stats is not None:
         assert "hostile-pool" in failed(r)["threads"]
+
+
+def test_work_handed_to_a_process_of_its_own_is_invalid_and_the_process_is_ended(registry):
+    """hostile-helper's helper computes all but one element: right outputs, and the work the subject
+    process itself does (what the timer here counts, as CUPTI records only that process) is one element's."""
+    from cudabench.measure import processes
+
+    before = processes.descendants([os.getpid()])
+    r = judge_one(registry, "hostile-helper")
+    honest = judge_one(registry, "hostile-honest")
+    assert r.status == "INVALID" and "started processes of its own" in failed(r)["processes"], r.integrity
+    assert r.check.passed and r.stats.median < honest.stats.median / 100  # the figure it would have had
+    assert processes.descendants([os.getpid()]) <= before, [processes.describe(p) for p in processes.descendants([os.getpid()])]
+
+
+def test_a_process_a_subject_orphans_is_found_below_the_judges_process():
+    """A helper that leaves its parent (a double fork) is reparented to the judge's process, a child
+    subreaper, and found there; with the subject process's own children, and none of the judge's own."""
+    script = textwrap.dedent("""
+        import json, subprocess, sys, time
+        from cudabench.measure.processes import ProcessWatch, become_subreaper
+        assert become_subreaper()
+        ours = subprocess.Popen(["sleep", "30"])  # the judge's own (a spare subject process)
+        subject = subprocess.Popen(["bash", "-c", "sleep 0.5; (setsid sleep 31 &); sleep 32 & wait"])
+        watch = ProcessWatch(lambda: (subject.pid, {ours.pid}))
+        watch.before()
+        time.sleep(1.0)
+        watch.watch()
+        seen = watch.stop()
+        alive = [ours.poll() is None, subject.wait(timeout=10) >= 0]  # the subject ends with its child, unkilled
+        ours.kill(); subject.kill()
+        print(json.dumps({"seen": sorted(seen.values()), "alive": alive}))
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    found = json.loads(out.stdout)
+    assert sorted(d.split("(")[1] for d in found["seen"]) == ["sleep 31)", "sleep 32)"], found
+    assert found["alive"] == [True, True]  # the judge's own and the subject process itself are not killed
 
 
 def test_a_kernel_written_for_the_timed_shape_fails_at_random_shapes_within_its_constraints(registry):

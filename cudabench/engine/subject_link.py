@@ -5,6 +5,7 @@ that, and the next request starts a fresh one."""
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from typing import Any, Callable, Optional
@@ -124,6 +125,14 @@ class SubjectLink:
         if reply.get("healthy") is False:
             self.drop()  # its CUDA context is broken: the next subject gets a fresh process
         return reply
+
+    def process_ids(self) -> tuple[Optional[int], set[int]]:
+        """The subject process's pid (this process's where the subject runs here; None before one is
+        started) and the spare's, for the judge's watch on the processes a subject starts."""
+        worker = self.worker
+        pid = None if worker is None else getattr(getattr(worker, "proc", None), "pid", os.getpid())
+        spare = getattr(self.spare[0], "proc", None) if self.spare else None
+        return pid, ({spare.pid} if spare is not None else set())
 
     def rehello(self, hello: dict[str, Any]) -> None:
         """A new run's hello: sent again before the next request (the process reads the kernels

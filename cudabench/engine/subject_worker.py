@@ -156,6 +156,9 @@ def main() -> None:
     from cudabench.engine.worker import preload
 
     seal()  # before any subject's code: no other process of the user writes into this one's pipes
+    # torch.compile compiles here, not in a pool of worker processes: a process the subject process
+    # starts while a subject is timed is taken for the subject's own (cudabench.measure.processes)
+    os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
 
     channel = Channel()
     handler = SubjectHandler(on_status=lambda text: channel.send({"type": "status", "text": text}))

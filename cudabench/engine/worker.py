@@ -137,6 +137,9 @@ class Handler:
         if self.device != "cuda":
             inline = SubjectHandler(self.device, self.timer_factory)
             return SubjectLink(lambda: InlineWorker(inline), hello)
+        from cudabench.measure.processes import become_subreaper
+
+        become_subreaper()  # a process a subject starts and orphans stays below this one, in sight
         link = SubjectLink.process(hello, lambda text: self.on_status(text))
         if self.eager_subject:
             link.launch()

@@ -36,6 +36,8 @@ failure makes the subject INVALID.
                    hooks, nor leave a persisting-L2 carve-out behind under --cold (all fake the figure)
     threads        no Python thread the subject started may still run after it (work that goes on
                    after its calls returned)
+    processes      no process the subject started may run while it is timed, nor be left running:
+                   its work is in none of CUPTI's records of the subject process (processes.py)
 """
 
 from __future__ import annotations
@@ -300,3 +302,15 @@ def threads_left(names: Sequence[str], trusted: bool = False) -> IntegrityCheck:
         return IntegrityCheck("threads", "fail", f"left host threads running after its calls: {', '.join(names)} "
                                                  "(work that goes on after a call returned is not timed)")
     return IntegrityCheck("threads", "pass", "")
+
+
+def processes_left(seen: dict[int, str], trusted: bool = False) -> IntegrityCheck:
+    """Processes the subject started that ran while it was timed or were still running before it was
+    (cudabench.measure.processes). A baseline's are only noted, as its threads are."""
+    if not seen:
+        return IntegrityCheck("processes", "pass", "")
+    listed = "; ".join(seen.values())
+    if trusted:
+        return IntegrityCheck("processes", "pass", f"started {listed} (a baseline: the task's own code)")
+    return IntegrityCheck("processes", "fail", f"started processes of its own that ran while it was timed: {listed} "
+                                               "(work done in another process is in no timer's window; ended)")

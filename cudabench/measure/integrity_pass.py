@@ -17,6 +17,7 @@ from cudabench.measure.check import compare
 from cudabench.measure.clocks import l2_bytes
 from cudabench.measure.judged_calls import SubjectError, SubjectLost
 from cudabench.measure.lanes import Lanes, lane_outputs, lane_seeds, overlap, shares_memory
+from cudabench.measure.processes import ProcessWatch
 from cudabench.measure.settings import shapes_key
 from cudabench.measure.subject import Phases, figure, own_work
 from cudabench.measure.transport import open_shared
@@ -48,9 +49,46 @@ class IntegrityPass:
             left = self.finish()
         checks.append(integrity.process_state(left["patched"], left["changed"], settings.cold))
         checks.append(integrity.threads_left(left["threads"], trusted=self.base.role == "baseline"))
+        if self.watch is not None:
+            self.watch.pause()
         with self.phases("integrity/shapes"):
             checks.append(self.shapes())
+        checks.append(integrity.processes_left(self.stop_watch(), trusted=self.base.role == "baseline"))
         return tuple(checks)
+
+    # ---- the process state, and the processes the subject starts (cudabench.measure.processes) -----
+
+    def finish(self) -> dict:
+        self.finished = True
+        return self.ask({"op": "finish"})
+
+    def finish_quietly(self) -> None:
+        """A subject that stopped early (failed its check, could not run) still gets its process state
+        restored before the next one."""
+        if not self.finished and self.opened:
+            self.finish()
+
+    watch: Optional[ProcessWatch] = None
+
+    def watch_before(self) -> None:
+        """Before the subject opens: the processes that are not its own. Not where the judge cannot see
+        the subject process's pid, nor for a subject that is not timed."""
+        ids = getattr(self.judge.subject, "process_ids", None)
+        if ids is not None and self.settings.time and self.settings.integrity:
+            self.watch = ProcessWatch(ids)
+            self.watch.before()
+
+    def stop_watch(self) -> dict[int, str]:
+        """What the subject started; a variant's processes are ended, and its subject process is replaced
+        (a process the judge could not see could still hold its memory)."""
+        watch, self.watch = self.watch, None
+        if watch is None:
+            return {}
+        trusted = self.base.role == "baseline"
+        seen = watch.stop(end_them=not trusted)
+        if seen and not trusted:
+            getattr(self.judge.subject, "drop", lambda: None)()
+        return seen
 
     def shapes(self) -> IntegrityCheck:
         """The variant checked at `settings.fuzz` random shapes within its constraints, chosen here

@@ -22,9 +22,9 @@ One subject:
    on the same values, nor those slower than the hot figure, beyond the noise: a subject whose time
    depends on its inputs staying the same, in full or in part, fails. A host-bound call's judged calls
    are compared by kernel time (CUPTI); a timing verdict that fails must fail again in a second round.
-5. calls alone under graph timing (serial_calls.py), the stream-order probe, then the process state.
-
-Every check that fails makes the subject INVALID with its reason (a wrong first check is FAIL)."""
+5. calls alone under graph timing (serial_calls.py), the stream-order probe, the process state; from
+   step 3 on, the processes the subject starts are watched (processes.py). Every check that fails
+   makes the subject INVALID with its reason (a wrong first check is FAIL)."""
 
 from __future__ import annotations
 
@@ -55,6 +55,7 @@ from cudabench.results.records.model import Case, Check, IntegrityCheck, Result
 from cudabench.results.records.stats import summarize
 from cudabench.spec.family import Family
 from cudabench.spec.registry import Registry
+
 
 class SubjectProcess(Protocol):
     """How the judge reaches the subject process (cudabench.engine.judged wires a real process)."""
@@ -132,6 +133,7 @@ class Judge:
         except TransportError as exc:
             result = replace(session.partial, error=f"the subject process sent {exc}")
         finally:
+            session.stop_watch()  # a subject that ended early: what it started ends too
             session.release()
             if self.device == "cuda":
                 release_cached(collect=False)  # the reference's fp64 temporaries, the draws' copies
@@ -195,6 +197,7 @@ class Session(IntegrityPass, JudgedCalls, SerialCalls):
             return replace(base, skipped=f"no honest kernel computes this seed's {case.inputs} inputs in "
                                          f"{case.dtype} (rounding alone errs past four tolerances): try another --seed")
         specs = output_specs(reference, case.dtype)
+        self.watch_before()
         try:
             opened = self.ask({"op": "open", "family": family.name, "case": case_to_dict(case),
                                "subject": base.subject, "role": base.role, "settings": settings.__dict__,
@@ -233,6 +236,8 @@ class Session(IntegrityPass, JudgedCalls, SerialCalls):
         result = replace(result, peak_memory=int(peak))
         j.on_status(f"{case.key}: timing {result.subject}")
         self.write(self.first)
+        if self.watch is not None:
+            self.watch.watch()
         start = time.perf_counter()
         hot = self.ask({"op": "hot"})
         m = measurement_from_dict(hot["measurement"])
@@ -330,15 +335,3 @@ class Session(IntegrityPass, JudgedCalls, SerialCalls):
         if every_lane:
             check = self._every_lane(taken, check)
         return check, []
-
-    # ---- integrity -----------------------------------------------------------------------------------
-
-    def finish(self) -> dict:
-        self.finished = True
-        return self.ask({"op": "finish"})
-
-    def finish_quietly(self) -> None:
-        """A subject that stopped early (failed its check, could not run) still gets its process state
-        restored before the next one."""
-        if not self.finished and self.opened:
-            self.finish()

@@ -273,6 +273,44 @@ def bind_thread(ext):
     return op
 
 
+HELPER = """
+import torch
+import torch.multiprocessing
+while True:
+    x, y = inbox.get()
+    with torch.no_grad():
+        y[1:].copy_(2 * x[1:] + 1)
+    if y.is_cuda:
+        torch.cuda.synchronize()
+    outbox.put(1)
+"""
+
+
+def bind_helper(ext):
+    """Hands its work to a process of its own, started at bind time, that maps x and y (CUDA IPC through
+    torch.multiprocessing) and computes all but the first element; the call computes that one itself and
+    waits. Every output is right, and the subject process's own kernel time (what the cupti timer, the
+    CUPTI pass and the serial-calls floor read) is one element's."""
+    import multiprocessing
+
+    import torch.multiprocessing as tmp
+
+    spawn = tmp.get_context("spawn")
+    inbox, outbox = spawn.SimpleQueue(), spawn.SimpleQueue()
+    helper = spawn.Process(target=exec, args=(HELPER, {"inbox": inbox, "outbox": outbox}), daemon=False)
+    helper.start()
+    multiprocessing.process._children.discard(helper)  # not joined at the subject process's exit
+
+    def op(x):
+        y = empty_like(x)
+        ext.hostile(x[:1], y[:1], HONEST)
+        inbox.put((x, y))
+        outbox.get()
+        return y
+
+    return op
+
+
 def bind_tuned(ext):
     """Tuned to its default inputs, uniform in [-1, 1]: it clamps x to that range first (a fast path
     that assumes bounded inputs). Right on uniform inputs, wrong on outliers or heavy tails."""
@@ -499,6 +537,8 @@ FAMILY = Family(
         _v("hostile-float64", "right values in float64 for a float32 case", bind_float64),
         _v("hostile-uninit", "adds 1e-10 of uninitialised memory to an honest output", bind_uninit),
         _v("hostile-thread", "returns at once and computes on a thread pool of its own", bind_thread),
+        _v("hostile-helper", "a process of its own, started at bind time, computes all but one element over "
+           "CUDA IPC while the call waits", bind_helper),
         _v("hostile-tuned", "clamps x to [-1, 1], where its default inputs lie, before computing", bind_tuned),
         _v("hostile-shape", "right only when n is a multiple of 1024 (the tail of a ragged size is never "
            "written)", bind_shape),
