@@ -52,7 +52,7 @@ WINDOW_SLACK = 2e-6         # ... minus this many seconds (profiler timestamp gr
 # A graph figure per call may be down to this share of one call alone's GPU busy time, minus this slack
 # (seen on the H100: figure / call alone 0.94 to 1.21 over 15 honest subjects; docs/benchmarks/h100-timing-truth.md)
 SERIAL_SHARE = 0.8
-SERIAL_SLACK = 0.2e-6
+SERIAL_SLACK = 0.1e-6
 FLOP_MARGIN = 1.10          # a figure above 110 % of the FMA peak is impossible (clock readings vary)
 # bf16 / fp16: the theoretical tensor-core peak is not read from the device, so the bound is the
 # measured cuBLAS GEMM with room: cuBLAS reaches 70-80 % of the dense peak (H100: about 750 of 989
