@@ -241,21 +241,24 @@ class IntegrityPass:
         return worst
 
     def _mutated(self, draw: Draw, lane: int = 0) -> str:
-        """Which inputs differ from the values the judge wrote, and how much ('' when none)."""
-        changed = []
+        """Which inputs differ from the values the judge wrote, bit for bit, and in how many elements ('' when
+        none); one read back for all of them (each a synchronisation, after every judged call)."""
         mapped, mapped_grad = self._lane(lane)
-        for k, t in mapped.items():
-            want = draw.inputs[k]
-            same = torch.eq(t, want) | (torch.isnan(t) & torch.isnan(want))
-            bad = int((~same).sum())
-            if bad:
-                changed.append(f"{k} changed in {bad} of {t.numel()} elements")
+        pairs = [(k, t, draw.inputs[k]) for k, t in mapped.items()]
         if mapped_grad is not None:
-            same = torch.eq(mapped_grad, draw.grad_out)
-            bad = int((~same).sum())
-            if bad:
-                changed.append(f"the upstream gradient changed in {bad} of {mapped_grad.numel()} elements")
-        return "; ".join(changed)
+            pairs.append(("the upstream gradient", mapped_grad, draw.grad_out))
+        if not pairs:
+            return ""
+        counts = torch.stack([(_bits(t) != _bits(want)).sum() for _, t, want in pairs]).tolist()
+        return "; ".join(f"{name} changed in {bad} of {t.numel()} elements"
+                         for (name, t, _), bad in zip(pairs, counts) if bad)
+
+
+def _bits(t: torch.Tensor) -> torch.Tensor:
+    """A floating tensor's bits as integers of its size (NaN equals the same NaN, -0.0 is not 0.0)."""
+    if not t.is_floating_point():
+        return t
+    return t.view({8: torch.int64, 4: torch.int32, 2: torch.int16}[t.element_size()])
 
 
 def _badness(check: Check) -> float:
