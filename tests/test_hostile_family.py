@@ -22,7 +22,7 @@ VARIANTS = {
     "hostile": ["hostile-honest", "hostile-side-stream", "hostile-cached", "hostile-crash", "hostile-hang",
                 "hostile-assert", "hostile-hoard", "hostile-exit", "hostile-segfault", "hostile-peek", "hostile-flag",
                 "hostile-memo", "hostile-partial", "hostile-mutate", "hostile-alias", "hostile-strided",
-                "hostile-subclass", "hostile-float64", "hostile-uninit", "hostile-thread", "hostile-helper", "hostile-tuned", "hostile-shape", "hostile-patch-timer",
+                "hostile-subclass", "hostile-float64", "hostile-uninit", "hostile-thread", "hostile-helper", "hostile-plant", "hostile-tuned", "hostile-shape", "hostile-patch-timer",
                 "hostile-patch-worker", "hostile-patch-library", "hostile-persist-l2", "hostile-graph-counter",
                 "hostile-graph-batch", "hostile-graph-shared", "hostile-graph-copy"],
     "boastful": ["boastful-honest"],

@@ -45,6 +45,7 @@ from __future__ import annotations
 import statistics
 from typing import Any, Callable, Sequence
 
+from cudabench.measure import processes
 from cudabench.results.records.model import Check, IntegrityCheck
 
 WINDOW_SHARE = 0.8          # the timer may see down to this share of CUPTI's busy time (noise)
@@ -304,13 +305,17 @@ def threads_left(names: Sequence[str], trusted: bool = False) -> IntegrityCheck:
     return IntegrityCheck("threads", "pass", "")
 
 
-def processes_left(seen: dict[int, str], trusted: bool = False) -> IntegrityCheck:
+def processes_left(seen: dict[int, str], trusted: bool = False, error: str = "") -> IntegrityCheck:
     """Processes the subject started that ran while it was timed or were still running before it was
     (cudabench.measure.processes). A baseline's are only noted, as its threads are."""
+    if error:
+        return IntegrityCheck("processes", "fail", f"its processes could not be watched ({error})")
+    blind = " (double-forked processes are not seen here: the judge could not become a child subreaper)" \
+        if processes.SUBREAPER is False else ""
     if not seen:
-        return IntegrityCheck("processes", "pass", "")
+        return IntegrityCheck("processes", "pass", blind.strip(" ()"))
     listed = "; ".join(seen.values())
     if trusted:
-        return IntegrityCheck("processes", "pass", f"started {listed} (a baseline: the task's own code)")
+        return IntegrityCheck("processes", "pass", f"started {listed} (a baseline: the task's own code){blind}")
     return IntegrityCheck("processes", "fail", f"started processes of its own that ran while it was timed: {listed} "
                                                "(work done in another process is in no timer's window; ended)")

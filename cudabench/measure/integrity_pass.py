@@ -53,14 +53,15 @@ class IntegrityPass:
             self.watch.pause()
         with self.phases("integrity/shapes"):
             checks.append(self.shapes())
-        checks.append(integrity.processes_left(self.stop_watch(), trusted=self.base.role == "baseline"))
+        checks.append(self.processes())
         return tuple(checks)
 
     # ---- the process state, and the processes the subject starts (cudabench.measure.processes) -----
 
     def finish(self) -> dict:
         self.finished = True
-        return self.ask({"op": "finish"})
+        self.left = self.ask({"op": "finish"})
+        return self.left
 
     def finish_quietly(self) -> None:
         """A subject that stopped early (failed its check, could not run) still gets its process state
@@ -69,14 +70,30 @@ class IntegrityPass:
             self.finish()
 
     watch: Optional[ProcessWatch] = None
+    left: Optional[dict] = None      # what the subject process's last `finish` reported
+    ended_before: dict = {}          # processes an earlier subject's code started after its watch ended
 
     def watch_before(self) -> None:
-        """Before the subject opens: the processes that are not its own. Not where the judge cannot see
-        the subject process's pid, nor for a subject that is not timed."""
+        """Before the subject opens: the processes that are not its own, and those an earlier subject's
+        code started since its watch ended, which are ended (with the subject process). Not where the
+        judge cannot see the subject process's pid, nor for a subject that is not timed."""
         ids = getattr(self.judge.subject, "process_ids", None)
         if ids is not None and self.settings.time and self.settings.integrity:
             self.watch = ProcessWatch(ids)
-            self.watch.before()
+            self.ended_before = self.watch.before(self.judge.processes_after)
+            if self.ended_before:
+                getattr(self.judge.subject, "drop", lambda: None)()
+
+    def processes(self) -> IntegrityCheck:
+        """The verdict on the processes the subject started (cudabench.measure.processes)."""
+        error = self.watch.error if self.watch is not None else ""
+        trusted = self.base.role == "baseline"
+        check = integrity.processes_left(self.stop_watch(), trusted=trusted, error=error)
+        if self.ended_before and check.verdict == "pass":
+            left = "; ".join(self.ended_before.values())
+            check = replace(check, detail=f"{check.detail} (ended before it opened, left by an earlier subject's "
+                                          f"code: {left})".strip())
+        return check
 
     def stop_watch(self) -> dict[int, str]:
         """What the subject started; a variant's processes are ended, and its subject process is replaced
@@ -88,6 +105,7 @@ class IntegrityPass:
         seen = watch.stop(end_them=not trusted)
         if seen and not trusted:
             getattr(self.judge.subject, "drop", lambda: None)()
+        self.judge.processes_after = watch.tree() if not watch.error else None
         return seen
 
     def shapes(self) -> IntegrityCheck:
@@ -133,6 +151,9 @@ class IntegrityPass:
                 r = replace(other.partial, error=exc.message)
             finally:
                 other.release()
+            threads = (other.left or {}).get("threads") or []
+            if threads and r.status == "ok":  # not timed, but left to act later (on the next subject's calls)
+                r = replace(r, error=f"left host threads running: {', '.join(threads)}")
             if r.status != "ok":
                 why = r.error or r.skipped or r.invalid_because or (
                     f"error {r.check.worst:.2g} > tolerance {r.check.tolerance:g}" if r.check else r.status)

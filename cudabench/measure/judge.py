@@ -79,6 +79,7 @@ class Judge:
         self._rng = random.Random(secrets.randbits(64))   # which calls to check: never sent anywhere
         self._shapes_checked: dict[tuple, IntegrityCheck] = {}  # a variant's random shapes, once per run
         self._ill_conditioned: set[tuple[str, str]] = set()     # (case key, input kind) no kernel can pass
+        self.processes_after: Optional[set[int]] = None         # the process tree when a subject's watch ended
 
     def sync(self) -> None:
         if self.device == "cuda":

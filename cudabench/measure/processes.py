@@ -8,9 +8,13 @@ subject is timed until its process state is checked, a thread here lists the sub
 descendants every POLL seconds. Any process among them that was not there before the subject opened is
 its own. Before and after that (its first calls, its random shapes), processes may come and go (a
 compiler a first call runs), but one still running when the timing starts, or once the subject is done,
-counts too. A process that leaves its parent (a double fork) is still found:
-the judge's process is a child subreaper (Linux's PR_SET_CHILD_SUBREAPER), so it is reparented to the
-judge, not to init, and the judge's own children that are not subject processes count as the subject's."""
+counts too. A process that leaves its parent (a double fork) is still found: the judge's process is a
+child subreaper (Linux's PR_SET_CHILD_SUBREAPER), so it is reparented to the judge, not to init, and the
+judge's own children that are not subject processes count as the subject's. What a subject's code starts
+after its last look (a thread it left behind) is found at the next subject's first look and ended there.
+
+Processes are held by a pidfd from the first sighting (a pid reused later is never signalled), stopped
+until none forks another, then killed. Zombies are not running and do not count."""
 
 from __future__ import annotations
 
@@ -23,50 +27,58 @@ from pathlib import Path
 from typing import Callable, Iterable, Optional
 
 POLL = 0.02                  # seconds between two looks at the process tree while a subject is timed
+STOP_ROUNDS = 50             # rounds of stopping what was seen and looking again, before the kill
 PR_SET_CHILD_SUBREAPER = 36  # <linux/prctl.h>
+SUBREAPER: Optional[bool] = None  # whether this process became one (None: never asked)
 
 
 def become_subreaper() -> bool:
     """Orphaned descendants of this process's children are reparented to it (Linux); False elsewhere."""
+    global SUBREAPER
     try:
-        return ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+        SUBREAPER = ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
     except (OSError, AttributeError):
-        return False
+        SUBREAPER = False
+    return SUBREAPER
+
+
+def _stat(pid: int) -> list[str]:
+    """The fields of /proc/PID/stat after the command name (state first, then the parent's pid); [] when gone."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return []
+    return text[text.rindex(")") + 2:].split()
+
+
+def running(pid: int) -> bool:
+    return _stat(pid)[:1] not in ([], ["Z"], ["X"])
+
+
+def _has_children_files() -> bool:
+    return Path(f"/proc/self/task/{threading.get_native_id()}/children").exists()
 
 
 def children(pid: int) -> set[int]:
-    """The live children of `pid` (each of its threads' /proc children list; a /proc scan where the
-    kernel has none)."""
-    found: set[int] = set()
+    """The children of `pid`, zombies included (each of its threads' /proc children list; a /proc scan where
+    the kernel keeps none)."""
     try:
         tasks = os.listdir(f"/proc/{pid}/task")
     except OSError:
-        return found
+        return set()
+    if not _has_children_files():
+        return {int(e) for e in os.listdir("/proc") if e.isdigit() and _stat(int(e))[1:2] == [str(pid)]}
+    found: set[int] = set()
     for tid in tasks:
         try:
             found.update(int(c) for c in Path(f"/proc/{pid}/task/{tid}/children").read_text().split())
-        except FileNotFoundError:
-            return _children_by_scan(pid)
         except (OSError, ValueError):
-            continue
-    return found
-
-
-def _children_by_scan(pid: int) -> set[int]:
-    found = set()
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            if int(stat[stat.rindex(")") + 2:].split()[1]) == pid:
-                found.add(int(entry))
+            continue  # a thread that ended meanwhile
     return found
 
 
 def descendants(pids: Iterable[int]) -> set[int]:
-    """Every live process below `pids` (not `pids` themselves)."""
+    """Every process below `pids` (not `pids` themselves), zombies included."""
     seen: set[int] = set()
     todo = list(pids)
     while todo:
@@ -86,48 +98,67 @@ def describe(pid: int) -> str:
     return f"pid {pid} ({line[:120] or 'exited'})"
 
 
-def end(pids: Iterable[int]) -> None:
-    """Kill the processes and reap those that are this process's children (reparented orphans)."""
-    for pid in pids:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
-            continue
-        for _ in range(100):  # a killed process exits at once; a child of this one is reaped here
-            try:
-                if os.waitpid(pid, os.WNOHANG)[0]:
-                    break
-            except ChildProcessError:
-                break
-            time.sleep(0.01)
-
-
 class ProcessWatch:
     """The processes one subject starts: `before` the subject opens, `watch` from just before it is timed,
-    `stop` once its process state is checked. `subject` gives the subject process's pid (this process's
-    own when the subject runs here) and the pids of other processes this one started on purpose."""
+    `pause` once it is, `stop` once it is done. `subject` gives the subject process's pid (this process's
+    own when the subject runs here; None before one is started) and the pids of processes this one
+    started on purpose (spare subject processes)."""
 
     def __init__(self, subject: Callable[[], tuple[Optional[int], set[int]]]) -> None:
         self.subject = subject
         self.known: set[int] = set()
         self.seen: dict[int, str] = {}
+        self.error = ""                  # the watch could not look (the verdict fails)
+        self._held: dict[int, int] = {}  # pid: pidfd, from its first sighting
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
 
-    def _tree(self) -> set[int]:
-        pid, ours = self.subject()  # pid None: the subject process is not started yet
+    def tree(self) -> set[int]:
+        """The running processes below the subject process, and the orphans reparented to this one."""
+        pid, ours = self.subject()
         found = descendants([pid]) if pid is not None else set()
-        if pid != os.getpid():  # orphans reparented to this process (a subreaper) are the subject's too
+        if pid != os.getpid():
             orphans = children(os.getpid()) - ours - {pid}
+            self._reap(orphans)
             found |= orphans | descendants(orphans)
-        return found - ours
+        return {p for p in found - ours if running(p)}
 
-    def before(self) -> None:
-        self.known = self._tree()
+    @staticmethod
+    def _reap(orphans: set[int]) -> None:
+        """Orphans reparented here that have exited: collected, so that they do not pile up."""
+        for pid in orphans:
+            if _stat(pid)[:1] == ["Z"]:
+                try:
+                    os.waitpid(pid, os.WNOHANG)
+                except ChildProcessError:
+                    pass
+
+    def before(self, after_last: Optional[set[int]] = None) -> dict[int, str]:
+        """Before the subject opens: what runs now is not its own. With `after_last`, the tree when the
+        last subject's watch ended: what started since (a thread a subject left behind) is ended here,
+        and returned."""
+        now = self.tree()
+        left = {} if after_last is None else {p: describe(p) for p in now - after_last}
+        if left:
+            self.known, self.seen = set(after_last or ()), dict(left)
+            for pid in left:
+                self._hold(pid)
+            self._end()
+            self.seen, now = {}, self.tree()
+        self.known = now
+        return left
 
     def look(self) -> None:
-        for pid in self._tree() - self.known:
-            self.seen.setdefault(pid, describe(pid))
+        for pid in self.tree() - self.known:
+            if pid not in self.seen:
+                self.seen[pid] = describe(pid)
+                self._hold(pid)
+
+    def _hold(self, pid: int) -> None:
+        try:
+            self._held[pid] = os.pidfd_open(pid)
+        except (OSError, AttributeError):
+            pass  # gone already, or no pidfd here: signalled by pid
 
     def watch(self) -> None:
         self.look()
@@ -135,8 +166,11 @@ class ProcessWatch:
         self._thread.start()
 
     def _poll(self) -> None:
-        while not self._stop.wait(POLL):
-            self.look()
+        try:
+            while not self._stop.wait(POLL):
+                self.look()
+        except Exception as exc:  # noqa: BLE001 - the verdict says the watch failed
+            self.error = f"{type(exc).__name__}: {exc}"
 
     def pause(self) -> None:
         """The timing is over: processes may come and go again (a compiler for another shape's first
@@ -146,9 +180,48 @@ class ProcessWatch:
             self._thread.join()
 
     def stop(self, end_them: bool = True) -> dict[int, str]:
-        """What was seen, after one last look; with `end_them` the processes still running are ended."""
+        """What was seen, after one last look; with `end_them` those processes, and any they start
+        meanwhile, are ended."""
         self.pause()
-        self.look()
-        if end_them:
-            end(self.seen)
+        try:
+            self.look()
+            if end_them:
+                self._end()
+        except Exception as exc:  # noqa: BLE001
+            self.error = self.error or f"{type(exc).__name__}: {exc}"
+        finally:
+            for fd in self._held.values():
+                os.close(fd)
+            self._held = {}
         return self.seen
+
+    def _end(self) -> None:
+        """Stop every process seen, look again, until a look finds no new one (none can fork while
+        stopped), then kill them all and collect those that are this process's children."""
+        for _ in range(STOP_ROUNDS):
+            count = len(self.seen)
+            for pid in self.seen:
+                self._signal(pid, signal.SIGSTOP)
+            self.look()
+            if len(self.seen) == count:
+                break
+        for pid in self.seen:
+            self._signal(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 1.0
+        for pid in self.seen:
+            while time.monotonic() < deadline:
+                try:
+                    if os.waitpid(pid, os.WNOHANG)[0]:
+                        break
+                except ChildProcessError:
+                    break
+                time.sleep(0.005)
+
+    def _signal(self, pid: int, sig: int) -> None:
+        try:
+            if pid in self._held:
+                signal.pidfd_send_signal(self._held[pid], sig)
+            else:
+                os.kill(pid, sig)
+        except (OSError, AttributeError):
+            pass

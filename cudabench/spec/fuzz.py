@@ -35,8 +35,9 @@ def random_shapes(family: Family, variant: Optional[Variant], count: int, rng: r
                   budget: int = BUDGET) -> list[dict[str, int]]:
     """Up to `count` distinct shapes that satisfy the family's and the variant's constraints (fewer
     when the constraints leave few small shapes). The first is made ragged in every size the
-    constraints let be (`_ragged`), so that a kernel right only at multiples of its tile fails every
-    time, not only when no draw happened to be one (two draws were both multiples of 1024 about one
+    constraints let be (`_ragged`: at most two factors of two more than the fewest allowed), so that a
+    kernel right only at multiples of its tile (of 8 or more where a size may be odd) fails every time,
+    not only when no draw happened to be one (two draws were both multiples of 1024 about one
     time in forty)."""
     found: list[dict[str, int]] = []
     for _ in range(TRIES):
@@ -45,25 +46,27 @@ def random_shapes(family: Family, variant: Optional[Variant], count: int, rng: r
         shape = {p.name: _value(p, rng, budget) for p in family.params}
         if _size(family, shape) > budget or shape in found or violation(family, variant, shape) is not None:
             continue
-        found.append(_ragged(family, variant, shape, budget) if not found else shape)
+        found.append(_ragged(family, variant, shape, budget, rng) if not found else shape)
     return [s for i, s in enumerate(found) if s not in found[:i]]
 
 
-def _ragged(family: Family, variant: Optional[Variant], shape: dict[str, int], budget: int) -> dict[str, int]:
-    """`shape` with each size in turn moved by at most RAGGED_STEP to the value with the fewest factors
-    of two that keeps every constraint (an odd size where the constraints allow one)."""
+def _ragged(family: Family, variant: Optional[Variant], shape: dict[str, int], budget: int,
+            rng: random.Random) -> dict[str, int]:
+    """`shape` with each size in turn moved by at most RAGGED_STEP to a value the constraints allow with
+    few factors of two: the fewest any such value has, or one or two more, at random (always odd where
+    odd is allowed would let a kernel be right at odd sizes and at whole tiles only)."""
     shape = dict(shape)
     for p in family.params:
         if _flag(p):
             continue
-        best = shape[p.name]
-        for d in sorted(range(-RAGGED_STEP, RAGGED_STEP + 1), key=abs):
-            value = shape[p.name] + d
-            trial = {**shape, p.name: value}
-            if value >= max(p.minimum, 1) and _twos(value) < _twos(best) and _size(family, trial) <= budget \
-                    and violation(family, variant, trial) is None:
-                best = value
-        shape[p.name] = best
+        allowed = [v for v in (shape[p.name] + d for d in sorted(range(-RAGGED_STEP, RAGGED_STEP + 1), key=abs))
+                   if v >= max(p.minimum, 1) and _size(family, {**shape, p.name: v}) <= budget
+                   and violation(family, variant, {**shape, p.name: v}) is None]
+        if not allowed:
+            continue
+        target = min(_twos(v) for v in allowed) + rng.choice((0, 1, 2))
+        shape[p.name] = next((v for v in allowed if _twos(v) == target),
+                             min(allowed, key=lambda v: abs(_twos(v) - target)))
     return shape
 
 

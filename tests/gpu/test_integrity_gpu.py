@@ -92,6 +92,7 @@ ATTACKS = {
     "hostile-uninit": {"determinism", "fresh-output"},
     "hostile-thread": {"threads"},
     "hostile-helper": {"processes"},
+    "hostile-plant": {"shapes"},      # its random shapes' binds leave a thread (that starts a process later)
     "hostile-patch-timer": {"process-state"},
     "hostile-patch-worker": {"process-state"},
     "hostile-patch-library": {"process-state"},

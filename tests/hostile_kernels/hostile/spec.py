@@ -311,6 +311,24 @@ def bind_helper(ext):
     return op
 
 
+def bind_plant(ext):
+    """Honest where it is timed. From its second bind on (the judge's random shapes, which are not timed)
+    it leaves a thread that starts a process of its own a moment later, after the judge has stopped
+    watching: a helper in place for the next subject."""
+    import subprocess
+    import threading
+    import time
+
+    bind_plant.binds = getattr(bind_plant, "binds", 0) + 1
+    if bind_plant.binds >= 2:
+        def plant():
+            time.sleep(0.3)
+            subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+
+        threading.Thread(target=plant, name="hostile-planter", daemon=True).start()
+    return bind(HONEST)(ext)
+
+
 def bind_tuned(ext):
     """Tuned to its default inputs, uniform in [-1, 1]: it clamps x to that range first (a fast path
     that assumes bounded inputs). Right on uniform inputs, wrong on outliers or heavy tails."""
@@ -539,6 +557,8 @@ FAMILY = Family(
         _v("hostile-thread", "returns at once and computes on a thread pool of its own", bind_thread),
         _v("hostile-helper", "a process of its own, started at bind time, computes all but one element over "
            "CUDA IPC while the call waits", bind_helper),
+        _v("hostile-plant", "honest where timed; its random-shape binds leave a thread that starts a process of "
+           "its own after the judge stopped watching", bind_plant),
         _v("hostile-tuned", "clamps x to [-1, 1], where its default inputs lie, before computing", bind_tuned),
         _v("hostile-shape", "right only when n is a multiple of 1024 (the tail of a ragged size is never "
            "written)", bind_shape),
