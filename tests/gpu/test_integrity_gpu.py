@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 from cudabench.cli.app import app
 from cudabench.engine.plan import RunOptions, plan
+from cudabench.measure import integrity
 from cudabench.measure.loop import Warmup
 from cudabench.measure.stop import FixedCount
 from cudabench.spec.registry import discover
@@ -73,9 +74,18 @@ def test_graph_calls_that_skip_share_copy_or_overlap_their_work_are_invalid(host
         calls = r.measurement.calls_per_sample if r.measurement else 0
         assert r.status == "ok" and calls > (8 if name == "hostile-honest" else 1), (name, r.status, calls, r.error)
         assert any(c.name == "serial-calls" and c.verdict == "pass" for c in r.integrity), r.integrity
+    honest = results["hostile-honest"].stats.median
     for name, checks in GRAPH_ATTACKS.items():
         r = results[name]
-        assert r.status == "INVALID" and failed_checks(r) & checks, (name, r.integrity)
+        caught = r.status == "INVALID" and failed_checks(r) & checks
+        if name == "hostile-graph-batch" and not caught:
+            # how much the batch gains depends on how many calls the host's speed puts in a graph (0.12 µs a
+            # call at 48, 0.97 at 14, 1.64 at 10, against 1.41-1.45 honest): where it passes, it may not beat
+            # an honest call by more than serial-calls' tolerance
+            share, slack = integrity.SERIAL_SHARE, integrity.SERIAL_SLACK
+            assert r.status == "ok" and r.stats.median >= share * honest - slack, (name, r.stats.median, honest)
+            continue
+        assert caught, (name, r.integrity)
 
 
 # Each attack class (tests/hostile_kernels/hostile/spec.py) and the checks that must flag it: at least
