@@ -93,3 +93,27 @@ def test_the_verdict_fails_when_the_watch_could_not_look():
     assert processes_left({}).verdict == "pass"
     assert processes_left({7: "pid 7 (x)"}, trusted=True).verdict == "pass"
     assert processes_left({7: "pid 7 (x)"}).verdict == "fail"
+
+
+def test_a_watch_whose_last_look_fails_fails_the_verdict():
+    """The error of the last look, made when the watch stops, reaches the verdict."""
+    from types import SimpleNamespace
+
+    from cudabench.measure.integrity_pass import IntegrityPass
+
+    calls = []
+
+    def ids():
+        calls.append(1)
+        if len(calls) > 1:  # before() looks once; the look in stop() fails
+            raise OSError("proc went away")
+        return None, set()
+
+    session = IntegrityPass()
+    session.base = SimpleNamespace(role="variant")
+    session.judge = SimpleNamespace(processes_after=None, subject=SimpleNamespace())
+    session.ended_before = {}
+    session.watch = ProcessWatch(ids)
+    session.watch.before()
+    check = session.processes()
+    assert check.verdict == "fail" and "proc went away" in check.detail

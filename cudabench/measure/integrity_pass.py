@@ -86,9 +86,10 @@ class IntegrityPass:
 
     def processes(self) -> IntegrityCheck:
         """The verdict on the processes the subject started (cudabench.measure.processes)."""
-        error = self.watch.error if self.watch is not None else ""
-        trusted = self.base.role == "baseline"
-        check = integrity.processes_left(self.stop_watch(), trusted=trusted, error=error)
+        watch = self.watch
+        seen = self.stop_watch()  # its last look may fail too: the error is read after it
+        error = watch.error if watch is not None else ""
+        check = integrity.processes_left(seen, trusted=self.base.role == "baseline", error=error)
         if self.ended_before and check.verdict == "pass":
             left = "; ".join(self.ended_before.values())
             check = replace(check, detail=f"{check.detail} (ended before it opened, left by an earlier subject's "

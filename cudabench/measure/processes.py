@@ -19,6 +19,7 @@ until none forks another, then killed. Zombies are not running and do not count.
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import signal
 import threading
@@ -55,6 +56,7 @@ def running(pid: int) -> bool:
     return _stat(pid)[:1] not in ([], ["Z"], ["X"])
 
 
+@functools.lru_cache(maxsize=None)
 def _has_children_files() -> bool:
     return Path(f"/proc/self/task/{threading.get_native_id()}/children").exists()
 
