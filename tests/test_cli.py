@@ -156,3 +156,47 @@ def test_build_takes_comma_separated_kernels_and_not_all_beside_them():
 def test_the_op_options_without_op_say_they_go_with_it():
     res = invoke("run", "--op-inputs", "a:b")
     assert res.exit_code == 2 and "go with --op" in res.output
+
+
+def _single_valued_options():
+    """(command, option) for every option of every command that takes one value."""
+    import typer
+
+    from cudabench.cli.once import single_valued
+
+    group = typer.main.get_command(app)
+    return [(name, max(option.opts, key=len)) for name, command in sorted(group.commands.items())
+            for option in {id(o): o for o in single_valued(command).values()}.values()]
+
+
+@pytest.mark.parametrize("command, option", _single_valued_options())
+def test_an_option_that_takes_one_value_given_twice_is_refused(command, option):
+    """click would keep the second value and drop the first without a word; the values need not be valid,
+    the repeat is found before they are read."""
+    res = invoke(command, option, "1", option, "2")
+    assert res.exit_code == 2, res.output
+    assert f"{option} takes one value and was given 2 times" in res.output
+
+
+def test_a_repeat_is_found_in_every_spelling():
+    for args in (["--timing=events", "--timing", "graph"], ["-s", "n=1", "--shape=n=2"]):
+        res = invoke("profile" if "-s" in args else "run", "-k", "add2", *args)
+        assert res.exit_code == 2 and "takes one value" in res.output, res.output
+
+
+def test_run_and_check_plan_every_shape_given(no_gpu):
+    """The first of two shapes is planned too: the bad one first, so the last alone would pass planning."""
+    for command in ("run", "check"):
+        res = invoke(command, "--kernel", "timex-v3", "--shape", "T=766", "--shape", "T=768")
+        assert res.exit_code == 2 and "T must be a multiple of 4" in res.output, res.output
+
+
+def test_several_shapes_are_planned_in_order_and_a_repeat_once():
+    from cudabench.engine.plan import RunOptions, plan_shapes
+    from cudabench.spec.registry import discover
+    from cudabench.spec.shapes import parse_shapes
+
+    shapes = parse_shapes(["n=1024", "n=2^12", "n=1_024"])
+    assert shapes == [{"n": 1024}, {"n": 4096}] and parse_shapes(None) == [{}]
+    tasks = plan_shapes(discover(), ["add2"], shapes, RunOptions())
+    assert [task.cases[0].params["n"] for task in tasks] == [1024, 4096]

@@ -79,7 +79,7 @@ def test_a_kept_plan_reads_back_whole(tmp_path, monkeypatch):
     monkeypatch.setenv("CUDABENCH_CACHE", str(tmp_path))
     options = RunOptions(dtypes=("float32",))
     planned = planned_run(plan(discover([EXAMPLES]), ["scale"], {"n": 4096}, options))
-    key = plan_key([EXAMPLES], ["scale"], {"n": 4096}, None, options)
+    key = plan_key([EXAMPLES], ["scale"], [{"n": 4096}], None, options)
     assert cached_plan(key) is None
     keep_plan(key, planned)
     assert cached_plan(key) == planned and planned.entries and planned.source_hashes
@@ -87,7 +87,7 @@ def test_a_kept_plan_reads_back_whole(tmp_path, monkeypatch):
     assert cached_plan(key) is None  # unreadable: planned again
 
 
-@pytest.mark.parametrize("change", ["kernels", "shape", "dtypes", "directions", "baselines", "config", "source",
+@pytest.mark.parametrize("change", ["kernels", "shape", "shapes", "dtypes", "directions", "baselines", "config", "source",
                                     "environment"])
 def test_the_key_changes_with_everything_planning_reads(tmp_path, monkeypatch, change):
     kernels = tmp_path / "kernels"
@@ -95,13 +95,15 @@ def test_the_key_changes_with_everything_planning_reads(tmp_path, monkeypatch, c
     suite = tmp_path / "suite.toml"
     suite.write_text("# a suite\n")
     options = RunOptions()
-    args = [[kernels], ["scale"], {"n": 1024}, suite, options]
+    args = [[kernels], ["scale"], [{"n": 1024}], suite, options]
     before = plan_key(*args)
     assert plan_key(*args) == before  # the same request, the same key
     if change == "kernels":
         args[1] = ["scale", "scale-v1"]
     elif change == "shape":
-        args[2] = {"n": 2048}
+        args[2] = [{"n": 2048}]
+    elif change == "shapes":  # a second --shape
+        args[2] = [{"n": 1024}, {"n": 2048}]
     elif change == "dtypes":
         args[4] = replace(options, dtypes=("bfloat16",))
     elif change == "directions":

@@ -11,6 +11,7 @@ import typer
 from cudabench import __version__
 from cudabench.cli import build, check, doctor, lessons, listing, profile, results, run, watch, workers
 from cudabench.cli.common import FLAGS, report_errors
+from cudabench.cli.once import OnceCommand
 
 app = typer.Typer(
     help="Build, check, time and profile custom CUDA operators for PyTorch.",
@@ -69,9 +70,9 @@ COMMANDS = [
 ]
 for name, command in COMMANDS:
     epilog = "Examples:\n\n\b\n" + "\n".join(f"  {line}" for line in EXAMPLES[name])
-    app.command(name, epilog=epilog)(report_errors(command))
+    app.command(name, epilog=epilog, cls=OnceCommand)(report_errors(command))
 # watch passes every option it does not know to run
-app.command("watch", epilog="Examples:\n\n\b\n" + "\n".join(f"  {line}" for line in EXAMPLES["watch"]),
+app.command("watch", epilog="Examples:\n\n\b\n" + "\n".join(f"  {line}" for line in EXAMPLES["watch"]), cls=OnceCommand,
             context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(report_errors(watch.watch))
 
 

@@ -20,7 +20,8 @@ from cudabench.engine.start import start_runner
 def check(
     kernel: List[str] = typer.Option(..., "--kernel", "-k", help="Kernel or family (repeatable or "
                                      "comma-separated)."),
-    shape: str = typer.Option("", "--shape", "-s", help="Shape parameters (each family takes its own)."),
+    shape: Optional[List[str]] = typer.Option(None, "--shape", "-s", help="Shape parameters (each family takes "
+                                              "its own); repeatable, each shape its own cases."),
     direction: Optional[List[str]] = typer.Option(None, "--direction", "-d", help="fwd, bwd or fwdbwd."),
     baselines: bool = typer.Option(False, "--baselines", help="Check the family's default baselines too."),
     inputs: str = typer.Option("uniform", "--inputs", help=INPUTS_HELP),
@@ -33,14 +34,14 @@ def check(
 ) -> None:
     """Check kernels against the fp64 reference on fresh random inputs, without timing them."""
     from cudabench.device import require_gpu
-    from cudabench.engine.plan import RunOptions, plan
+    from cudabench.engine.plan import RunOptions, plan_shapes
     from cudabench.results.report import terminal as report
-    from cudabench.spec.shapes import parse_shape
+    from cudabench.spec.shapes import parse_shapes
 
     options = RunOptions(directions=split(direction), baselines=None if baselines else (), seed=seed, time=False,
                          inputs=inputs, dtypes=split(dtype))
     reg = registry(kernels_dir)
-    tasks = plan(reg, split(kernel), parse_shape(shape), options)
+    tasks = plan_shapes(reg, split(kernel), parse_shapes(shape), options)
     tasks += fuzz_tasks(reg, tasks, fuzz, options, seed)
     require_gpu()
     with start_runner(options, kernels_dir or []) as runner:

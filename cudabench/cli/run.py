@@ -46,8 +46,9 @@ def run(
                                                "comma-separated; a family means all its variants), e.g. timex-v4."),
     config: Optional[Path] = typer.Option(None, "--config", "-c", help="A TOML suite (see configs/): kernels, "
                                           "shapes and sweeps, directions, baselines, timing policy."),
-    shape: str = typer.Option("", "--shape", "-s", help="Shape parameters, e.g. B=32,C=768,T=768 "
-                              "(defaults from `cudabench list`)."),
+    shape: Optional[List[str]] = typer.Option(None, "--shape", "-s", help="Shape parameters, e.g. "
+                                              "B=32,C=768,T=768 (defaults from `cudabench list`); repeatable, "
+                                              "each shape its own cases."),
     direction: Optional[List[str]] = typer.Option(None, "--direction", "-d", help="fwd, bwd or fwdbwd "
                                                   "(repeatable; default fwd, plus fwdbwd with a backward)."),
     baseline: Optional[List[str]] = typer.Option(None, "--baseline", "-b", help="Baseline(s) to time "
@@ -131,13 +132,13 @@ def run(
     started = time.perf_counter()
     from cudabench.device import require_gpu
     from cudabench.engine.kept import KEY, baselines_key
-    from cudabench.engine.plan import plan, planned_run
+    from cudabench.engine.plan import plan_shapes, planned_run
     from cudabench.engine.plan_cache import cached_plan, keep_plan, plan_key
     from cudabench.engine.request import checked, effective_timing, run_options
     from cudabench.engine.suite import plan_suite
     from cudabench.engine.suite_file import TimingPolicy
     from cudabench.engine.suite_file import load_suite
-    from cudabench.spec.shapes import parse_shape
+    from cudabench.spec.shapes import parse_shapes
 
     if not op and (op_inputs or op_reference or op_grad):
         raise ShapeError("--op-inputs, --op-reference and --op-grad go with --op (the op to time, by import path).")
@@ -156,6 +157,7 @@ def run(
     if config and shape:
         raise ShapeError("--shape goes with --kernel; a suite names its shapes in the file.",
                          "Edit the suite's shape tables, or run the kernel with --kernel and --shape.")
+    shapes = parse_shapes(shape)
     outputs = Outputs(json_path, csv_path, markdown_path, store_path(store))
     outputs.check(inputs=(config,) if config else ())
     if arch:
@@ -180,12 +182,12 @@ def run(
     with start_runner(options, kernels_dirs, settings, chosen, cluster, warm) as runner:
         if gpu_likely() and not cluster:
             runner.launch()  # the worker starts (Python, torch, CUDA) while this process plans
-        key = plan_key(kernels_dirs, split(kernel), parse_shape(shape), config, options)
+        key = plan_key(kernels_dirs, split(kernel), shapes, config, options)
         planned = cached_plan(key)
         if planned is None:  # planned here: each family's spec.py is imported, and torch with it
             reg = registry(kernels_dirs)
             planned = planned_run(plan_suite(reg, suite, options) if suite
-                                  else plan(reg, split(kernel), parse_shape(shape), options))
+                                  else plan_shapes(reg, split(kernel), shapes, options))
             if not cluster:
                 require_gpu()  # after planning: a user's mistake is reported first, with or without a GPU
             keep_plan(key, planned)  # kept once this machine could run it

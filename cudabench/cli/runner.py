@@ -41,7 +41,7 @@ def failed(results: list) -> bool:
     return any(r.status != "ok" and not r.skipped.startswith(("constraint", "dtype")) for r in results)
 
 
-def op_kernels(op: str, inputs: Optional[str], reference: Optional[str], grad: Any, shape: str, baselines: Any,
+def op_kernels(op: str, inputs: Optional[str], reference: Optional[str], grad: Any, shape: Any, baselines: Any,
                dtypes: Any) -> tuple[list[str], Any, None]:
     """--op: the op as a kernel family of its own (cudabench.spec.op_family, the same as
     cudabench.bench): its name, the kernels folder that holds it, and no baseline names (the
@@ -49,7 +49,7 @@ def op_kernels(op: str, inputs: Optional[str], reference: Optional[str], grad: A
     from cudabench.cli.common import split
     from cudabench.errors import ShapeError
     from cudabench.spec.op_family import op_spec, write_family
-    from cudabench.spec.shapes import parse_shape
+    from cudabench.spec.shapes import parse_shapes
 
     if not inputs or not reference:
         raise ShapeError("--op needs --op-inputs and --op-reference: how to make its inputs, and the math it is "
@@ -58,6 +58,6 @@ def op_kernels(op: str, inputs: Optional[str], reference: Optional[str], grad: A
     if not shape:
         raise ShapeError("--op needs --shape: an op named by import path has no default shape.",
                          "e.g. --shape n=1048576")
-    spec = op_spec(op, inputs, reference, [parse_shape(shape)], split(baselines) or (),
+    spec = op_spec(op, inputs, reference, parse_shapes(shape), split(baselines) or (),
                    split(dtypes) or ("float32",), split(grad) or ())
     return [spec.name], write_family(spec), None

@@ -69,6 +69,12 @@ class Task:
 
 # ---- planning: everything that can be checked without a GPU ----------------------------------
 
+def plan_shapes(registry: Registry, names: Sequence[str], shapes: Sequence[dict[str, int]],
+                options: RunOptions) -> list[Task]:
+    """plan() at each of several shapes (a repeated --shape), in the order given."""
+    return [task for shape in shapes for task in plan(registry, names, shape, options)]
+
+
 def plan(registry: Registry, names: Sequence[str], shape: dict[str, int],
          options: RunOptions, strict: bool = True) -> list[Task]:
     """Resolve names, complete the shape, check constraints and directions. A variant named

@@ -39,11 +39,11 @@ def family_files_digest(roots: Sequence[Path]) -> str:
     return h.hexdigest()
 
 
-def plan_key(kernels_dirs: Sequence[Any], kernels: Optional[Sequence[str]], shape: dict[str, int],
+def plan_key(kernels_dirs: Sequence[Any], kernels: Optional[Sequence[str]], shapes: Sequence[dict[str, int]],
              config: Optional[Path], options: Any) -> str:
     roots = [builtin_kernels_dir(), *(Path(d) for d in kernels_dirs)]
     parts = {"worker": worker_key(kernels_dirs, dict(os.environ)), "families": family_files_digest(roots),
-             "kernels": list(kernels or ()), "shape": shape,
+             "kernels": list(kernels or ()), "shapes": list(shapes),
              "config": hashlib.sha256(Path(config).read_bytes()).hexdigest() if config else None,
              "options": [options.directions, options.baselines, options.inputs, options.dtypes]}
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:32]

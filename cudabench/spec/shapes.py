@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Optional
+from typing import Optional, Sequence
 
 from cudabench.errors import ShapeError
 from cudabench.spec.family import Family, Variant
@@ -51,6 +51,17 @@ def parse_shape(text: str) -> dict[str, int]:
         shape[name] = number
     return shape
 
+
+
+def parse_shapes(texts: Optional[Sequence[str]]) -> list[dict[str, int]]:
+    """Each --shape given (run and check take several, one case each), in order, a repeat counted once;
+    none given: [{}], the families' defaults."""
+    shapes: list[dict[str, int]] = []
+    for text in texts or [""]:
+        shape = parse_shape(text)
+        if shape not in shapes:
+            shapes.append(shape)
+    return shapes
 
 def complete_shape(family: Family, given: dict[str, int]) -> dict[str, int]:
     """The family's defaults overridden by `given`; unknown parameter names are an error."""

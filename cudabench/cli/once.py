@@ -1,0 +1,52 @@
+"""Options that take one value, given once. click keeps the last of two and drops the other without a
+word: `--shape A --shape B` would time B alone, `--timing events --timing graph` graphs alone. Every
+command is built with OnceCommand, which refuses that as a usage error (exit 2) before parsing. Options
+that take several values (--kernel, --direction, run's --shape) say so with `multiple` and are left alone."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from typer.core import TyperCommand
+
+try:  # the click that typer builds its commands with: its own copy since typer 0.2x, else click
+    from typer._click.exceptions import UsageError
+except ImportError:  # pragma: no cover - older typer
+    from click.exceptions import UsageError
+
+
+def single_valued(command: Any) -> dict[str, Any]:
+    """Each spelling (--shape, -s) of the command's options that take one value."""
+    return {name: param for param in command.params
+            if param.param_type_name == "option" and not param.multiple and not param.is_flag and not param.count
+            for name in param.opts}
+
+
+def repeated(command: Any, args: Iterable[str]) -> list[tuple[Any, list[str]]]:
+    """The single-valued options given more than once, with the spellings used, in order of first use."""
+    options = single_valued(command)
+    seen: dict[str, tuple[Any, list[str]]] = {}
+    words = iter(args)
+    for word in words:
+        if word == "--":
+            break
+        name = word.split("=", 1)[0] if word.startswith("--") else word[:2]
+        option = options.get(name)
+        if option is None:
+            continue
+        if word == name:  # its value is the next word, whatever it looks like
+            word = f"{word} {next(words, '')}"
+        seen.setdefault(option.name or name, (option, []))[1].append(word)
+    return [entry for entry in seen.values() if len(entry[1]) > 1]
+
+
+class OnceCommand(TyperCommand):
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        twice = repeated(self, args)
+        if twice:
+            option, words = twice[0]
+            hint = ("`cudabench run` and `check` take several --shape, one case each." if option.name == "shape"
+                    else "Run the command once per value.")
+            raise UsageError(f"{max(option.opts, key=len)} takes one value and was given {len(words)} times "
+                                   f"({', '.join(words)}); only the last would be used. {hint}", ctx)
+        return super().parse_args(ctx, args)
