@@ -101,24 +101,19 @@ MUTANTS = {
     "flash3-bwd-dkdv-no-causal-mask": (
         "flash3_bwd.cu", "(causal && key > query)", "(causal && key > query + 1)",
         ("attn-flash3", "bfloat16", 1, 200, 64, 1), False),
+    "flash3-bwd-dq-no-causal-mask": (
+        "flash3_bwd.cu", "(causal && key > row)", "(causal && key > row + 1)",
+        ("attn-flash3", "float16", 1, 257, 128, 1), False),
     "flash3-bwd-delta-of-the-wrong-row": (
         "flash3_bwd.cu", "d1 = tile_delta[col + 1]", "d1 = tile_delta[col]",
         ("attn-flash3", "bfloat16", 2, 37, 128, 0), False),
     "flash3-bwd-dkdv-transposes-before-they-land": (
         "flash3_bwd.cu", "    wgmma_wait<1>();  // Sᵀ has landed\n", "",
         ("attn-flash3", "bfloat16", 1, 200, 64, 1), False),
-    "flash3-bwd-dq-reads-ds-before-the-other-half-lands": (  # no wait for the other warpgroup's keys of dS
-        "flash3_bwd.cu", "    named_barrier_sync(ds_written(3 - group, tile), 256);\n", "",
+    "flash3-bwd-dq-frees-the-stage-early": (
+        "flash3_bwd.cu", "    wgmma_wait<1>();  // S has landed\n", "    wgmma_wait<1>();  // S has landed\n"
+        "    if (t128 == 0) mbar_arrive(&s.empty[st]);\n",
         ("attn-flash3", "float16", 1, 520, 128, 0), False),
-    "flash3-bwd-dq-of-the-tile-before-from-this-tiles-buffer": (
-        "flash3_bwd.cu", "&s.ds[tile % DS_BUFFERS]", "&s.ds[(tile + 1) % DS_BUFFERS]",
-        ("attn-flash3", "bfloat16", 1, 200, 64, 1), False),
-    "flash3-bwd-dq-ds-unswizzled": (
-        "flash3_bwd.cu", "(((key / 8) ^ (qr % 8)) * 8)", "((key / 8) * 8)",
-        ("attn-flash3", "bfloat16", 2, 37, 128, 0), False),
-    "flash3-bwd-dq-both-warpgroups-on-one-column-chunk": (
-        "flash3_bwd.cu", "const int c = D == 128 ? group - 1 : 0;", "const int c = 0;",
-        ("attn-flash3", "bfloat16", 1, 257, 128, 1), False),
 }
 
 

@@ -102,7 +102,7 @@ void flash_forward(int version, const at::Tensor& q, const at::Tensor& k, const 
                             what.c_str());
 }
 
-// The backward from the forward's out and lse; its float32 scratch (delta, and flash2's and flash3's dQ sums) is
+// The backward from the forward's out and lse; its float32 scratch (delta, and flash2's dQ sums) is
 // allocated here, through PyTorch's allocator.
 void flash_backward(int version, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& out,
                     const at::Tensor& lse, const at::Tensor& dout, at::Tensor& dq, at::Tensor& dk, at::Tensor& dv,
@@ -124,13 +124,10 @@ void flash_backward(int version, const at::Tensor& q, const at::Tensor& k, const
   }
   const bool fp16 = q.scalar_type() == at::kHalf;
   if (version == 3) {
-    at::Tensor dq_accum = at::empty({(int64_t)attention_flash3_dq_accum_floats(d.B * d.H, d.N, d.D)},
-                                    q.options().dtype(at::kFloat));
     cudabench::check_launch(
         attention_flash3_backward(q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), lse.data_ptr<float>(),
                                   dout.data_ptr(), dq.data_ptr(), dk.data_ptr(), dv.data_ptr(),
-                                  delta.data_ptr<float>(), dq_accum.data_ptr<float>(), scale, causal, fp16,
-                                  d.B * d.H, d.N, d.D, stream),
+                                  delta.data_ptr<float>(), scale, causal, fp16, d.B * d.H, d.N, d.D, stream),
         "attn-flash3 backward");
     return;
   }

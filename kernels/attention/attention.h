@@ -47,15 +47,13 @@ cudaError_t attention_flash2_backward(const void* q, const void* k, const void* 
                                       int N, int D, cudaStream_t stream);
 
 // attn-flash3, bfloat16 or float16 (fp16 true), on Hopper's TMA and wgmma (sm_90a only): q, k, v, out, dout,
-// dq, dk, dv 16-byte aligned. The backward takes the forward's lse, delta (BH * N floats) and dq_accum
-// (attention_flash3_dq_accum_floats, 16-byte aligned; zeroed here) as scratch.
+// dq, dk, dv 16-byte aligned. The backward takes the forward's lse and delta (BH * N floats) as scratch.
 const char* attention_flash3_not_here();           // why this GPU cannot run it, or nullptr
 size_t attention_flash3_forward_smem(int D);       // dynamic shared memory per block
 size_t attention_flash3_backward_smem(int D);
-size_t attention_flash3_dq_accum_floats(int BH, int N, int D);
 cudaError_t attention_flash3_forward(const void* q, const void* k, const void* v, void* out, float* lse,
                                      float scale, bool causal, bool fp16, int BH, int N, int D,
                                      cudaStream_t stream);
 cudaError_t attention_flash3_backward(const void* q, const void* k, const void* v, const void* out, const float* lse,
-                                      const void* dout, void* dq, void* dk, void* dv, float* delta, float* dq_accum,
-                                      float scale, bool causal, bool fp16, int BH, int N, int D, cudaStream_t stream);
+                                      const void* dout, void* dq, void* dk, void* dv, float* delta, float scale,
+                                      bool causal, bool fp16, int BH, int N, int D, cudaStream_t stream);

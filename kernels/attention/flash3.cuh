@@ -29,14 +29,13 @@ __device__ __forceinline__ uint32_t pack(float lo, float hi) {  // rounded to th
   return tensor_core::pack_floats<Half<F16>>(lo, hi);
 }
 
-// d (64 × N) += 16 columns of A (K-major, shared memory) times 16 rows of B (K-major: TransB 0, or
-// MN-major: TransB 1)
-template <int N, bool F16, int TransB = 0>
+// d (64 × N) += 16 columns of A (K-major, shared memory) times 16 rows of B (K-major: TransB 0)
+template <int N, bool F16>
 __device__ __forceinline__ void mma_ss(float* d, uint64_t da, uint64_t db, int accumulate) {
-  if constexpr (N == 128 && F16) wgmma_m64n128k16_f16<TransB>(d, da, db, accumulate);
-  else if constexpr (N == 128) wgmma_m64n128k16_bf16<TransB>(d, da, db, accumulate);
-  else if constexpr (F16) wgmma_m64n64k16_f16<TransB>(d, da, db, accumulate);
-  else wgmma_m64n64k16_bf16<TransB>(d, da, db, accumulate);
+  if constexpr (N == 128 && F16) wgmma_m64n128k16_f16<0>(d, da, db, accumulate);
+  else if constexpr (N == 128) wgmma_m64n128k16_bf16<0>(d, da, db, accumulate);
+  else if constexpr (F16) wgmma_m64n64k16_f16<0>(d, da, db, accumulate);
+  else wgmma_m64n64k16_bf16<0>(d, da, db, accumulate);
 }
 
 // d (64 × N) += A's 16 columns from registers (the m16n8k16 A fragments) times 16 rows of B (MN-major:

@@ -3,8 +3,7 @@
 // a loading and two computing warpgroups, wgmma from shared memory and from registers). Built for sm_90a.
 //   P = exp(scale·Q Kᵀ − lse) (0 where masked), delta_i = Σ_d dO_id·O_id, dV = Pᵀ dO, dP = dO Vᵀ,
 //   dS = P∘(dP − delta), dQ = scale·dS K, dK = scale·dSᵀ Q.
-// One pass over the keys (FlashAttention-3's backward): dQ is summed across key blocks in float32 by atomic
-// adds, so its last bits vary from run to run.
+// Three kernels, no atomics, deterministic:
 //   bwd_delta: one warp per row, delta = rowsum(dO∘O) in float32;
 //   bwd_dkdv:  one block per 128 keys. The producer's thread 0 loads K and V once and Q / dO tiles of 64
 //              query rows into three stages. Each consumer warpgroup owns 64 keys; per tile (the rows' lse
@@ -13,19 +12,12 @@
 //                Sᵀ = K Qᵀ, dPᵀ = V dOᵀ (wgmma from shared memory, every operand K-major),
 //                Pᵀ = exp2(Sᵀ·scale·log2 e − lse·log2 e), dSᵀ = Pᵀ∘(dPᵀ − delta) in registers,
 //                dV += Pᵀ dO, dK += dSᵀ Q (Pᵀ / dSᵀ rounded to 16 bits as the register-A operand; dO and Q
-//                read MN-major from the same swizzled tiles),
-//                dS written to shared memory (both warpgroups' 64 keys: the tile's 64 rows × 128 keys, K-major),
-//                and a tile later, when the other warpgroup's keys are surely there, dQ_tile = dS K: each
-//                warpgroup 64 of D's columns (at D = 64 the first alone), added to dq_accum with float4
-//                atomics in the accumulators' own order (a thread's 4 registers at a time, a warp's 32 adds
-//                one 512-byte run). A first version summed dQ in the same tile: the wait for the other
-//                warpgroup's dS put the two in lockstep, ended the ping-pong, and took the backward from
-//                1.95 to 2.29 ms at the goal shape;
-//   bwd_dq_store: dq = scale · dq_accum, rounded to 16 bits, in (B·H, N, D) order.
-// What it adds over attn-flash2's backward (mma.sync; dQ summed by scalar float atomics): the Hopper
-// pipeline, dS staged once in shared memory for a tensor-core dQ, and vector atomics in fragment order.
-// The twelfth session's version had a dQ kernel of its own (S and dP recomputed per 128 query rows: 1.4×
-// the products, no atomics); docs/benchmarks/h100-hopper.md has both.
+//                read MN-major from the same swizzled tiles);
+//   bwd_dq:    one block per 128 query rows (the forward's shape), three stages of K / V, per key tile (64 keys at D = 128, 128 at
+//              D = 64: what the registers hold) S = Q Kᵀ and dP = dO Vᵀ, dS in registers, dQ += dS K.
+// What it adds over attn-flash2's backward (mma.sync; dQ summed over key blocks by float atomics): the
+// Hopper pipeline, and a dQ kernel of its own instead of the atomics. That recomputes S and dP (about
+// 1.4× the products of a one-pass backward) and makes dQ deterministic.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -45,8 +37,7 @@ namespace {
 // K-major for a product over D and MN-major for a product over its rows (the next 64 columns one chunk
 // further: the leading byte offset).
 constexpr int KV_BN = 128, KV_BM = 64;  // dK/dV kernel: keys per block, query rows per tile
-constexpr int STAGES = 3;               // Q / dO tiles of the dK/dV kernel
-constexpr int DS_BUFFERS = 3;           // dS tiles (see bwd_dkdv)
+constexpr int STAGES = 3;               // Q / dO tiles of the dK/dV kernel, K / V tiles of the dQ kernel
 template <int D>
 struct SmemKV {
   static constexpr int CH = D / 64;
@@ -54,15 +45,23 @@ struct SmemKV {
   uint16_t v[CH][KV_BN * 64];
   uint16_t q[STAGES][CH][KV_BM * 64];
   uint16_t dout[STAGES][CH][KV_BM * 64];
-  uint16_t ds[DS_BUFFERS][2][KV_BM * 64];  // [tile % 3][key chunk = consumer]: dS, 64 rows × 64 keys, K-major
   float lse2[2][2][KV_BM];   // [consumer][tile parity]: lse · log2 e of the tile's query rows (0 past N)
   float delta[2][2][KV_BM];  // and their delta
   uint64_t kv_full, full[STAGES], empty[STAGES];
 };
 
-// dq_accum: per batch-head, per tile of 64 query rows, per 64 columns of D, one warpgroup's m64n64
-// accumulators in register order: float4 i of thread t (its registers 4i..4i+3) at i·128 + t.
-constexpr int DQ_TILE = KV_BM * 64;  // floats
+constexpr int Q_BM = 128;  // dQ kernel: query rows per block
+template <int D>           // and keys per tile: S and dP of 64 × Q_BN, dQ of 64 × D in each consumer's registers
+constexpr int Q_BN = D == 64 ? 128 : 64;
+template <int D>
+struct SmemQ {
+  static constexpr int CH = D / 64;
+  uint16_t q[CH][Q_BM * 64];
+  uint16_t dout[CH][Q_BM * 64];
+  uint16_t k[STAGES][CH][Q_BN<D> * 64];
+  uint16_t v[STAGES][CH][Q_BN<D> * 64];
+  uint64_t q_full, full[STAGES], empty[STAGES];
+};
 
 // ---- delta_i = Σ_d dO_id · O_id, one warp per row ----------------------------------------------------
 template <int D, bool F16>
@@ -89,8 +88,7 @@ __global__ void __launch_bounds__(THREADS, 1)
     bwd_dkdv(const __grid_constant__ CUtensorMap map_q, const __grid_constant__ CUtensorMap map_k,
              const __grid_constant__ CUtensorMap map_v, const __grid_constant__ CUtensorMap map_do,
              const float* __restrict__ lse, const float* __restrict__ delta, uint16_t* __restrict__ dk,
-             uint16_t* __restrict__ dv, float* __restrict__ dq_accum, int N, int causal, float scale,
-             float scale_log2) {
+             uint16_t* __restrict__ dv, int N, int causal, float scale, float scale_log2) {
 #if defined(CUDABENCH_HOPPER)
   constexpr int ST = STAGES;
   using S = SmemKV<D>;
@@ -136,7 +134,6 @@ __global__ void __launch_bounds__(THREADS, 1)
   setmaxnreg_inc<240>();
   const int key0 = (group - 1) * 64, warp = t128 / 32, lane = t128 % 32;
   const int ka = n0 + key0 + warp * 16 + lane / 4, kb = ka + 8;  // this thread's two keys (accumulator rows)
-  const int q_tiles = (N + KV_BM - 1) / KV_BM;
   const float* lse_bh = lse + size_t(bh) * N;
   const float* delta_bh = delta + size_t(bh) * N;
   float acc_dv[D / 2], acc_dk[D / 2];
@@ -147,36 +144,6 @@ __global__ void __launch_bounds__(THREADS, 1)
   // previous ones, so that one's exponentials and dSᵀ run while the tensor cores work for the other
   // (named barriers 3 and 4; 1 and 2 are the warpgroups' own, for lse and delta).
   const int my_turn = 2 + group, other_turn = 5 - group;
-  // dQ = dS K a tile late: warpgroup g writes its 64 keys of tile j's dS into buffer j % 3 and arrives at
-  // barrier ds_written(g, j); the other one waits there before its product reads them. A barrier per
-  // writer and tile parity, each waited on before its writer arrives at the next one of the same parity
-  // (issue_dq comes first at the end of a tile): no phase takes two tiles' arrivals. Three buffers: tile
-  // j + 3's dS is written after the other warpgroup arrived for tile j + 2, so after it waited for its
-  // product of tile j.
-  auto ds_written = [](int g, int tile) { return 5 + 2 * (g - 1) + (tile & 1); };  // 5..8
-  const int kl = warp * 16 + lane / 4;  // this thread's first key in the chunk (its second: kl + 8)
-  const int c = D == 128 ? group - 1 : 0;  // the 64 columns of dQ this warpgroup sums (D = 64: the first alone)
-  const bool sums_dq = D == 128 || group == 1;
-  float dq[32];
-  auto issue_dq = [&](int tile) {
-    named_barrier_sync(ds_written(3 - group, tile), 256);
-    if (!sums_dq) return;
-    wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < KV_BN / 16; ++kk) {
-      const uint64_t da = desc_k_major_sw128(&s.ds[tile % DS_BUFFERS][kk / 4][(kk % 4) * 16]);
-      const uint64_t db = desc_mn_major_sw128(&s.k[c][kk * 16 * 64], 64 * KV_BN * 2);
-      mma_ss<64, F16, 1>(dq, da, db, kk > 0);
-    }
-    wgmma_commit();
-  };
-  auto add_dq = [&](int tile) {  // after the wait that covers issue_dq(tile)
-    if (!sums_dq) return;
-    float4* to = reinterpret_cast<float4*>(dq_accum) +
-                 ((size_t(bh) * q_tiles + m_begin + tile) * S::CH + c) * (DQ_TILE / 4);
-#pragma unroll
-    for (int i = 0; i < 8; ++i) atomicAdd(&to[i * 128 + t128], make_float4(dq[4 * i], dq[4 * i + 1], dq[4 * i + 2], dq[4 * i + 3]));
-  };
   if (group == 2) named_barrier_arrive(other_turn, 256);  // the first warpgroup goes first
 
   for (int j = 0; j < tiles; ++j) {
@@ -258,31 +225,9 @@ __global__ void __launch_bounds__(THREADS, 1)
       mma_rs<D, F16>(acc_dk, dsa[kk], db);
     }
     wgmma_commit();
-
-    // dQ of the tile before, whose dS both warpgroups wrote a tile ago (the other one is at most half a
-    // tile behind this one: its barrier rarely waits), then this tile's dS into this warpgroup's key chunk
-    // (row = query, 64 keys of 128 B, the 16-byte unit u of row r at u ^ (r % 8)) for the next
-    if (j > 0) issue_dq(j - 1);
-    uint16_t* ds = s.ds[j % DS_BUFFERS][group - 1];
-#pragma unroll
-    for (int c8 = 0; c8 < KV_BM / 8; ++c8)
-#pragma unroll
-      for (int h = 0; h < 2; ++h)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const int qr = 8 * c8 + 2 * (lane % 4) + e, key = kl + 8 * h;
-          ds[(qr / 8) * 512 + (qr % 8) * 64 + (((key / 8) ^ (qr % 8)) * 8) + key % 8] =
-              uint16_t(dsa[c8 / 2][(c8 % 2) * 2 + h] >> (16 * e));
-        }
-    fence_proxy_async_shared();
-    named_barrier_arrive(ds_written(group, j), 256);
     wgmma_wait<0>();
-    if (j > 0) add_dq(j - 1);
     if (t128 == 0) mbar_arrive(&s.empty[st]);
   }
-  issue_dq(tiles - 1);
-  wgmma_wait<0>();
-  add_dq(tiles - 1);
 
   if (group == 1) named_barrier_sync(my_turn, 256);  // the turn the second passed after its last tile
   store_rows<D, F16>(dv + size_t(bh) * N * D, acc_dv, ka, N, 1.0f, 1.0f);
@@ -292,35 +237,127 @@ __global__ void __launch_bounds__(THREADS, 1)
 #endif
 }
 
-// ---- dq = scale · dq_accum, one thread per float4 of dq_accum ----------------------------------------
+// ---- dQ: one CTA per 128 query rows -----------------------------------------------------------------
 template <int D, bool F16>
-__global__ void __launch_bounds__(256) bwd_dq_store(const float4* __restrict__ dq_accum, uint16_t* __restrict__ dq,
-                                                    int N, long long count, float scale) {
-  const long long at = (long long)blockIdx.x * 256 + threadIdx.x;
-  if (at >= count) return;
-  constexpr int CH = D / 64;
-  const int t = int(at % 128), i = int((at / 128) % 8);
-  const long long tile = at / (DQ_TILE / 4);  // (bh, query tile, column chunk)
-  const int c = int(tile % CH);
-  const long long q_tiles = (N + KV_BM - 1) / KV_BM, bh = tile / CH / q_tiles;
-  const int row = int((tile / CH) % q_tiles) * KV_BM + 16 * (t / 32) + (t % 32) / 4;
-  const int col = 64 * c + 8 * i + 2 * (t % 4);
-  const float4 x = dq_accum[at];
-  uint16_t* to = dq + size_t(bh) * N * D;
-  if (row < N) *reinterpret_cast<uint32_t*>(&to[size_t(row) * D + col]) = pack<F16>(x.x * scale, x.y * scale);
-  if (row + 8 < N) *reinterpret_cast<uint32_t*>(&to[size_t(row + 8) * D + col]) = pack<F16>(x.z * scale, x.w * scale);
-}
+__global__ void __launch_bounds__(THREADS, 1)
+    bwd_dq(const __grid_constant__ CUtensorMap map_q, const __grid_constant__ CUtensorMap map_k,
+           const __grid_constant__ CUtensorMap map_v, const __grid_constant__ CUtensorMap map_do,
+           const float* __restrict__ lse, const float* __restrict__ delta, uint16_t* __restrict__ dq, int N,
+           int causal, float scale, float scale_log2) {
+#if defined(CUDABENCH_HOPPER)
+  constexpr int ST = STAGES;
+  using S = SmemQ<D>;
+  constexpr int BN = Q_BN<D>;
+  extern __shared__ uint8_t raw[];
+  S& s = aligned_smem<S>(raw);
+  const int group = threadIdx.x / 128, t128 = threadIdx.x % 128;
+  const int m_tiles = (N + Q_BM - 1) / Q_BM;
+  const int m_tile = causal ? m_tiles - 1 - blockIdx.x : blockIdx.x;  // causal: the longest rows first
+  const int m0 = m_tile * Q_BM, bh = blockIdx.y;
+  const int n_tiles = causal ? min((N + BN - 1) / BN, (m0 + Q_BM + BN - 1) / BN) : (N + BN - 1) / BN;
 
-size_t dq_accum_floats(int BH, int N, int D) { return size_t(BH) * ((N + KV_BM - 1) / KV_BM) * (D / 64) * DQ_TILE; }
+  if (threadIdx.x == 0) {
+    mbar_init(&s.q_full, 1);
+    for (int i = 0; i < ST; ++i) {
+      mbar_init(&s.full[i], 1);
+      mbar_init(&s.empty[i], 2);
+    }
+    mbar_fence_init();
+  }
+  __syncthreads();
+
+  if (group == 0) {
+    setmaxnreg_dec<24>();
+    if (t128 == 0) {
+      mbar_arrive_expect_tx(&s.q_full, 2 * Q_BM * D * 2);
+      for (int c = 0; c < S::CH; ++c) {
+        tma_load_3d(s.q[c], &map_q, &s.q_full, 64 * c, m0, bh);
+        tma_load_3d(s.dout[c], &map_do, &s.q_full, 64 * c, m0, bh);
+      }
+      stream_kv<ST, S::CH, BN>(s.k, s.v, s.full, s.empty, &map_k, &map_v, n_tiles, bh);
+    }
+    return;
+  }
+
+  setmaxnreg_inc<240>();
+  const int row0 = (group - 1) * 64, warp = t128 / 32, lane = t128 % 32;
+  const int ra = m0 + row0 + warp * 16 + lane / 4, rb = ra + 8;  // this thread's two query rows
+  const float lse_a = ra < N ? lse[size_t(bh) * N + ra] * LOG2E : 0.0f;
+  const float lse_b = rb < N ? lse[size_t(bh) * N + rb] * LOG2E : 0.0f;
+  const float del_a = ra < N ? delta[size_t(bh) * N + ra] : 0.0f;
+  const float del_b = rb < N ? delta[size_t(bh) * N + rb] : 0.0f;
+  float acc[D / 2];
+#pragma unroll
+  for (int i = 0; i < D / 2; ++i) acc[i] = 0.0f;
+  mbar_wait(&s.q_full, 0);
+
+  for (int j = 0; j < n_tiles; ++j) {
+    const int st = j % ST;
+    mbar_wait(&s.full[st], (j / ST) & 1);
+    float sc[BN / 2], dp[BN / 2];  // S and dP: 64 rows × BN keys
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+      const uint64_t da = desc_k_major_sw128(&s.q[kk / 4][row0 * 64 + (kk % 4) * 16]);
+      const uint64_t db = desc_k_major_sw128(&s.k[st][kk / 4][(kk % 4) * 16]);
+      mma_ss<BN, F16>(sc, da, db, kk > 0);
+    }
+    wgmma_commit();
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+      const uint64_t da = desc_k_major_sw128(&s.dout[kk / 4][row0 * 64 + (kk % 4) * 16]);
+      const uint64_t db = desc_k_major_sw128(&s.v[st][kk / 4][(kk % 4) * 16]);
+      mma_ss<BN, F16>(dp, da, db, kk > 0);
+    }
+    wgmma_commit();
+    wgmma_wait<1>();  // S has landed
+#pragma unroll
+    for (int c8 = 0; c8 < BN / 8; ++c8) {
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        const int key = j * BN + 8 * c8 + 2 * (lane % 4) + (r & 1);
+        const int row = r < 2 ? ra : rb;
+        const bool dead = key >= N || (causal && key > row);
+        float& x = sc[4 * c8 + r];
+        x = dead ? 0.0f : exp2_approx(x * scale_log2 - (r < 2 ? lse_a : lse_b));
+      }
+    }
+    wgmma_wait<0>();  // dP has landed
+    uint32_t dsa[BN / 16][4];
+#pragma unroll
+    for (int c8 = 0; c8 < BN / 8; ++c8) {
+      const float x0 = sc[4 * c8] * (dp[4 * c8] - del_a), x1 = sc[4 * c8 + 1] * (dp[4 * c8 + 1] - del_a);
+      const float x2 = sc[4 * c8 + 2] * (dp[4 * c8 + 2] - del_b), x3 = sc[4 * c8 + 3] * (dp[4 * c8 + 3] - del_b);
+      dsa[c8 / 2][(c8 % 2) * 2] = pack<F16>(x0, x1);
+      dsa[c8 / 2][(c8 % 2) * 2 + 1] = pack<F16>(x2, x3);
+    }
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk) {
+      const uint64_t db = desc_mn_major_sw128(&s.k[st][0][kk * 16 * 64], 64 * BN * 2);
+      mma_rs<D, F16>(acc, dsa[kk], db);
+    }
+    wgmma_commit();
+    wgmma_wait<0>();
+    if (t128 == 0) mbar_arrive(&s.empty[st]);
+  }
+
+  store_rows<D, F16>(dq + size_t(bh) * N * D, acc, ra, N, scale, scale);
+#else
+  __trap();
+#endif
+}
 
 template <int D, bool F16>
 cudaError_t launch_all(const void* q, const void* k, const void* v, const void* out, const float* lse,
-                       const void* dout, void* dq, void* dk, void* dv, float* delta, float* dq_accum, float scale,
-                       int BH, int N, bool causal, cudaStream_t stream) {
-  // K, V in boxes of 128 rows, Q, dO of 64
-  CUtensorMap q64, do64, k128, v128;
+                       const void* dout, void* dq, void* dk, void* dv, float* delta, float scale, int BH, int N,
+                       bool causal, cudaStream_t stream) {
+  // dK/dV kernel: K, V in boxes of 128 rows, Q, dO of 64; dQ kernel: Q, dO of 128, K, V of Q_BN
+  CUtensorMap q64, do64, k128, v128, q128, do128, kq, vq;
   if (!qkv_map(&q64, q, BH, N, D, KV_BM, F16) || !qkv_map(&do64, dout, BH, N, D, KV_BM, F16) ||
-      !qkv_map(&k128, k, BH, N, D, KV_BN, F16) || !qkv_map(&v128, v, BH, N, D, KV_BN, F16))
+      !qkv_map(&k128, k, BH, N, D, KV_BN, F16) || !qkv_map(&v128, v, BH, N, D, KV_BN, F16) ||
+      !qkv_map(&q128, q, BH, N, D, Q_BM, F16) || !qkv_map(&do128, dout, BH, N, D, Q_BM, F16) ||
+      !qkv_map(&kq, k, BH, N, D, Q_BN<D>, F16) || !qkv_map(&vq, v, BH, N, D, Q_BN<D>, F16))
     return cudaErrorInvalidValue;
   const float scale_log2 = scale * LOG2E;
   const long long rows = (long long)BH * N;
@@ -328,40 +365,38 @@ cudaError_t launch_all(const void* q, const void* k, const void* v, const void* 
                                                                   static_cast<const Half<F16>*>(dout), delta, rows);
   cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess) return err;
-  const size_t accum = dq_accum_floats(BH, N, D);
-  err = cudaMemsetAsync(dq_accum, 0, accum * sizeof(float), stream);
+
+  constexpr size_t q_bytes = smem_bytes<SmemQ<D>>(), kv_bytes = smem_bytes<SmemKV<D>>();
+  err = cudaFuncSetAttribute(bwd_dq<D, F16>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(q_bytes));
+  if (err != cudaSuccess) return err;
+  bwd_dq<D, F16><<<dim3((N + Q_BM - 1) / Q_BM, BH), THREADS, q_bytes, stream>>>(
+      q128, kq, vq, do128, lse, delta, static_cast<uint16_t*>(dq), N, causal, scale, scale_log2);
+  err = cudaGetLastError();
   if (err != cudaSuccess) return err;
 
-  constexpr size_t kv_bytes = smem_bytes<SmemKV<D>>();
   err = cudaFuncSetAttribute(bwd_dkdv<D, F16>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kv_bytes));
   if (err != cudaSuccess) return err;
   bwd_dkdv<D, F16><<<dim3((N + KV_BN - 1) / KV_BN, BH), THREADS, kv_bytes, stream>>>(
-      q64, k128, v128, do64, lse, delta, static_cast<uint16_t*>(dk), static_cast<uint16_t*>(dv), dq_accum, N, causal,
-      scale, scale_log2);
-  err = cudaGetLastError();
-  if (err != cudaSuccess) return err;
-  const long long count = (long long)(accum / 4);
-  bwd_dq_store<D, F16><<<unsigned((count + 255) / 256), 256, 0, stream>>>(reinterpret_cast<const float4*>(dq_accum),
-                                                                          static_cast<uint16_t*>(dq), N, count, scale);
+      q64, k128, v128, do64, lse, delta, static_cast<uint16_t*>(dk), static_cast<uint16_t*>(dv), N, causal, scale,
+      scale_log2);
   return cudaGetLastError();
 }
 
 }  // namespace
 
 size_t attention_flash3_backward_smem(int D) {
-  return D == 128 ? smem_bytes<SmemKV<128>>() : smem_bytes<SmemKV<64>>();
+  return D == 128 ? std::max(smem_bytes<SmemKV<128>>(), smem_bytes<SmemQ<128>>())
+                  : std::max(smem_bytes<SmemKV<64>>(), smem_bytes<SmemQ<64>>());
 }
 
-size_t attention_flash3_dq_accum_floats(int BH, int N, int D) { return dq_accum_floats(BH, N, D); }
-
 cudaError_t attention_flash3_backward(const void* q, const void* k, const void* v, const void* out, const float* lse,
-                                      const void* dout, void* dq, void* dk, void* dv, float* delta, float* dq_accum,
-                                      float scale, bool causal, bool fp16, int BH, int N, int D, cudaStream_t stream) {
+                                      const void* dout, void* dq, void* dk, void* dv, float* delta, float scale,
+                                      bool causal, bool fp16, int BH, int N, int D, cudaStream_t stream) {
   if (attention_flash3_not_here() || attention_flash_unsupported(D) || N <= 0 || BH <= 0 || BH > 65535)
     return cudaErrorNotSupported;
   if (D == 128)
-    return fp16 ? launch_all<128, true>(q, k, v, out, lse, dout, dq, dk, dv, delta, dq_accum, scale, BH, N, causal, stream)
-                : launch_all<128, false>(q, k, v, out, lse, dout, dq, dk, dv, delta, dq_accum, scale, BH, N, causal, stream);
-  return fp16 ? launch_all<64, true>(q, k, v, out, lse, dout, dq, dk, dv, delta, dq_accum, scale, BH, N, causal, stream)
-              : launch_all<64, false>(q, k, v, out, lse, dout, dq, dk, dv, delta, dq_accum, scale, BH, N, causal, stream);
+    return fp16 ? launch_all<128, true>(q, k, v, out, lse, dout, dq, dk, dv, delta, scale, BH, N, causal, stream)
+                : launch_all<128, false>(q, k, v, out, lse, dout, dq, dk, dv, delta, scale, BH, N, causal, stream);
+  return fp16 ? launch_all<64, true>(q, k, v, out, lse, dout, dq, dk, dv, delta, scale, BH, N, causal, stream)
+              : launch_all<64, false>(q, k, v, out, lse, dout, dq, dk, dv, delta, scale, BH, N, causal, stream);
 }

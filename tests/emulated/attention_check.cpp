@@ -179,13 +179,12 @@ cudaError_t run_flash2(const Case& c, const Inputs& in, Outputs& out, float scal
 
 cudaError_t run_flash3(const Case& c, const Inputs& in, Outputs& out, float scale) {
   const bool fp16 = c.dtype == Dtype::Float16;
-  Tensor delta(Dtype::Float32, (size_t)c.BH * c.N), dq_accum(Dtype::Float32, attention_flash3_dq_accum_floats(c.BH, c.N, c.D));
+  Tensor delta(Dtype::Float32, (size_t)c.BH * c.N);
   const cudaError_t e = attention_flash3_forward(in.q.data(), in.k.data(), in.v.data(), out.out.data(),
                                                  out.lse.floats(), scale, c.causal, fp16, c.BH, c.N, c.D, nullptr);
   return e ? e : attention_flash3_backward(in.q.data(), in.k.data(), in.v.data(), out.out.data(), out.lse.floats(),
                                            in.dout.data(), out.dq.data(), out.dk.data(), out.dv.data(),
-                                           delta.floats(), dq_accum.floats(), scale, c.causal, fp16, c.BH, c.N, c.D,
-                                           nullptr);
+                                           delta.floats(), scale, c.causal, fp16, c.BH, c.N, c.D, nullptr);
 }
 
 cudaError_t run_variant(const Case& c, const Inputs& in, Outputs& out) {

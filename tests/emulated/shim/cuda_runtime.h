@@ -171,12 +171,6 @@ inline float2 atomicAdd(float2* p, float2 v) {  // the sm_90 vector atomic
   *p = make_float2(old.x + v.x, old.y + v.y);
   return old;
 }
-inline float4 atomicAdd(float4* p, float4 v) {  // the sm_90 vector atomic
-  if (reinterpret_cast<uintptr_t>(p) % 16) emu::fail("atomicAdd(float4*) at misaligned %p", (void*)p);
-  const float4 old = *p;
-  *p = make_float4(old.x + v.x, old.y + v.y, old.z + v.z, old.w + v.w);
-  return old;
-}
 template <typename T>
 inline T __ldg(const T* p) { return *p; }
 template <typename T>

@@ -122,10 +122,6 @@ __device__ __forceinline__ uint64_t desc_mn_major_sw128(const void* tile, uint32
   return desc;
 }
 
-// this thread's plain stores to shared memory made visible to the async proxy (wgmma, TMA) that reads them
-// next: before the barrier that hands the buffer to the warps that issue the product
-__device__ __forceinline__ void fence_proxy_async_shared() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
-
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 template <int Pending>

@@ -69,7 +69,6 @@ __device__ __forceinline__ void named_barrier_sync(int id, int threads) { emu::n
 __device__ __forceinline__ void named_barrier_arrive(int id, int threads) { emu::named_barrier_arrive(id, threads); }
 
 __device__ __forceinline__ void wgmma_fence() {}
-__device__ __forceinline__ void fence_proxy_async_shared() {}  // one proxy here
 __device__ __forceinline__ void wgmma_commit() { emu::wgmma_commit(); }
 template <int Pending>
 __device__ __forceinline__ void wgmma_wait() { emu::wgmma_wait(Pending); }
