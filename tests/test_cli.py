@@ -200,3 +200,23 @@ def test_several_shapes_are_planned_in_order_and_a_repeat_once():
     assert shapes == [{"n": 1024}, {"n": 4096}] and parse_shapes(None) == [{}]
     tasks = plan_shapes(discover(), ["add2"], shapes, RunOptions())
     assert [task.cases[0].params["n"] for task in tasks] == [1024, 4096]
+
+
+def test_a_family_the_shapes_leave_at_its_defaults_is_planned_once_and_fuzzed_once():
+    from cudabench.cli.runner import fuzz_tasks
+    from cudabench.engine.plan import RunOptions, plan_shapes
+    from cudabench.spec.registry import discover
+
+    registry, options = discover(), RunOptions()
+    tasks = plan_shapes(registry, ["add2", "timex-v4"], [{"n": 1024}, {"n": 2048}], options)
+    assert [(t.family.name, t.cases[0].params.get("n")) for t in tasks] == [("add2", 1024), ("timex", None),
+                                                                          ("add2", 2048)]
+    one = plan_shapes(registry, ["add2"], [{"n": 1024}], options)
+    variants = len(one[0].variants)  # add2 names the family: all its variants
+    assert len(fuzz_tasks(registry, tasks[::2], 3, options, 7)) == len(fuzz_tasks(registry, one, 3, options, 7))
+    assert len(fuzz_tasks(registry, one, 3, options, 7)) == 3 * variants
+
+
+def test_help_is_shown_even_beside_a_repeat():
+    res = invoke("run", "--timing", "events", "--timing", "graph", "--help")
+    assert res.exit_code == 0 and "Usage" in res.output

@@ -165,3 +165,29 @@ def test_a_turn_whose_run_wrote_no_results_keeps_nothing_next(monkeypatch, tmp_p
     _changes(monkeypatch, fake_invoke, [[tmp_path / "k.cu"]])
     res = CliRunner().invoke(app, ["watch", "-k", "add2"])
     assert res.exit_code == 130 and len(runs) == 2 and "--baselines-from" not in runs[1]
+
+
+def test_its_json_holds_the_latest_turn_and_run_gets_one_json(monkeypatch, tmp_path):
+    """--json is watch's own: before, run was given the user's and watch's own, and click kept one."""
+    runs, fake_invoke = _recording_runs()
+    _changes(monkeypatch, fake_invoke, [[tmp_path / "k.cu"]])
+    latest = tmp_path / "latest.json"
+    res = CliRunner().invoke(app, ["watch", "-k", "add2", "--json", str(latest)])
+    assert res.exit_code == 130 and len(runs) == 2, res.output
+    assert all(r.count("--json") == 1 and str(latest) not in r for r in runs)
+    assert latest.read_text() == json.dumps({"results": []})
+    res = CliRunner().invoke(app, ["watch", "-k", "add2", "--json", "-"])
+    assert res.exit_code == 2 and "takes a file" in res.output
+
+
+def test_a_baselines_digest_of_the_user_is_not_given_twice(monkeypatch, tmp_path):
+    runs, fake_invoke = _recording_runs()
+    _changes(monkeypatch, fake_invoke, [[tmp_path / "k.cu"]])
+    res = CliRunner().invoke(app, ["watch", "-k", "add2", "--baselines-digest", "0" * 64])
+    assert res.exit_code == 130 and all(r.count("--baselines-digest") == 1 for r in runs), res.output
+
+
+def test_a_usage_error_inside_a_turn_is_an_exit_code_not_an_exception(capsys):
+    """typer carries its own copy of click: its UsageError is not click's, and once ended watch mid-session."""
+    assert watch_module.invoke(["run", "-k", "add2", "--timing", "events", "--timing", "graph"]) == 2
+    assert "takes one value" in capsys.readouterr().err

@@ -72,8 +72,8 @@ for name, command in COMMANDS:
     epilog = "Examples:\n\n\b\n" + "\n".join(f"  {line}" for line in EXAMPLES[name])
     app.command(name, epilog=epilog, cls=OnceCommand)(report_errors(command))
 # watch passes every option it does not know to run
-app.command("watch", epilog="Examples:\n\n\b\n" + "\n".join(f"  {line}" for line in EXAMPLES["watch"]), cls=OnceCommand,
-            context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(report_errors(watch.watch))
+app.command("watch", epilog="Examples:\n\n\b\n" + "\n".join(f"  {line}" for line in EXAMPLES["watch"]),
+            cls=OnceCommand, context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(report_errors(watch.watch))
 
 
 def _version(show: bool) -> None:

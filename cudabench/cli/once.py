@@ -42,11 +42,12 @@ def repeated(command: Any, args: Iterable[str]) -> list[tuple[Any, list[str]]]:
 
 class OnceCommand(TyperCommand):
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
-        twice = repeated(self, args)
+        asks_help = any(word in ctx.help_option_names for word in args)
+        twice = [] if ctx.resilient_parsing or asks_help else repeated(self, args)  # completion, --help: as asked
         if twice:
             option, words = twice[0]
             hint = ("`cudabench run` and `check` take several --shape, one case each." if option.name == "shape"
                     else "Run the command once per value.")
             raise UsageError(f"{max(option.opts, key=len)} takes one value and was given {len(words)} times "
-                                   f"({', '.join(words)}); only the last would be used. {hint}", ctx)
+                             f"({', '.join(words)}); only the last would be used. {hint}", ctx)
         return super().parse_args(ctx, args)

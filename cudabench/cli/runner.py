@@ -29,11 +29,11 @@ def fuzz_tasks(reg: Any, tasks: list, count: int, options: Any, seed: Optional[i
     if count <= 0:
         return []
     rng = random.Random(seed)
+    variants = {(task.family.name, v.name): (task.family, v) for task in tasks for v in task.variants}
     extra = []
-    for task in tasks:
-        for variant in task.variants:
-            for shape in random_shapes(task.family, variant, count, rng):
-                extra += plan(reg, [variant.name], shape, replace(options, baselines=()))
+    for family, variant in variants.values():  # once each, however many shapes were planned
+        for shape in random_shapes(family, variant, count, rng):
+            extra += plan(reg, [variant.name], shape, replace(options, baselines=()))
     return extra
 
 

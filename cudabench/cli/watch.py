@@ -6,8 +6,9 @@ message and watching goes on; a mistake in the command itself (an unknown kernel
 GPU) ends it with exit 2, as run would. From the second turn on, the baselines' results of the turn
 before are kept where nothing they depend on changed (run's --baselines-from, given the sha256 of the
 file as that run wrote it; --fresh-baselines measures them every turn; never with --cluster or --op):
-an edit of a kernel's CUDA sources does not change PyTorch's code. Every option but --interval and
---fresh-baselines is run's."""
+an edit of a kernel's CUDA sources does not change PyTorch's code. Every option but --interval,
+--fresh-baselines and --json (the latest turn's results, copied from the file each turn's run writes) is
+run's."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ from typing import Callable, Optional
 
 import typer
 
-from cudabench.cli.common import say
+from cudabench.cli.common import check_writable, err, is_stdout, say
+from cudabench.outputs import write_text_atomic
 from cudabench.cli.run_outputs import WRITTEN
 from cudabench.errors import EXIT_USAGE, ShapeError
 
@@ -33,7 +35,11 @@ def watch(ctx: typer.Context,
           fresh_baselines: bool = typer.Option(False, "--fresh-baselines", help="Measure the baselines again on "
                                                "every turn (by default a turn keeps a baseline's result from the "
                                                "turn before while its case, GPU, torch, family sources and "
-                                               "settings are the same: run's --baselines-from).")) -> None:
+                                               "settings are the same: run's --baselines-from)."),
+          json_path: Optional[Path] = typer.Option(None, "--json", help="Results of every turn that measured "
+                                                   "something, written here (each turn replaces the last). "
+                                                   "Each turn's run writes its own file, which the next turn's "
+                                                   "verdicts read.")) -> None:
     """Run (with any of run's options: `cudabench run --help`), then run again after every edit of a kernel
     family or the suite file."""
     args = list(ctx.args)
@@ -42,7 +48,13 @@ def watch(ctx: typer.Context,
                          "For example: cudabench watch -k timex-v4 --shape B=8,C=64,T=256")
     watched = watched_paths(args)
     previous: Optional[Path] = None
-    keeps = not fresh_baselines and not any(a.startswith(("--baselines-from", "--cluster", "--op")) for a in args)
+    keeps = not fresh_baselines and not any(a.startswith(("--baselines-from", "--baselines-digest", "--cluster", "--op"))
+                                            for a in args)
+    if json_path is not None:
+        if is_stdout(json_path):
+            raise ShapeError("watch --json takes a file: on standard output the results would mix with the tables.",
+                             "Give a path, e.g. --json latest.json.")
+        check_writable(json_path)
     with tempfile.TemporaryDirectory(prefix="cudabench-watch-") as tmp:
         for turn in itertools.count(1):
             out = Path(tmp) / f"run-{turn}.json"
@@ -55,6 +67,8 @@ def watch(ctx: typer.Context,
                 invoke(["compare", str(previous), str(out), "--allow-missing"])
             if _measured(out):
                 previous = out
+                if json_path is not None:
+                    write_text_atomic(json_path, out.read_text())
             stamp = snapshot(watched)
             say(f"watching {len(stamp)} files for changes (Ctrl-C to stop)", style="dim")
             changed = wait_for_change(watched, stamp, interval)
@@ -126,17 +140,18 @@ def wait_for_change(paths: list[Path], stamp: Stamp, interval: float,
 
 def invoke(argv: list[str]) -> int:
     """One cudabench command in this process (torch, once imported, stays imported); its exit code."""
-    import click
     from typer.main import get_command
 
     from cudabench.cli.app import app
 
     try:
         code = get_command(app).main(args=argv, prog_name="cudabench", standalone_mode=False)
-    except click.exceptions.Exit as exc:
-        return int(exc.exit_code or 0)
-    except click.ClickException as exc:
-        exc.show()
+    except Exception as exc:  # click's own classes, which typer may carry a copy of: known by their shape
+        if type(exc).__name__ == "Exit":
+            return int(getattr(exc, "exit_code", 0) or 0)
+        if not hasattr(exc, "format_message") or not isinstance(getattr(exc, "exit_code", None), int):
+            raise
+        say(("error: ", "bold red"), exc.format_message(), console=err)
         return exc.exit_code
     return int(code or 0)
 

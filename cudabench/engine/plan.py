@@ -71,8 +71,13 @@ class Task:
 
 def plan_shapes(registry: Registry, names: Sequence[str], shapes: Sequence[dict[str, int]],
                 options: RunOptions) -> list[Task]:
-    """plan() at each of several shapes (a repeated --shape), in the order given."""
-    return [task for shape in shapes for task in plan(registry, names, shape, options)]
+    """plan() at each of several shapes (a repeated --shape), in the order given. A family planned at the
+    same cases twice (a shape of parameters it does not have leaves it at its defaults) is planned once."""
+    tasks: list[Task] = []
+    for shape in shapes:
+        tasks += [task for task in plan(registry, names, shape, options)
+                  if all((task.family.name, task.cases) != (kept.family.name, kept.cases) for kept in tasks)]
+    return tasks
 
 
 def plan(registry: Registry, names: Sequence[str], shape: dict[str, int],

@@ -52,7 +52,6 @@ def parse_shape(text: str) -> dict[str, int]:
     return shape
 
 
-
 def parse_shapes(texts: Optional[Sequence[str]]) -> list[dict[str, int]]:
     """Each --shape given (run and check take several, one case each), in order, a repeat counted once;
     none given: [{}], the families' defaults."""
@@ -62,6 +61,7 @@ def parse_shapes(texts: Optional[Sequence[str]]) -> list[dict[str, int]]:
         if shape not in shapes:
             shapes.append(shape)
     return shapes
+
 
 def complete_shape(family: Family, given: dict[str, int]) -> dict[str, int]:
     """The family's defaults overridden by `given`; unknown parameter names are an error."""
