@@ -46,9 +46,8 @@ def run(
                                                "comma-separated; a family means all its variants), e.g. timex-v4."),
     config: Optional[Path] = typer.Option(None, "--config", "-c", help="A TOML suite (see configs/): kernels, "
                                           "shapes and sweeps, directions, baselines, timing policy."),
-    shape: Optional[List[str]] = typer.Option(None, "--shape", "-s", help="Shape parameters, e.g. "
-                                              "B=32,C=768,T=768 (defaults from `cudabench list`); repeatable, "
-                                              "each shape its own cases."),
+    shape: Optional[List[str]] = typer.Option(None, "--shape", "-s", help="Shape parameters, e.g. B=32,C=768,"
+                                              "T=768 (defaults: `cudabench list`); repeatable, one case each."),
     direction: Optional[List[str]] = typer.Option(None, "--direction", "-d", help="fwd, bwd or fwdbwd "
                                                   "(repeatable; default fwd, plus fwdbwd with a backward)."),
     baseline: Optional[List[str]] = typer.Option(None, "--baseline", "-b", help="Baseline(s) to time "
@@ -136,8 +135,7 @@ def run(
     from cudabench.engine.plan_cache import cached_plan, keep_plan, plan_key
     from cudabench.engine.request import checked, effective_timing, run_options
     from cudabench.engine.suite import plan_suite
-    from cudabench.engine.suite_file import TimingPolicy
-    from cudabench.engine.suite_file import load_suite
+    from cudabench.engine.suite_file import TimingPolicy, load_suite
     from cudabench.spec.shapes import parse_shapes
 
     if not op and (op_inputs or op_reference or op_grad):
