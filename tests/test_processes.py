@@ -8,6 +8,8 @@ import sys
 import textwrap
 import time
 
+import pytest
+
 from cudabench.measure import processes
 from cudabench.measure.processes import ProcessWatch
 
@@ -40,25 +42,61 @@ def test_a_process_a_subject_orphans_is_found_below_the_judges_process():
     assert found["alive"] == [True, True]  # the judge's own and the subject process itself are not killed
 
 
-def test_a_process_that_keeps_forking_is_stopped_then_ended_whole():
-    """Each round stops what was seen and looks again: nothing that forks on is left running."""
+@pytest.mark.parametrize("late", [False, True])
+def test_a_process_that_keeps_forking_is_stopped_then_ended_whole(late):
+    """Each round stops what was seen and looks again: nothing that forks on is left running. A chain can
+    fork and exit faster than a look, round after round (on a loaded machine CI once saw one escape and
+    hold the test's pipes): its process group is then killed whole. `late`: every signal sent to a pid
+    comes too late and every look finds a new process, so only the group's signal ends the chain."""
     found = run_script("""
-        import json, subprocess, time
+        import json, os, signal, subprocess, time
         from cudabench.measure.processes import ProcessWatch, become_subreaper, descendants, running
         assert become_subreaper()
         subject = subprocess.Popen(["bash", "-c", "sleep 30"])
         watch = ProcessWatch(lambda: (subject.pid, set()))
+        if LATE:
+            look, fresh = watch.look, iter(range(10**9, 2 * 10**9))
+            watch._signal = lambda pid, sig: None
+            watch.look = lambda: (look(), watch.seen.setdefault(next(fresh), "a pid that was never there"))
         watch.before()
         hopper = "import os, time\\nwhile True:\\n    if os.fork():\\n        os._exit(0)\\n    time.sleep(0.002)"
-        subprocess.Popen(["python3", "-c", hopper], start_new_session=True)  # the judge's orphan at once
+        chain = subprocess.Popen(["python3", "-c", hopper], start_new_session=True,  # the judge's orphan at once
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(0.5)
         seen = watch.stop()
         time.sleep(0.3)
         left = [p for p in descendants([os.getpid()]) if running(p) and p != subject.pid]
         subject.kill()
+        try:
+            os.killpg(chain.pid, signal.SIGKILL)  # whatever the watch left
+        except ProcessLookupError:
+            pass
         print(json.dumps({"seen": len(seen), "left": left}))
-    """.replace("import json,", "import json, os,"))
+    """.replace("LATE", str(late)))
     assert found["seen"] >= 1 and found["left"] == [], found
+
+
+def test_a_group_that_holds_a_process_from_before_is_not_signalled_whole():
+    """A helper that joins the process group of a process that ran before the subject: that one is spared,
+    the helper ended by its pid."""
+    found = run_script("""
+        import json, os, subprocess, time
+        from cudabench.measure.processes import ProcessWatch, become_subreaper, running
+        assert become_subreaper()
+        subject = subprocess.Popen(["bash", "-c", "sleep 30"])
+        before = subprocess.Popen(["sleep", "33"], preexec_fn=os.setpgrp)  # its own group, in this session
+        watch = ProcessWatch(lambda: (subject.pid, set()))
+        watch.before()
+        helper = subprocess.Popen(["sleep", "34"], preexec_fn=lambda: os.setpgid(0, before.pid))
+        time.sleep(0.2)
+        seen = watch.stop()
+        time.sleep(0.2)
+        alive = [running(before.pid), running(helper.pid) and helper.poll() is None]
+        for p in (subject, before):
+            p.kill()
+        print(json.dumps({"seen": sorted(seen), "alive": alive, "helper": helper.pid}))
+    """)
+    assert found["seen"] == [found["helper"]] and found["alive"] == [True, False], found
 
 
 def test_zombies_are_not_running_and_do_not_count():

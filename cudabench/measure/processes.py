@@ -14,7 +14,9 @@ judge's own children that are not subject processes count as the subject's. What
 after its last look (a thread it left behind) is found at the next subject's first look and ended there.
 
 Processes are held by a pidfd from the first sighting (a pid reused later is never signalled), stopped
-until none forks another, then killed. Zombies are not running and do not count."""
+until none forks another, then killed; a process group that holds nothing but new processes of this tree
+(a helper in a session of its own) is stopped and killed whole, which reaches a child forked meanwhile.
+Zombies are not running and do not count."""
 
 from __future__ import annotations
 
@@ -46,7 +48,8 @@ def become_subreaper() -> bool:
 def _stat(pid: int) -> list[str]:
     """The fields of /proc/PID/stat after the command name (state first, then the parent's pid); [] when gone."""
     try:
-        text = Path(f"/proc/{pid}/stat").read_text()
+        with open(f"/proc/{pid}/stat") as f:  # not pathlib: a scan of /proc reads thousands of these
+            text = f.read()
     except OSError:
         return []
     return text[text.rindex(")") + 2:].split()
@@ -54,6 +57,29 @@ def _stat(pid: int) -> list[str]:
 
 def running(pid: int) -> bool:
     return _stat(pid)[:1] not in ([], ["Z"], ["X"])
+
+
+def process_group(pid: Optional[int]) -> Optional[int]:
+    try:
+        return os.getpgid(pid) if pid is not None else None
+    except OSError:
+        return None
+
+
+def process_table() -> dict[int, list[str]]:
+    """Every process's /proc stat fields (state, parent, process group, ...), by pid."""
+    table = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            fields = _stat(int(entry))
+            if fields:
+                table[int(entry)] = fields
+    return table
+
+
+def group_members(pgid: int, table: dict[int, list[str]]) -> set[int]:
+    """The running processes of process group `pgid` (a zombie takes no signal)."""
+    return {pid for pid, fields in table.items() if fields[2] == str(pgid) and fields[0] not in ("Z", "X")}
 
 
 @functools.lru_cache(maxsize=None)
@@ -199,7 +225,11 @@ class ProcessWatch:
 
     def _end(self) -> None:
         """Stop every process seen, look again, until a look finds no new one (none can fork while
-        stopped), then kill them all and collect those that are this process's children."""
+        stopped), then kill them all and collect those that are this process's children. A chain that
+        forks and exits faster than a look outruns signals sent pid by pid, round after round (seen in CI on
+        a loaded machine); then its process group, where it holds nothing else, is killed whole: the
+        kernel's group signal reaches a child forked meanwhile."""
+        groups: set[int] = set()
         for _ in range(STOP_ROUNDS):
             count = len(self.seen)
             for pid in self.seen:
@@ -207,6 +237,10 @@ class ProcessWatch:
             self.look()
             if len(self.seen) == count:
                 break
+        else:  # every round found a new process: a chain outran the signals
+            groups = self._own_groups()
+            for group in groups:
+                _signal_group(group, signal.SIGKILL)
         for pid in self.seen:
             self._signal(pid, signal.SIGKILL)
         deadline = time.monotonic() + 1.0
@@ -218,6 +252,20 @@ class ProcessWatch:
                 except ChildProcessError:
                     break
                 time.sleep(0.005)
+        for group in groups:
+            _reap_group(group)
+
+    def _own_groups(self) -> set[int]:
+        """The process groups of the processes seen that hold only processes new below this one (a helper
+        started in a session of its own, and all it forks): never this process's group or the subject
+        process's, nor one with a process from before the subject opened or from outside this tree."""
+        pid, ours = self.subject()
+        candidates = {process_group(p) for p in self.seen} - {os.getpgrp(), process_group(pid), None}
+        for group in candidates:
+            _reap_group(group)  # a chain's exited members, reparented here: thousands make the scan slow
+        new = descendants([os.getpid()]) - self.known - ours - {pid}
+        table = process_table()
+        return {group for group in candidates if group_members(group, table) <= new}
 
     def _signal(self, pid: int, sig: int) -> None:
         try:
@@ -227,3 +275,19 @@ class ProcessWatch:
                 os.kill(pid, sig)
         except (OSError, AttributeError):
             pass
+
+
+def _reap_group(pgid: int) -> None:
+    """Collect this process's exited children of process group `pgid` (no /proc children list shows a zombie)."""
+    try:
+        while os.waitpid(-pgid, os.WNOHANG)[0]:
+            pass
+    except ChildProcessError:
+        pass  # none (left) here
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except OSError:
+        pass  # the group is gone
