@@ -73,7 +73,8 @@ for name, command in COMMANDS:
     app.command(name, epilog=epilog, cls=OnceCommand)(report_errors(command))
 # watch passes every option it does not know to run
 app.command("watch", epilog="Examples:\n\n\b\n" + "\n".join(f"  {line}" for line in EXAMPLES["watch"]),
-            cls=OnceCommand, context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(report_errors(watch.watch))
+            cls=OnceCommand, context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+            )(report_errors(watch.watch))
 
 
 def _version(show: bool) -> None:
@@ -111,14 +112,14 @@ def main() -> None:
 def run_app() -> None:
     """The app, with click's usage errors (an option's value of the wrong type, an unknown option) as
     one paragraph like every other mistake, and exit 2."""
-    from cudabench.cli.common import err, say
+    from cudabench.cli.common import click_error, err, say
 
     try:
         code = app(standalone_mode=False)
-    except Exception as exc:  # click's own classes, which typer may carry a copy of: known by their shape
+    except Exception as exc:
         if type(exc).__name__ == "Abort":  # Ctrl-C or end of input, after the command's own handling
             raise SystemExit(130) from None
-        if getattr(exc, "exit_code", None) != 2 or not hasattr(exc, "format_message"):
+        if not click_error(exc) or exc.exit_code != 2:
             raise
         say(("error: ", "bold red"), exc.format_message(), console=err)
         ctx = getattr(exc, "ctx", None)

@@ -67,6 +67,12 @@ def report_errors(fn: Callable) -> Callable:
     return wrapper
 
 
+def click_error(exc: BaseException) -> bool:
+    """One of click's own errors (a usage error, a bad value), from whichever copy of click typer carries:
+    known by its shape, not its class."""
+    return hasattr(exc, "format_message") and isinstance(getattr(exc, "exit_code", None), int)
+
+
 def registry(kernels_dir: Optional[List[Path]] = None):
     from cudabench.spec.registry import discover
 

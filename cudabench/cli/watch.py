@@ -20,10 +20,10 @@ from typing import Callable, Optional
 
 import typer
 
-from cudabench.cli.common import check_writable, err, is_stdout, say
-from cudabench.outputs import write_text_atomic
+from cudabench.cli.common import check_writable, click_error, err, is_stdout, say
 from cudabench.cli.run_outputs import WRITTEN
 from cudabench.errors import EXIT_USAGE, ShapeError
+from cudabench.outputs import write_text_atomic
 
 Stamp = dict[Path, tuple[int, int]]
 SKIPPED_PARTS = {"__pycache__", ".git"}
@@ -48,8 +48,8 @@ def watch(ctx: typer.Context,
                          "For example: cudabench watch -k timex-v4 --shape B=8,C=64,T=256")
     watched = watched_paths(args)
     previous: Optional[Path] = None
-    keeps = not fresh_baselines and not any(a.startswith(("--baselines-from", "--baselines-digest", "--cluster", "--op"))
-                                            for a in args)
+    own = ("--baselines-from", "--baselines-digest", "--cluster", "--op")  # a turn may not add its own to these
+    keeps = not fresh_baselines and not any(a.startswith(own) for a in args)
     if json_path is not None:
         if is_stdout(json_path):
             raise ShapeError("watch --json takes a file: on standard output the results would mix with the tables.",
@@ -146,10 +146,10 @@ def invoke(argv: list[str]) -> int:
 
     try:
         code = get_command(app).main(args=argv, prog_name="cudabench", standalone_mode=False)
-    except Exception as exc:  # click's own classes, which typer may carry a copy of: known by their shape
+    except Exception as exc:
         if type(exc).__name__ == "Exit":
             return int(getattr(exc, "exit_code", 0) or 0)
-        if not hasattr(exc, "format_message") or not isinstance(getattr(exc, "exit_code", None), int):
+        if not click_error(exc):
             raise
         say(("error: ", "bold red"), exc.format_message(), console=err)
         return exc.exit_code

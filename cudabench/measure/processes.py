@@ -14,9 +14,10 @@ judge's own children that are not subject processes count as the subject's. What
 after its last look (a thread it left behind) is found at the next subject's first look and ended there.
 
 Processes are held by a pidfd from the first sighting (a pid reused later is never signalled), stopped
-until none forks another, then killed; a process group that holds nothing but new processes of this tree
-(a helper in a session of its own) is stopped and killed whole, which reaches a child forked meanwhile.
-Zombies are not running and do not count."""
+until none forks another, then killed. Where every round found a new one (a chain that forks and exits
+faster than a look), a process group that holds nothing but new processes of this tree (a helper in a
+session of its own) is killed whole, which reaches a child forked meanwhile. Zombies are not running and
+do not count."""
 
 from __future__ import annotations
 
@@ -88,14 +89,14 @@ def _has_children_files() -> bool:
 
 
 def children(pid: int) -> set[int]:
-    """The children of `pid`, zombies included (each of its threads' /proc children list; a /proc scan where
-    the kernel keeps none)."""
+    """The children of `pid` (each of its threads' /proc children list, which leaves out some zombies: those
+    reparented here; a /proc scan where the kernel keeps no such list)."""
     try:
         tasks = os.listdir(f"/proc/{pid}/task")
     except OSError:
         return set()
     if not _has_children_files():
-        return {int(e) for e in os.listdir("/proc") if e.isdigit() and _stat(int(e))[1:2] == [str(pid)]}
+        return {child for child, fields in process_table().items() if fields[1] == str(pid)}
     found: set[int] = set()
     for tid in tasks:
         try:
@@ -106,7 +107,7 @@ def children(pid: int) -> set[int]:
 
 
 def descendants(pids: Iterable[int]) -> set[int]:
-    """Every process below `pids` (not `pids` themselves), zombies included."""
+    """Every process below `pids` (not `pids` themselves), zombies as `children` lists them."""
     seen: set[int] = set()
     todo = list(pids)
     while todo:
