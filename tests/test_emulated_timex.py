@@ -59,14 +59,20 @@ MUTANTS = {
         SOURCE, "v[m] = cmul(__ldg(ww + lane + LANES * m), v[m]);\n  warp_fft<N, 1, false, true>",
         "v[m] = cmul(__ldg(ww + lane + LANES * m), v[m]);\n  warp_fft<N, 1, true, true>", ("float32", 2, 1, 300)),
     "long-upper-half-read-as-zero-in-the-inverse": (
-        LONG_SOURCE, "block_fft<M, 1, false, true>(v, buf, tw);\n  store_held<M>(out",
-        "block_fft<M, 1, true, true>(v, buf, tw);\n  store_held<M>(out", ("float32", 2, 1, 2048)),
+        LONG_SOURCE, "group_fft<M, Plan::G, 1, false, true,", "group_fft<M, Plan::G, 1, true, true,",
+        ("float32", 2, 1, 2048)),
     "long-mirror-of-the-next-point": (
         LONG_SOURCE, "buf[pad((M - (int)threadIdx.x - BlockPlan<M>::G * m) % M)]",
         "buf[pad((M + 1 - (int)threadIdx.x - BlockPlan<M>::G * m) % M)]", ("float32", 1, 1, 3001)),
     "long-no-wait-after-the-pairs": (
-        LONG_SOURCE, "    if (g != f) buf[pad(g)] = product<CONJ>(g, zg, zf, W, tw, h);\n  }\n  __syncthreads();",
-        "    if (g != f) buf[pad(g)] = product<CONJ>(g, zg, zf, W, tw, h);\n  }", ("float32", 1, 1, 5000)),
+        LONG_SOURCE, "    if (g != f) buf[pad(g)] = product<CONJ>(g, zg, zf, W, tw, h);\n  });\n  __syncthreads();",
+        "    if (g != f) buf[pad(g)] = product<CONJ>(g, zg, zf, W, tw, h);\n  });", ("float32", 1, 1, 5000)),
+    # the pairs' loop of fixed length: the point M/2 (its own mirror) left out, or the last round of pairs
+    "long-pairs-without-the-middle-point": (
+        LONG_SOURCE, "  if (threadIdx.x == 0) f(M / 2, M / 2);\n", "", ("float32", 1, 1, 5000)),
+    "long-pairs-one-round-short": (
+        LONG_SOURCE, "for (int i = 0; i < M / 2 / G; ++i) {", "for (int i = 0; i < M / 2 / G - 1; ++i) {",
+        ("float32", 1, 1, 16384)),
     # autograd's path (the forward keeps each row's spectrum for the backward): none kept, and kept while
     # the product step already writes over the mirrors it reads
     "long-forward-keeps-no-row-spectra": (

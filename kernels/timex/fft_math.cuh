@@ -220,6 +220,20 @@ __device__ __forceinline__ float2 twiddle_from(const float2* table, int m) {
   return SIGN < 0 ? t : make_float2(t.x, -t.y);
 }
 
+// x, as a value nvcc cannot prove equal to anything computed before: what is derived from it (loads,
+// addresses) is derived again rather than kept live from an earlier use of x. No code is emitted.
+template <typename X>
+__device__ __forceinline__ X opaque(X x) {
+#ifdef __CUDACC__  // the CPU emulator's compiler has no PTX registers, and nothing to hide
+  if constexpr (sizeof(X) == 8) {
+    asm volatile("" : "+l"(x));
+  } else {
+    asm volatile("" : "+r"(x));
+  }
+#endif
+  return x;
+}
+
 // table[m] = exp(-2πi m / N) for m in [first, count), step apart, computed in float64.
 __device__ __forceinline__ void fill_twiddles(float2* table, int first, int count, int step, int N) {
   for (int m = first; m < count; m += step) {

@@ -80,15 +80,29 @@ __device__ __forceinline__ float2 product(int a, float2 za, float2 zb, const flo
   return pack(lo, hi, t);
 }
 
-template <bool CONJ>
+// f(a, b) for this thread's pairs of points (a, b = (M - a) % M), a = me + G·i up to M/2, each once (a == b
+// at 0 and M/2). Their count is fixed at compile time, so the loop unrolls and the global loads of several
+// pairs are in flight together: a loop of unknown length waited for each pair's loads, and that wait
+// was a third of block_forward's stall samples at M = 16384 (Nsight Compute, H100).
+template <int M, int G, typename F>
+__device__ __forceinline__ void for_pairs(F&& f) {
+  static_assert((M / 2) % G == 0, "the pairs below M/2 fall evenly on the threads");
+#pragma unroll 4
+  for (int i = 0; i < M / 2 / G; ++i) {
+    const int a = threadIdx.x + G * i;
+    f(a, (M - a) & (M - 1));
+  }
+  if (threadIdx.x == 0) f(M / 2, M / 2);
+}
+
+template <bool CONJ, int M, int G>
 __device__ void multiply_packed(float2* buf, const float2* __restrict__ W, const float2* __restrict__ tw,
                                 const Half& h) {
-  for (int f = threadIdx.x; 2 * f <= h.M; f += blockDim.x) {
-    const int g = (h.M - f) % h.M;
+  for_pairs<M, G>([&](int f, int g) {
     const float2 zf = buf[pad(f)], zg = buf[pad(g)];
     buf[pad(f)] = product<CONJ>(f, zf, zg, W, tw, h);
     if (g != f) buf[pad(g)] = product<CONJ>(g, zg, zf, W, tw, h);
-  }
+  });
   __syncthreads();
 }
 
@@ -108,31 +122,40 @@ __device__ __forceinline__ void atomic_add(float2* to, float2 v) {
 // M = 16384 has 32 points per thread: at 16 (1024 threads, 64 registers) it spilled too. The kernels
 // declare at least one block per SM (__launch_bounds__(G, 1)): without it ptxas held M = 4096 to 145
 // registers where it now takes 187 for more loads in flight, at the same one block per SM, and the
-// forward ran 278 instead of 344 us (B=8, T=4096, H100).
+// forward ran 278 instead of 344 us (B=8, T=4096, H100). fresh_inverse: the inverse transform after the
+// product step takes the twiddle table and its thread index as values nvcc cannot prove equal to the
+// first transform's (opaque), so it does not keep that transform's twiddle loads and addresses live
+// across the product step. At M = 16384 they took 136 bytes a thread of spills in the forward; hidden,
+// none, and the forward at B=2, T=16384 went from 462 to 421 us, at B=8, T=2048 from 138 to 124 us; at
+// M = 4096 and 8192 hiding them made it 3-12 % slower (H100, 2026-11-27).
 template <int M>
 struct BlockPlan;
 template <>
 struct BlockPlan<2048> {
   static constexpr int G = 128;
   static constexpr bool pairs_in_buffer = false;
+  static constexpr bool fresh_inverse = true;
   using type = Radices<16, 16, 8>;
 };
 template <>
 struct BlockPlan<4096> {
   static constexpr int G = 256;
   static constexpr bool pairs_in_buffer = false;
+  static constexpr bool fresh_inverse = false;
   using type = Radices<16, 16, 16>;
 };
 template <>
 struct BlockPlan<8192> {
   static constexpr int G = 512;
   static constexpr bool pairs_in_buffer = true;
+  static constexpr bool fresh_inverse = false;
   using type = Radices<16, 16, 16, 2>;
 };
 template <>
 struct BlockPlan<16384> {
   static constexpr int G = 512;
   static constexpr bool pairs_in_buffer = true;
+  static constexpr bool fresh_inverse = true;
   using type = Radices<32, 32, 16>;
 };
 
@@ -151,6 +174,16 @@ __device__ __forceinline__ void block_fft(float2 (&v)[held_points<M>], float2* b
   using Plan = BlockPlan<M>;
   group_fft<M, Plan::G, SIGN, HALF_IN, HALF_OUT, typename Plan::type, BlockSync>(v, buf, HalfTableTwiddles<SIGN>{tw},
                                                                                  threadIdx.x);
+}
+
+// The inverse transform after a product step (block_forward, block_backward; see BlockPlan::fresh_inverse).
+template <int M>
+__device__ __forceinline__ void block_inverse(float2 (&v)[held_points<M>], float2* buf, const float2* __restrict__ tw) {
+  using Plan = BlockPlan<M>;
+  constexpr bool fresh = Plan::fresh_inverse;
+  const int me = threadIdx.x;
+  group_fft<M, Plan::G, 1, false, true, typename Plan::type, BlockSync>(
+      v, buf, HalfTableTwiddles<1>{fresh ? opaque(tw) : tw}, fresh ? opaque(me) : me);
 }
 
 template <int M>
@@ -253,7 +286,7 @@ block_forward(const float2* __restrict__ W, const float2* __restrict__ tw, const
     if constexpr (BlockPlan<M>::pairs_in_buffer) __syncthreads();  // the mirrors read before the product writes
   }
   if constexpr (BlockPlan<M>::pairs_in_buffer) {
-    multiply_packed<false>(buf, Wc, tw, h);
+    multiply_packed<false, M, BlockPlan<M>::G>(buf, Wc, tw, h);
 #pragma unroll
     for (int m = 0; m < held_points<M>; ++m) v[m] = buf[pad(point<M>(m))];
   } else {
@@ -261,7 +294,7 @@ block_forward(const float2* __restrict__ W, const float2* __restrict__ tw, const
     for (int m = 0; m < held_points<M>; ++m) v[m] = product<false>(point<M>(m), v[m], mirror<M>(buf, m), Wc, tw, h);
   }
   __syncthreads();  // every read of buf before the inverse's first exchange
-  block_fft<M, 1, false, true>(v, buf, tw);
+  block_inverse<M>(v, buf, tw);
   store_held<M>(out + row, 1, v, eps, T);
 }
 
@@ -282,13 +315,13 @@ block_backward(const float2* __restrict__ W, const float2* __restrict__ tw, cons
   load_held<M>(v, g + row, 1, T);
   block_fft<M, -1, true, false>(v, buf, tw);
   if constexpr (BlockPlan<M>::pairs_in_buffer) {
-    for (int f = threadIdx.x; 2 * f <= M; f += blockDim.x) {
+    for_pairs<M, BlockPlan<M>::G>([&](int f, int) {
       float2 lo, hi;
       unpack(buf[pad(f)], buf[pad((M - f) % M)], tw[f], lo, hi);
       atomic_add(Sc + f, cmul_conj(__ldcs(K + f), lo));
       if (M - f != f) atomic_add(Sc + M - f, cmul_conj(__ldcs(K + M - f), conj(hi)));
-    }
-    multiply_packed<true>(buf, Wc, tw, h);
+    });
+    multiply_packed<true, M, BlockPlan<M>::G>(buf, Wc, tw, h);
 #pragma unroll
     for (int m = 0; m < held_points<M>; ++m) v[m] = buf[pad(point<M>(m))];
   } else {
@@ -304,7 +337,7 @@ block_backward(const float2* __restrict__ W, const float2* __restrict__ tw, cons
     }
   }
   __syncthreads();
-  block_fft<M, 1, false, true>(v, buf, tw);
+  block_inverse<M>(v, buf, tw);
   store_held<M>(gk + row, 1, v, 0.0f, T);
 }
 
