@@ -83,7 +83,7 @@ def test_paths_that_do_not_import_say_so():
     assert resolve("torch.add") is __import__("torch").add
 
 
-@pytest.mark.parametrize("shapes", [[], [{"n": "8"}], [{}], ["n=8"]])
+@pytest.mark.parametrize("shapes", [[], [{"n": "8"}], [{}], ["n=8"], [{"n": 8}, {"m": 8}], [{"n": 8}, {"n": 8, "m": 2}]])
 def test_bad_shapes_are_refused(shapes):
     with pytest.raises(ConfigError):
         op_spec("opbench.ops:fused_add", shapes=shapes, **PATHS)

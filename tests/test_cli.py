@@ -184,6 +184,26 @@ def test_a_repeat_is_found_in_every_spelling():
         assert res.exit_code == 2 and "takes one value" in res.output, res.output
 
 
+def test_a_repeat_inside_a_cluster_of_short_flags_is_found():
+    """-vs X is -v -s X: a repeat hidden behind a short flag is still a repeat; the flag alone is no option."""
+    import typer
+
+    from cudabench.cli.once import OnceCommand
+
+    tiny = typer.Typer()
+
+    @tiny.command(cls=OnceCommand)
+    def go(verbose: bool = typer.Option(False, "-v"), shape: str = typer.Option("", "-s"), kernel: str = "") -> None:
+        print(f"shape={shape} verbose={verbose}")
+
+    for args in (["-vsn=1", "-s", "n=2"], ["-s", "n=1", "-vvs", "n=2"], ["-vs", "n=1", "-sn=2"]):
+        res = runner.invoke(tiny, args)
+        assert res.exit_code == 2 and "-s takes one value and was given 2 times" in res.output, (args, res.output)
+    for args in (["-vsn=1"], ["-v", "-s", "-v"], ["--kernel", "-s", "-sn=2"]):  # a value is not an option
+        res = runner.invoke(tiny, args)
+        assert res.exit_code == 0, (args, res.output)
+
+
 def test_run_and_check_plan_every_shape_given(no_gpu):
     """The first of two shapes is planned too: the bad one first, so the last alone would pass planning."""
     for command in ("run", "check"):

@@ -22,21 +22,45 @@ def single_valued(command: Any) -> dict[str, Any]:
             for name in param.opts}
 
 
+def short_flags(command: Any) -> set[str]:
+    """The spellings (-v) of the command's short options that take no value: a cluster (-vs X) goes on past them."""
+    return {name for param in command.params if param.param_type_name == "option" and (param.is_flag or param.count)
+            for name in param.opts if len(name) == 2}
+
+
+def option_in(word: str, options: dict[str, Any], flags: set[str]) -> tuple[str, str] | None:
+    """The single-valued option a word gives (its spelling and what the word holds of it), if any:
+    --opt, --opt=value, -s, -svalue, and -s in a cluster of short flags (-vs, -vsvalue)."""
+    if word.startswith("--"):
+        name = word.split("=", 1)[0]
+        return (name, word) if name in options else None
+    if not word.startswith("-"):
+        return None
+    for at in range(1, len(word)):
+        name = "-" + word[at]
+        if name in options:
+            return name, name + word[at + 1:]
+        if name not in flags:  # a value, or an option of several values, or a stranger: click's to judge
+            return None
+    return None
+
+
 def repeated(command: Any, args: Iterable[str]) -> list[tuple[Any, list[str]]]:
     """The single-valued options given more than once, with the spellings used, in order of first use."""
-    options = single_valued(command)
+    options, flags = single_valued(command), short_flags(command)
     seen: dict[str, tuple[Any, list[str]]] = {}
     words = iter(args)
     for word in words:
         if word == "--":
             break
-        name = word.split("=", 1)[0] if word.startswith("--") else word[:2]
-        option = options.get(name)
-        if option is None:
+        found = option_in(word, options, flags)
+        if found is None:
             continue
-        if word == name:  # its value is the next word, whatever it looks like
-            word = f"{word} {next(words, '')}"
-        seen.setdefault(option.name or name, (option, []))[1].append(word)
+        name, given = found
+        if given == name:  # its value is the next word, whatever it looks like
+            given = f"{given} {next(words, '')}"
+        option = options[name]
+        seen.setdefault(option.name or name, (option, []))[1].append(given)
     return [entry for entry in seen.values() if len(entry[1]) > 1]
 
 
