@@ -89,6 +89,11 @@ def test_bad_shapes_are_refused(shapes):
         op_spec("opbench.ops:fused_add", shapes=shapes, **PATHS)
 
 
+def test_a_later_shape_may_leave_out_parameters_of_the_first():
+    spec = op_spec("opbench.ops:fused_add", shapes=[{"n": 8, "m": 2}, {"n": 16}], **PATHS)
+    assert spec.shapes == ((("n", 8), ("m", 2)), (("n", 16),))
+
+
 def test_bench_returns_the_records_of_a_results_file(tmp_path, monkeypatch):
     monkeypatch.setenv("CUDABENCH_CACHE", str(tmp_path / "cache"))
     res = cudabench.bench(ops.fused_add, shapes=[{"n": 1024}, {"n": 4096}], baselines=["torch.add"],

@@ -193,13 +193,15 @@ def test_a_repeat_inside_a_cluster_of_short_flags_is_found():
     tiny = typer.Typer()
 
     @tiny.command(cls=OnceCommand)
-    def go(verbose: bool = typer.Option(False, "-v"), shape: str = typer.Option("", "-s"), kernel: str = "") -> None:
+    def go(verbose: bool = typer.Option(False, "-v"), shape: str = typer.Option("", "-s"), kernel: str = "",
+           dirs: list[str] = typer.Option([], "-d")) -> None:
         print(f"shape={shape} verbose={verbose}")
 
     for args in (["-vsn=1", "-s", "n=2"], ["-s", "n=1", "-vvs", "n=2"], ["-vs", "n=1", "-sn=2"]):
         res = runner.invoke(tiny, args)
         assert res.exit_code == 2 and "-s takes one value and was given 2 times" in res.output, (args, res.output)
-    for args in (["-vsn=1"], ["-v", "-s", "-v"], ["--kernel", "-s", "-sn=2"]):  # a value is not an option
+    for args in (["-vsn=1"], ["-v", "-s", "-v"], ["--kernel", "-s", "-sn=2"], ["-d", "-vsa", "-s", "b"],
+                 ["-d", "-s", "-d", "-s", "-sb"]):  # a value, of one option or of several, is not an option
         res = runner.invoke(tiny, args)
         assert res.exit_code == 0, (args, res.output)
 

@@ -15,11 +15,15 @@ except ImportError:  # pragma: no cover - older typer
     from click.exceptions import UsageError
 
 
-def single_valued(command: Any) -> dict[str, Any]:
-    """Each spelling (--shape, -s) of the command's options that take one value."""
+def valued(command: Any) -> dict[str, Any]:
+    """Each spelling (--shape, -s) of the command's options that take a value, one or several."""
     return {name: param for param in command.params
-            if param.param_type_name == "option" and not param.multiple and not param.is_flag and not param.count
-            for name in param.opts}
+            if param.param_type_name == "option" and not param.is_flag and not param.count for name in param.opts}
+
+
+def single_valued(command: Any) -> dict[str, Any]:
+    """Each spelling of the command's options that take one value."""
+    return {name: param for name, param in valued(command).items() if not param.multiple}
 
 
 def short_flags(command: Any) -> set[str]:
@@ -29,7 +33,7 @@ def short_flags(command: Any) -> set[str]:
 
 
 def option_in(word: str, options: dict[str, Any], flags: set[str]) -> tuple[str, str] | None:
-    """The single-valued option a word gives (its spelling and what the word holds of it), if any:
+    """The option taking a value that a word gives (its spelling and what the word holds of it), if any:
     --opt, --opt=value, -s, -svalue, and -s in a cluster of short flags (-vs, -vsvalue)."""
     if word.startswith("--"):
         name = word.split("=", 1)[0]
@@ -40,14 +44,15 @@ def option_in(word: str, options: dict[str, Any], flags: set[str]) -> tuple[str,
         name = "-" + word[at]
         if name in options:
             return name, name + word[at + 1:]
-        if name not in flags:  # a value, or an option of several values, or a stranger: click's to judge
+        if name not in flags:  # a value (-1), or a stranger: click's to judge
             return None
     return None
 
 
 def repeated(command: Any, args: Iterable[str]) -> list[tuple[Any, list[str]]]:
-    """The single-valued options given more than once, with the spellings used, in order of first use."""
-    options, flags = single_valued(command), short_flags(command)
+    """The single-valued options given more than once, with the spellings used, in order of first use.
+    Every option's value is stepped over, so a value that looks like an option (-k -vs) is not read as one."""
+    options, flags = valued(command), short_flags(command)
     seen: dict[str, tuple[Any, list[str]]] = {}
     words = iter(args)
     for word in words:
@@ -60,7 +65,8 @@ def repeated(command: Any, args: Iterable[str]) -> list[tuple[Any, list[str]]]:
         if given == name:  # its value is the next word, whatever it looks like
             given = f"{given} {next(words, '')}"
         option = options[name]
-        seen.setdefault(option.name or name, (option, []))[1].append(given)
+        if not option.multiple:
+            seen.setdefault(option.name or name, (option, []))[1].append(given)
     return [entry for entry in seen.values() if len(entry[1]) > 1]
 
 

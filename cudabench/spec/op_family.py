@@ -102,10 +102,12 @@ def op_spec(op: Any, inputs: Any, reference: Any, shapes: Sequence[Mapping[str, 
             raise ConfigError(f"Cannot use the shape {shape!r}.", 'Give each shape as a dict of whole numbers, '
                               'e.g. {"n": 1048576}.')
         checked.append(tuple(shape.items()))
-    if any(set(dict(shape)) != set(dict(checked[0])) for shape in checked):
-        names = " · ".join(", ".join(dict(shape)) for shape in checked)
-        raise ConfigError(f"The op's shapes name different parameters ({names}).",
-                          "Give every shape the same parameters: the first shape's are the op's.")
+    first = dict(checked[0]) if checked else {}  # none: OpSpec says an op needs one
+    for shape in checked[1:]:  # a later shape may leave some out (the first shape's values stand), not add any
+        added = [name for name in dict(shape) if name not in first]
+        if added:
+            raise ConfigError(f"A later shape of the op names {', '.join(added)}, which its first shape does not "
+                              f"({', '.join(first)}).", "The first shape names the op's parameters: name them all there.")
     return OpSpec(import_path(op, "op"), import_path(inputs, "inputs"), import_path(reference, "reference"),
                   tuple(checked), tuple(import_path(b, "baseline") for b in baselines), tuple(dtypes),
                   tuple(grad_inputs), float(tolerance))
