@@ -80,41 +80,6 @@ __device__ __forceinline__ float2 product(int a, float2 za, float2 zb, const flo
   return pack(lo, hi, t);
 }
 
-// f(a, b) for this thread's pairs of points (a, b = (M - a) % M), a = me + G·i up to M/2, each once (a == b
-// at 0 and M/2). Their count is fixed at compile time, so the loop unrolls and the global loads of several
-// pairs are in flight together: a loop of unknown length waited for each pair's loads, and that wait
-// was a third of block_forward's stall samples at M = 16384 (Nsight Compute, H100).
-template <int M, int G, typename F>
-__device__ __forceinline__ void for_pairs(F&& f) {
-  static_assert((M / 2) % G == 0, "the pairs below M/2 fall evenly on the threads");
-#pragma unroll 4
-  for (int i = 0; i < M / 2 / G; ++i) {
-    const int a = threadIdx.x + G * i;
-    f(a, (M - a) & (M - 1));
-  }
-  if (threadIdx.x == 0) f(M / 2, M / 2);
-}
-
-template <bool CONJ, int M, int G>
-__device__ void multiply_packed(float2* buf, const float2* __restrict__ W, const float2* __restrict__ tw,
-                                const Half& h) {
-  for_pairs<M, G>([&](int f, int g) {
-    const float2 zf = buf[pad(f)], zg = buf[pad(g)];
-    buf[pad(f)] = product<CONJ>(f, zf, zg, W, tw, h);
-    if (g != f) buf[pad(g)] = product<CONJ>(g, zg, zf, W, tw, h);
-  });
-  __syncthreads();
-}
-
-__device__ __forceinline__ void atomic_add(float2* to, float2 v) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  atomicAdd(to, v);  // one vector atomic (sm_90) instead of two
-#else
-  atomicAdd(&to->x, v.x);
-  atomicAdd(&to->y, v.y);
-#endif
-}
-
 // The plan of a row of M points: G threads (M/G points each), the passes (each radix divides M/G),
 // and where the product step finds a point's mirror M-a: in registers, each thread's own points
 // with the mirror read from the buffer (fewer shared-memory accesses), or in the buffer, each thread
@@ -158,6 +123,42 @@ struct BlockPlan<16384> {
   static constexpr bool fresh_inverse = true;
   using type = Radices<32, 32, 16>;
 };
+
+// f(a, b) for this thread's pairs of points (a, b = (M - a) % M), a = me + G·i up to M/2 (G: the plan's
+// threads), each once (a == b at 0 and M/2). Their count is fixed at compile time, so the loop unrolls and
+// the global loads of several pairs are in flight together: a loop of unknown length waited for each
+// pair's loads, and that wait was a third of block_forward's stall samples at M = 16384 (Nsight Compute, H100).
+template <int M, typename F>
+__device__ __forceinline__ void for_pairs(F&& f) {
+  constexpr int G = BlockPlan<M>::G;
+  static_assert((M / 2) % G == 0, "the pairs below M/2 fall evenly on the threads");
+#pragma unroll 4
+  for (int i = 0; i < M / 2 / G; ++i) {
+    const int a = threadIdx.x + G * i;
+    f(a, (M - a) & (M - 1));
+  }
+  if (threadIdx.x == 0) f(M / 2, M / 2);
+}
+
+template <bool CONJ, int M>
+__device__ void multiply_packed(float2* buf, const float2* __restrict__ W, const float2* __restrict__ tw,
+                                const Half& h) {
+  for_pairs<M>([&](int f, int g) {
+    const float2 zf = buf[pad(f)], zg = buf[pad(g)];
+    buf[pad(f)] = product<CONJ>(f, zf, zg, W, tw, h);
+    if (g != f) buf[pad(g)] = product<CONJ>(g, zg, zf, W, tw, h);
+  });
+  __syncthreads();
+}
+
+__device__ __forceinline__ void atomic_add(float2* to, float2 v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  atomicAdd(to, v);  // one vector atomic (sm_90) instead of two
+#else
+  atomicAdd(&to->x, v.x);
+  atomicAdd(&to->y, v.y);
+#endif
+}
 
 template <int M>
 constexpr int held_points = M / BlockPlan<M>::G;
@@ -286,7 +287,7 @@ block_forward(const float2* __restrict__ W, const float2* __restrict__ tw, const
     if constexpr (BlockPlan<M>::pairs_in_buffer) __syncthreads();  // the mirrors read before the product writes
   }
   if constexpr (BlockPlan<M>::pairs_in_buffer) {
-    multiply_packed<false, M, BlockPlan<M>::G>(buf, Wc, tw, h);
+    multiply_packed<false, M>(buf, Wc, tw, h);
 #pragma unroll
     for (int m = 0; m < held_points<M>; ++m) v[m] = buf[pad(point<M>(m))];
   } else {
@@ -315,13 +316,13 @@ block_backward(const float2* __restrict__ W, const float2* __restrict__ tw, cons
   load_held<M>(v, g + row, 1, T);
   block_fft<M, -1, true, false>(v, buf, tw);
   if constexpr (BlockPlan<M>::pairs_in_buffer) {
-    for_pairs<M, BlockPlan<M>::G>([&](int f, int) {
+    for_pairs<M>([&](int f, int) {
       float2 lo, hi;
       unpack(buf[pad(f)], buf[pad((M - f) % M)], tw[f], lo, hi);
       atomic_add(Sc + f, cmul_conj(__ldcs(K + f), lo));
       if (M - f != f) atomic_add(Sc + M - f, cmul_conj(__ldcs(K + M - f), conj(hi)));
     });
-    multiply_packed<true, M, BlockPlan<M>::G>(buf, Wc, tw, h);
+    multiply_packed<true, M>(buf, Wc, tw, h);
 #pragma unroll
     for (int m = 0; m < held_points<M>; ++m) v[m] = buf[pad(point<M>(m))];
   } else {
