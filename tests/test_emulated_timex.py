@@ -56,8 +56,8 @@ MUTANTS = {
         PASSES, "  Sync::wait();\n#pragma unroll\n  for (int m = 0; m < (HALF_OUT",
         "#pragma unroll\n  for (int m = 0; m < (HALF_OUT", ("float32", 3, 1, 600)),
     "upper-half-read-as-zero-in-the-inverse": (
-        SOURCE, "v[m] = cmul(__ldg(ww + lane + LANES * m), v[m]);\n  warp_fft<N, 1, false, true>",
-        "v[m] = cmul(__ldg(ww + lane + LANES * m), v[m]);\n  warp_fft<N, 1, true, true>", ("float32", 2, 1, 300)),
+        SOURCE, "warp_fft<N, 1, false, true>(v, buf, TableTwiddles<1>{fresh",
+        "warp_fft<N, 1, true, true>(v, buf, TableTwiddles<1>{fresh", ("float32", 2, 1, 300)),
     "long-upper-half-read-as-zero-in-the-inverse": (
         LONG_SOURCE, "group_fft<M, Plan::G, 1, false, true,", "group_fft<M, Plan::G, 1, true, true,",
         ("float32", 2, 1, 2048)),

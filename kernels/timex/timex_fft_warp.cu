@@ -137,6 +137,10 @@ warp_spectra(const S* __restrict__ w, float2* __restrict__ spectra, float2* __re
   }
 }
 
+// At N = 2048 the inverse takes the table and the lane through opaque (fft_math.cuh), as the long rows'
+// fresh_inverse does: otherwise nvcc keeps the first transform's twiddle loads live across the product
+// step and spills 380 bytes a thread; hidden, none, and the forward at B=32, C=768, T=1024 went from 235
+// to 207 us (H100, 2026-11-27). At N = 1536 (the seed shape) hiding them made it 9 % slower, so only there.
 template <typename S, int N>
 __global__ void __launch_bounds__(WARPS* LANES)
 warp_forward(const S* __restrict__ k, const float2* __restrict__ spectra, const float2* __restrict__ table,
@@ -153,7 +157,8 @@ warp_forward(const S* __restrict__ k, const float2* __restrict__ spectra, const 
   const float2* ww = spectra + (size_t)task.c * N;
 #pragma unroll
   for (int m = 0; m < N / LANES; ++m) v[m] = cmul(__ldg(ww + lane + LANES * m), v[m]);
-  warp_fft<N, 1, false, true>(v, buf, TableTwiddles<1>{table}, lane);
+  constexpr bool fresh = N == 2048;
+  warp_fft<N, 1, false, true>(v, buf, TableTwiddles<1>{fresh ? opaque(table) : table}, fresh ? opaque(lane) : lane);
 #pragma unroll
   for (int m = 0; m < N / LANES / 2; ++m) {
     const int n = lane + LANES * m;
