@@ -88,9 +88,11 @@ __device__ __forceinline__ void setmaxnreg_dec() {}
   __device__ __forceinline__ void wgmma_m64n##N##k16_##T##_rs(float* d, const uint32_t* a, uint64_t db, int acc) { \
     emu::wgmma(d, N, 0, a, db, TransB, acc, F16);                                                        \
   }
+CUDABENCH_EMU_WGMMA(32, bf16, false)
 CUDABENCH_EMU_WGMMA(64, bf16, false)
 CUDABENCH_EMU_WGMMA(128, bf16, false)
 CUDABENCH_EMU_WGMMA(256, bf16, false)
+CUDABENCH_EMU_WGMMA(32, f16, true)
 CUDABENCH_EMU_WGMMA(64, f16, true)
 CUDABENCH_EMU_WGMMA(128, f16, true)
 CUDABENCH_EMU_WGMMA(256, f16, true)

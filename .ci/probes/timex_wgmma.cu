@@ -1,0 +1,226 @@
+// A TimeX forward on wgmma (issue 29, probe): bfloat16 or float16 in and out, float32 sums, T <= 768,
+// T % 8 == 0, any B and C. Not a registered variant: at the seed shape it is 6 % faster than timex-mma,
+// far from the goal (docs/benchmarks/h100-hopper.md). Timed by timex_wgmma_bench.cu, checked on the CPU
+// emulator by timex_wgmma_check.cpp.
+//
+// Per channel c and 32 batch rows b, transposed:  OUTᵀ (T × 32) = Wf (T × T) · Kᵀ (T × 32), with
+// Wf[t, u] = w[c, T-1-t+u] for u <= t, else 0. Cut into 64 × 64 tiles, Wf's tile (t-tile j, u-tile i)
+// depends only on d = j - i: A_d[r][q] = w[T-1-64d-r+q] (zero past either end of w, which is also the
+// causal mask inside A_0). So each warpgroup loads A_d once into its registers, as wgmma's A fragments
+// (two consecutive q of one row in a register: a pair (w[x], w[x+1]) read whole from a table of such
+// pairs), and multiplies it into every output tile j >= d it holds:
+//   acc_j += A_d · K_{j-d}   (m64n32k16 × 4 per tile pair; K_i = rows b of k[b, c, 64i .. 64i+63])
+// d runs from the last tile down, so the step at d needs K tiles 0 .. nt-1-d: the tiles land (TMA, one
+// mbarrier each) in the order they are first needed. Two blocks share a channel's 32 batch rows, half H
+// taking output tiles 4q + 2H and 4q + 2H + 1 (q < 3), one per warpgroup in each slot q: 48 registers of
+// sums a thread. Both warpgroups issue the same products in the same order, with no branch between
+// them: where only the second's tile has a pair at step d, the first multiplies a tile of zeros (a wgmma
+// behind a branch that ptxas cannot prove uniform across the warpgroup is serialised). No step waits on
+// the other warpgroup.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <type_traits>
+
+#include "cudabench/hopper.cuh"
+
+namespace timex_wgmma {
+
+using namespace cudabench::hopper;
+
+constexpr int TILE = 64;          // t and u per tile
+constexpr int ROWS = 32;          // batch rows per block (wgmma's N)
+constexpr int MAX_TILES = 12;     // T <= 768
+#ifndef TW_HALVES  // timing builds tried 1, 2 and 3 (docs/benchmarks/h100-hopper.md)
+#define TW_HALVES 2
+#endif
+constexpr int HALVES = TW_HALVES;  // blocks per channel and 32 batch rows, each with a share of the output tiles
+constexpr int SLOTS = (6 + HALVES - 1) / HALVES;  // output tiles per warpgroup
+constexpr int THREADS = 256;      // two warpgroups
+constexpr int PAD = 64;           // zeros kept on each side of the staged w row
+#ifndef TW_MINB  // blocks per SM the registers are budgeted for (timing builds tried 1, 2 and 3)
+#define TW_MINB 2
+#endif
+
+template <typename S>
+struct Shared {
+  S k[MAX_TILES][ROWS * TILE];    // 4 KB each, multiples of 1024 B: aligned as the swizzle needs
+  S zeros[ROWS * TILE];
+  uint32_t pairs[MAX_TILES * TILE + 2 * PAD];  // pairs[PAD + x] = (w[x], w[x+1]), zero outside w
+  S w[MAX_TILES * TILE + 2 * PAD + 2];          // w[PAD + x] = w[c, x], zero outside
+  uint64_t k_full[MAX_TILES];
+};
+
+template <typename S>
+__device__ __forceinline__ S from_f(float x) {
+  if constexpr (std::is_same<S, __half>::value) return __float2half_rn(x);
+  else return __float2bfloat16_rn(x);
+}
+
+// The products and the stores of block share H: warpgroup g holds output tiles j = 2·HALVES·q + 2H + g
+template <typename S, bool F16, int NT, int H>
+__device__ __forceinline__ void output_tiles(Shared<S>& s, int c, int b0, S* __restrict__ out, float eps, int B, int C,
+                                             int T) {
+  constexpr int nt = NT;
+  const int g = threadIdx.x / 128;
+  float acc[SLOTS][ROWS / 2];
+#pragma unroll
+  for (int q = 0; q < SLOTS; ++q)
+#pragma unroll
+    for (int e = 0; e < ROWS / 2; ++e) acc[q][e] = 0.0f;
+
+  const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
+  // A_d's fragment for k-slice kk: rows r = 16·warp + lane/4 (+8), columns q = 16kk + 2(lane%4) (+8), so
+  // x = T-1-64d-r+q; the register of row +8 and column +8 is the first one's pair again
+  const uint32_t* pair_row = s.pairs + PAD + T - 1 - (16 * warp + lane / 4) + 2 * (lane % 4);
+  // B descriptors as one base plus a byte offset (/16 in the start-address field): nvcc would otherwise keep
+  // a 64-bit descriptor per K tile and k-slice live across the unrolled steps
+  const uint64_t k_desc = desc_k_major_sw128(s.k[0]);
+  constexpr uint32_t K_TILE_BYTES = ROWS * TILE * sizeof(S), ZEROS = MAX_TILES * K_TILE_BYTES;  // s.zeros follows s.k
+#pragma unroll
+  for (int d = nt - 1; d >= 0; --d) {
+    uint32_t a[TILE / 16][4];
+#pragma unroll
+    for (int kk = 0; kk < TILE / 16; ++kk) {
+      const uint32_t* p = pair_row - TILE * d + 16 * kk;
+      a[kk][0] = p[0];
+      a[kk][1] = p[-8];
+      a[kk][2] = p[8];
+      a[kk][3] = a[kk][0];
+    }
+    mbar_wait(&s.k_full[nt - 1 - d], 0);
+    wgmma_fence();
+#pragma unroll
+    for (int q = 0; q < SLOTS; ++q) {
+      if (2 * HALVES * q + 2 * H + 1 < d || 2 * HALVES * q + 2 * H >= nt) continue;  // neither warpgroup's tile has a pair at d
+      const int j = 2 * HALVES * q + 2 * H + g;
+      const uint32_t kt = j >= d && j < nt ? (j - d) * K_TILE_BYTES : ZEROS;
+#pragma unroll
+      for (int kk = 0; kk < TILE / 16; ++kk) {
+        const uint64_t db = k_desc + ((kt + kk * 32) >> 4);
+        if constexpr (F16)
+          wgmma_m64n32k16_f16_rs<0>(acc[q], a[kk], db, 1);
+        else
+          wgmma_m64n32k16_bf16_rs<0>(acc[q], a[kk], db, 1);
+      }
+    }
+    wgmma_commit();
+    wgmma_wait<0>();  // a[] is read by the products until they finish
+  }
+  wgmma_wait<0>();
+  __syncthreads();  // no product reads the K tiles any more: they hold the outputs now
+
+  // acc[q][4i + r] is out at t = 64j + 16·warp + lane/4 (+8 for r >= 2), b = b0 + 8i + 2·(lane%4) + (r & 1).
+  // Each warpgroup stages its tiles in its half of the K tiles as [b][t] (16-byte chunks of t swizzled by
+  // b % 8: conflict-free), then writes whole 16-byte chunks of out's rows.
+  S* stage = s.k[g * SLOTS];
+#pragma unroll
+  for (int q = 0; q < SLOTS; ++q) {
+    if (2 * HALVES * q + 2 * H >= nt) continue;
+#pragma unroll
+    for (int e = 0; e < ROWS / 2; ++e) {
+      const int t = 16 * warp + lane / 4 + 8 * ((e % 4) / 2), b = 8 * (e / 4) + 2 * (lane % 4) + (e & 1);
+      stage[q * ROWS * TILE + b * TILE + (((t / 8) ^ (b % 8)) * 8) + t % 8] = from_f<S>(eps + acc[q][e]);
+    }
+  }
+  named_barrier_sync(1 + g, 128);
+  for (int i = threadIdx.x % 128; i < SLOTS * ROWS * 8; i += 128) {
+    const int q = i / (ROWS * 8), b = (i / 8) % ROWS, p = i % 8, j = 2 * HALVES * q + 2 * H + g, t = TILE * j + 8 * p;
+    if (j < nt && t < T && b0 + b < B)
+      *reinterpret_cast<uint4*>(out + ((size_t)(b0 + b) * C + c) * T + t) =
+          *reinterpret_cast<const uint4*>(stage + q * ROWS * TILE + b * TILE + ((p ^ (b % 8)) * 8));
+  }
+}
+
+// NT = ceil(T / 64) tiles, a compile-time count: the loop over d unrolls, so which products a step makes
+// is fixed in the code (a wgmma behind a branch that ptxas cannot prove uniform is serialised)
+template <typename S, bool F16, int NT>
+__global__ void __launch_bounds__(THREADS, TW_MINB)
+    forward(const __grid_constant__ CUtensorMap map_k, const S* __restrict__ w, S* __restrict__ out, float eps,
+            int B, int C, int T) {
+#if defined(CUDABENCH_HOPPER)
+  extern __shared__ uint8_t raw[];
+  auto& s = *reinterpret_cast<Shared<S>*>((reinterpret_cast<uintptr_t>(raw) + 1023) & ~uintptr_t(1023));
+  const int c = blockIdx.x % C, b0 = (blockIdx.x / C) * ROWS;
+  constexpr int nt = NT;
+
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < nt; ++i) mbar_init(&s.k_full[i], 1);
+    mbar_fence_init();
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < nt; ++i) {  // K_i: 32 rows b of 64 u, zeros past B and T
+      mbar_arrive_expect_tx(&s.k_full[i], ROWS * TILE * sizeof(S));
+      tma_load_3d(s.k[i], &map_k, &s.k_full[i], TILE * i, c, b0);
+    }
+  }
+  const S zero = from_f<S>(0.0f);
+  for (int i = threadIdx.x; i < ROWS * TILE; i += THREADS) s.zeros[i] = zero;
+  {  // every load of the row issued before any store: one memory latency, not one per round
+    constexpr int ROUNDS = (nt * TILE + 2 * PAD + 1 + THREADS - 1) / THREADS;
+    S v[ROUNDS];
+#pragma unroll
+    for (int r = 0; r < ROUNDS; ++r) {
+      const int x = threadIdx.x + r * THREADS - PAD;
+      v[r] = x >= 0 && x < T ? w[(size_t)c * T + x] : zero;
+    }
+#pragma unroll
+    for (int r = 0; r < ROUNDS; ++r)
+      if (threadIdx.x + r * THREADS < nt * TILE + 2 * PAD + 1) s.w[threadIdx.x + r * THREADS] = v[r];
+  }
+  __syncthreads();
+  const uint16_t* wbits = reinterpret_cast<const uint16_t*>(s.w);
+  for (int i = threadIdx.x; i < nt * TILE + 2 * PAD; i += THREADS) s.pairs[i] = wbits[i] | (uint32_t)wbits[i + 1] << 16;
+  __syncthreads();
+
+  if (HALVES == 1 || blockIdx.y == 0)
+    output_tiles<S, F16, NT, 0>(s, c, b0, out, eps, B, C, T);
+  else if (HALVES == 2 || blockIdx.y == 1)
+    output_tiles<S, F16, NT, 1>(s, c, b0, out, eps, B, C, T);
+  else
+    output_tiles<S, F16, NT, HALVES - 1>(s, c, b0, out, eps, B, C, T);
+#else
+  __trap();
+#endif
+}
+
+template <typename S, bool F16, int NT = 1>
+cudaError_t launch_nt(int nt, int blocks, const CUtensorMap& map, const void* w, void* out, float eps, int B, int C,
+                      int T, cudaStream_t stream) {
+  if constexpr (NT < MAX_TILES) {
+    if (nt > NT) return launch_nt<S, F16, NT + 1>(nt, blocks, map, w, out, eps, B, C, T, stream);
+  }
+  auto kernel = forward<S, F16, NT>;
+  const size_t bytes = sizeof(Shared<S>) + 1024;
+  const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
+  if (err != cudaSuccess) return err;
+  kernel<<<dim3(blocks, HALVES), THREADS, bytes, stream>>>(map, (const S*)w, (S*)out, eps, B, C, T);
+  return cudaGetLastError();
+}
+
+}  // namespace timex_wgmma
+
+// Why the probe cannot run at (B, C, T), or nullptr.
+const char* timex_wgmma_unsupported(int B, int C, int T) {
+  if (B <= 0 || C <= 0 || T <= 0) return "B, C and T must be positive";
+  if (T > timex_wgmma::MAX_TILES * timex_wgmma::TILE) return "T must be at most 768";
+  if (T % 8) return "T must be a multiple of 8 (TMA's row stride is a multiple of 16 bytes)";
+  return nullptr;
+}
+
+// k, out: (B, C, T); w: (C, T); f16: float16, else bfloat16
+cudaError_t timex_wgmma_forward(bool f16, const void* w, const void* k, void* out, float eps, int B, int C, int T,
+                                       cudaStream_t stream) {
+  using namespace timex_wgmma;
+  if (timex_wgmma_unsupported(B, C, T)) return cudaErrorInvalidValue;
+  if (reinterpret_cast<uintptr_t>(k) % 16 || reinterpret_cast<uintptr_t>(out) % 16) return cudaErrorInvalidValue;  // TMA, uint4 stores
+  CUtensorMap map;
+  const cuuint64_t dims[3] = {(cuuint64_t)T, (cuuint64_t)C, (cuuint64_t)B};
+  const cuuint64_t strides[2] = {(cuuint64_t)T * 2, (cuuint64_t)C * T * 2};
+  const cuuint32_t box[3] = {TILE, 1, ROWS};
+  if (!tensor_map_16bit(&map, k, 3, dims, strides, box, f16)) return cudaErrorInvalidValue;
+  const int blocks = C * ((B + ROWS - 1) / ROWS), nt = (T + TILE - 1) / TILE;
+  return f16 ? launch_nt<__half, true>(nt, blocks, map, w, out, eps, B, C, T, stream)
+             : launch_nt<__nv_bfloat16, false>(nt, blocks, map, w, out, eps, B, C, T, stream);
+}

@@ -1,0 +1,79 @@
+// timex_wgmma.cu's forward on the CPU emulator (tests/emulated): random bf16 or f16 k in [-1, 1] and w in
+// (0, 1], out filled with NaN first, against float64 direct sums, under two schedules that must agree bit
+// for bit (TMA boxes and wgmma products landing as late as they may / at their issue).
+//   cd tests/emulated && python rewrite_launches.py ../../.ci/probes/timex_wgmma.cu /tmp/emu/tw.cpp
+//   g++ -std=c++17 -O2 -fno-strict-aliasing -Ishim -I../../cudabench/spec/include -D__CUDA_ARCH__=900 \
+//       runtime/*.cpp ../../.ci/probes/timex_wgmma_check.cpp /tmp/emu/tw.cpp -o /tmp/emu/twc
+//   /tmp/emu/twc f16|bf16 B C T
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+const char* timex_wgmma_unsupported(int B, int C, int T);
+cudaError_t timex_wgmma_forward(bool f16, const void* w, const void* k, void* out, float eps, int B, int C, int T,
+                                cudaStream_t stream);
+
+namespace {
+struct Half16 {  // 16-bit values, 64-byte aligned, created as 0xff bytes (NaN)
+  Half16(size_t n, bool f16) : f16(f16), bits((n + 32) & ~size_t(31), 0xffff) {}
+  bool f16;
+  std::vector<uint16_t> bits;
+  double get(size_t i) const { return f16 ? __half::to_float(bits[i]) : __nv_bfloat16::to_float(bits[i]); }
+  void set(size_t i, float x) { bits[i] = f16 ? __half(x).x : __nv_bfloat16(x).x; }
+};
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 5) return fprintf(stderr, "usage: timex_wgmma_check f16|bf16 B C T\n"), 2;
+  const bool f16 = std::string(argv[1]) == "f16";
+  const int B = atoi(argv[2]), C = atoi(argv[3]), T = atoi(argv[4]);
+  const double tolerance = 1e-5 + 4 * (f16 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8));
+  if (const char* why = timex_wgmma_unsupported(B, C, T)) return printf("unsupported: %s\n", why), 2;
+  std::mt19937 gen(B * 7919 + C * 104729 + T);
+  std::uniform_real_distribution<float> sym(-1.0f, 1.0f), pos(0.0f, 1.0f);
+  Half16 k((size_t)B * C * T, f16), w((size_t)C * T, f16);
+  for (size_t i = 0; i < (size_t)B * C * T; ++i) k.set(i, sym(gen));
+  for (size_t i = 0; i < (size_t)C * T; ++i) w.set(i, 1.0f - pos(gen));
+  const float eps = 0.25f;
+  std::vector<double> ref((size_t)B * C * T);
+  for (int b = 0; b < B; ++b)
+    for (int c = 0; c < C; ++c)
+      for (int t = 0; t < T; ++t) {
+        double sum = eps;
+        for (int u = 0; u <= t; ++u) sum += w.get((size_t)c * T + T - 1 - (t - u)) * k.get(((size_t)b * C + c) * T + u);
+        ref[((size_t)b * C + c) * T + t] = sum;
+      }
+  const emu::Schedule schedules[2] = {
+      {emu::WarpOrder::Forward, emu::CpAsyncLanding::AtWait, emu::WgmmaLanding::AtWait, emu::TmaLanding::AtPhase},
+      {emu::WarpOrder::Reverse, emu::CpAsyncLanding::AtWait, emu::WgmmaLanding::AtIssue, emu::TmaLanding::AtIssue}};
+  std::vector<Half16> outs;
+  bool ok = true;
+  for (int s = 0; s < 2; ++s) {
+    emu::schedule = schedules[s];
+    outs.emplace_back((size_t)B * C * T, f16);
+    const cudaError_t err = timex_wgmma_forward(f16, w.bits.data(), k.bits.data(), outs.back().bits.data(), eps, B, C, T, nullptr);
+    if (err != cudaSuccess) {
+      printf("schedule %d: launch error %d\n", s, err);
+      ok = false;
+      continue;
+    }
+    double num = 0, den = 0;
+    for (size_t i = 0; i < ref.size(); ++i) {
+      const double d = outs.back().get(i) - ref[i];
+      num += d * d;
+      den += ref[i] * ref[i];
+    }
+    const double rel = std::isnan(num) ? INFINITY : std::sqrt(num / den);
+    printf("schedule %d: %s B=%d C=%d T=%d error %.3g (tolerance %.3g)\n", s, f16 ? "f16" : "bf16", B, C, T, rel, tolerance);
+    ok &= rel <= tolerance;
+  }
+  const bool same = outs.size() == 2 && outs[0].bits == outs[1].bits;
+  printf("schedules agree bit for bit: %s\nRESULT %s\n", same ? "yes" : "NO", ok && same ? "OK" : "FAIL");
+  return ok && same ? 0 : 1;
+}
