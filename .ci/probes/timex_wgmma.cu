@@ -1,6 +1,6 @@
 // A TimeX forward on wgmma (issue 29, probe): bfloat16 or float16 in and out, float32 sums, T <= 768,
-// T % 8 == 0, any B and C. Not a registered variant: at the seed shape it is 6 % faster than timex-mma,
-// far from the goal (docs/benchmarks/h100-hopper.md). Timed by timex_wgmma_bench.cu, checked on the CPU
+// T % 8 == 0, any B and C. Not a registered variant: at the seed shape it is 13-15 % faster than
+// timex-mma, far from the goal (docs/benchmarks/h100-hopper.md). Timed by timex_wgmma_bench.cu, checked on the CPU
 // emulator by timex_wgmma_check.cpp.
 //
 // Per channel c and 32 batch rows b, transposed:  OUTᵀ (T × 32) = Wf (T × T) · Kᵀ (T × 32), with
@@ -16,13 +16,15 @@
 // sums a thread. Both warpgroups issue the same products in the same order, with no branch between
 // them: where only the second's tile has a pair at step d, the first multiplies a tile of zeros (a wgmma
 // behind a branch that ptxas cannot prove uniform across the warpgroup is serialised). No step waits on
-// the other warpgroup.
+// the other warpgroup. The blocks are persistent: one per slot takes items (channel, 32 batch rows) in
+// turn, and the next item's K tiles (TMA) and w row (cp.async) land in a second buffer meanwhile.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include <type_traits>
 
 #include "cudabench/hopper.cuh"
+#include "cudabench/tensor_core.cuh"
 
 namespace timex_wgmma {
 
@@ -58,9 +60,12 @@ __device__ __forceinline__ S from_f(float x) {
 }
 
 // The products and the stores of block share H: warpgroup g holds output tiles j = 2·HALVES·q + 2H + g
+// k: the item's K tiles (zeros_off bytes before the zero tile), pairs: its w pairs, k_full: the tiles'
+// mbarriers, waited on with `parity`
 template <typename S, bool F16, int NT, int H>
-__device__ __forceinline__ void output_tiles(Shared<S>& s, int c, int b0, S* __restrict__ out, float eps, int B, int C,
-                                             int T) {
+__device__ __forceinline__ void output_tiles(S (*k)[ROWS * TILE], const uint32_t* pairs, uint32_t zeros_off,
+                                             uint64_t* k_full, uint32_t parity, int c, int b0, S* __restrict__ out,
+                                             float eps, int B, int C, int T) {
   constexpr int nt = NT;
   const int g = threadIdx.x / 128;
   float acc[SLOTS][ROWS / 2];
@@ -72,11 +77,11 @@ __device__ __forceinline__ void output_tiles(Shared<S>& s, int c, int b0, S* __r
   const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
   // A_d's fragment for k-slice kk: rows r = 16·warp + lane/4 (+8), columns q = 16kk + 2(lane%4) (+8), so
   // x = T-1-64d-r+q; the register of row +8 and column +8 is the first one's pair again
-  const uint32_t* pair_row = s.pairs + PAD + T - 1 - (16 * warp + lane / 4) + 2 * (lane % 4);
+  const uint32_t* pair_row = pairs + PAD + T - 1 - (16 * warp + lane / 4) + 2 * (lane % 4);
   // B descriptors as one base plus a byte offset (/16 in the start-address field): nvcc would otherwise keep
   // a 64-bit descriptor per K tile and k-slice live across the unrolled steps
-  const uint64_t k_desc = desc_k_major_sw128(s.k[0]);
-  constexpr uint32_t K_TILE_BYTES = ROWS * TILE * sizeof(S), ZEROS = MAX_TILES * K_TILE_BYTES;  // s.zeros follows s.k
+  const uint64_t k_desc = desc_k_major_sw128(k[0]);
+  constexpr uint32_t K_TILE_BYTES = ROWS * TILE * sizeof(S);
 #pragma unroll
   for (int d = nt - 1; d >= 0; --d) {
     uint32_t a[TILE / 16][4];
@@ -88,13 +93,13 @@ __device__ __forceinline__ void output_tiles(Shared<S>& s, int c, int b0, S* __r
       a[kk][2] = p[8];
       a[kk][3] = a[kk][0];
     }
-    mbar_wait(&s.k_full[nt - 1 - d], 0);
+    mbar_wait(&k_full[nt - 1 - d], parity);
     wgmma_fence();
 #pragma unroll
     for (int q = 0; q < SLOTS; ++q) {
       if (2 * HALVES * q + 2 * H + 1 < d || 2 * HALVES * q + 2 * H >= nt) continue;  // neither warpgroup's tile has a pair at d
       const int j = 2 * HALVES * q + 2 * H + g;
-      const uint32_t kt = j >= d && j < nt ? (j - d) * K_TILE_BYTES : ZEROS;
+      const uint32_t kt = j >= d && j < nt ? (j - d) * K_TILE_BYTES : zeros_off;
 #pragma unroll
       for (int kk = 0; kk < TILE / 16; ++kk) {
         const uint64_t db = k_desc + ((kt + kk * 32) >> 4);
@@ -113,7 +118,7 @@ __device__ __forceinline__ void output_tiles(Shared<S>& s, int c, int b0, S* __r
   // acc[q][4i + r] is out at t = 64j + 16·warp + lane/4 (+8 for r >= 2), b = b0 + 8i + 2·(lane%4) + (r & 1).
   // Each warpgroup stages its tiles in its half of the K tiles as [b][t] (16-byte chunks of t swizzled by
   // b % 8: conflict-free), then writes whole 16-byte chunks of out's rows.
-  S* stage = s.k[g * SLOTS];
+  S* stage = k[g * SLOTS];
 #pragma unroll
   for (int q = 0; q < SLOTS; ++q) {
     if (2 * HALVES * q + 2 * H >= nt) continue;
@@ -130,6 +135,19 @@ __device__ __forceinline__ void output_tiles(Shared<S>& s, int c, int b0, S* __r
       *reinterpret_cast<uint4*>(out + ((size_t)(b0 + b) * C + c) * T + t) =
           *reinterpret_cast<const uint4*>(stage + q * ROWS * TILE + b * TILE + ((p ^ (b % 8)) * 8));
   }
+}
+
+// output_tiles for this block's share (blockIdx.y, fixed for the block: a branch ptxas sees as uniform)
+template <typename S, bool F16, int NT>
+__device__ __forceinline__ void block_share(S (*k)[ROWS * TILE], const uint32_t* pairs, uint32_t zeros_off,
+                                            uint64_t* k_full, uint32_t parity, int c, int b0, S* __restrict__ out,
+                                            float eps, int B, int C, int T) {
+  if (HALVES == 1 || blockIdx.y == 0)
+    output_tiles<S, F16, NT, 0>(k, pairs, zeros_off, k_full, parity, c, b0, out, eps, B, C, T);
+  else if (HALVES == 2 || blockIdx.y == 1)
+    output_tiles<S, F16, NT, 1>(k, pairs, zeros_off, k_full, parity, c, b0, out, eps, B, C, T);
+  else
+    output_tiles<S, F16, NT, HALVES - 1>(k, pairs, zeros_off, k_full, parity, c, b0, out, eps, B, C, T);
 }
 
 // NT = ceil(T / 64) tiles, a compile-time count: the loop over d unrolls, so which products a step makes
@@ -174,22 +192,95 @@ __global__ void __launch_bounds__(THREADS, TW_MINB)
   for (int i = threadIdx.x; i < nt * TILE + 2 * PAD; i += THREADS) s.pairs[i] = wbits[i] | (uint32_t)wbits[i + 1] << 16;
   __syncthreads();
 
-  if (HALVES == 1 || blockIdx.y == 0)
-    output_tiles<S, F16, NT, 0>(s, c, b0, out, eps, B, C, T);
-  else if (HALVES == 2 || blockIdx.y == 1)
-    output_tiles<S, F16, NT, 1>(s, c, b0, out, eps, B, C, T);
-  else
-    output_tiles<S, F16, NT, HALVES - 1>(s, c, b0, out, eps, B, C, T);
+  block_share<S, F16, NT>(s.k, s.pairs, MAX_TILES * ROWS * TILE * sizeof(S), s.k_full, 0, c, b0, out, eps, B, C, T);
 #else
   __trap();
 #endif
 }
+
+// Persistent: a block per slot takes items (channel, 32 batch rows) in turn, its share fixed by blockIdx.y.
+// While it multiplies one item, the next one's K tiles (TMA) and w row (cp.async) land in the other buffer.
+template <typename S>
+struct SharedP {
+  S k[2][MAX_TILES][ROWS * TILE];
+  S zeros[ROWS * TILE];
+  uint32_t pairs[MAX_TILES * TILE + 2 * PAD];
+  S w[2][MAX_TILES * TILE + 2 * PAD + 8];
+  uint64_t k_full[2][MAX_TILES];
+};
+
+template <typename S, bool F16, int NT>
+__global__ void __launch_bounds__(THREADS, TW_MINB)
+    forward_persistent(const __grid_constant__ CUtensorMap map_k, const S* __restrict__ w, S* __restrict__ out,
+                       float eps, int B, int C, int T) {
+#if defined(CUDABENCH_HOPPER)
+  extern __shared__ uint8_t raw[];
+  auto& s = *reinterpret_cast<SharedP<S>*>((reinterpret_cast<uintptr_t>(raw) + 1023) & ~uintptr_t(1023));
+  constexpr int nt = NT;
+  const int items = C * ((B + ROWS - 1) / ROWS);
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < 2 * nt; ++i) mbar_init(&s.k_full[i / nt][i % nt], 1);
+    mbar_fence_init();
+  }
+  const S zero = from_f<S>(0.0f);
+  for (int i = threadIdx.x; i < ROWS * TILE; i += THREADS) s.zeros[i] = zero;
+  for (int i = threadIdx.x; i < 2 * (MAX_TILES * TILE + 2 * PAD + 8); i += THREADS) (&s.w[0][0])[i] = zero;
+  __syncthreads();
+  // item -> its K tiles and w row into buffer p (the w row's 16-byte chunks: T % 8 == 0)
+  auto fetch = [&](int item, int p) {
+    const int c = item % C, b0 = (item / C) * ROWS;
+    if (threadIdx.x == 0) {
+      fence_proxy_async();  // this buffer's earlier reads and writes (the staged outputs) come first
+      for (int i = 0; i < nt; ++i) {
+        mbar_arrive_expect_tx(&s.k_full[p][i], ROWS * TILE * sizeof(S));
+        tma_load_3d(s.k[p][i], &map_k, &s.k_full[p][i], TILE * i, c, b0);
+      }
+    }
+    for (int i = threadIdx.x; i < T / 8; i += THREADS) tensor_core::cp_async_16(&s.w[p][PAD + 8 * i], w + (size_t)c * T + 8 * i, true);
+    tensor_core::cp_async_commit();
+  };
+  if (blockIdx.x < items) fetch(blockIdx.x, 0);
+  int n = 0;
+  for (int item = blockIdx.x; item < items; item += gridDim.x, ++n) {
+    const int p = n & 1, c = item % C, b0 = (item / C) * ROWS;
+    tensor_core::cp_async_wait<0>();
+    __syncthreads();  // this item's w row has landed; the last item's staged outputs are read and its pairs used
+    const uint16_t* wbits = reinterpret_cast<const uint16_t*>(s.w[p]);
+    for (int i = threadIdx.x; i < nt * TILE + 2 * PAD; i += THREADS) s.pairs[i] = wbits[i] | (uint32_t)wbits[i + 1] << 16;
+    __syncthreads();
+    if (item + (int)gridDim.x < items) fetch(item + gridDim.x, p ^ 1);
+    block_share<S, F16, NT>(s.k[p], s.pairs, (uint32_t)((uint8_t*)s.zeros - (uint8_t*)s.k[p][0]), s.k_full[p],
+                            (n >> 1) & 1, c, b0, out, eps, B, C, T);
+  }
+#else
+  __trap();
+#endif
+}
+
+bool g_persistent = true;  // the bench times both (timex_wgmma_persistent)
 
 template <typename S, bool F16, int NT = 1>
 cudaError_t launch_nt(int nt, int blocks, const CUtensorMap& map, const void* w, void* out, float eps, int B, int C,
                       int T, cudaStream_t stream) {
   if constexpr (NT < MAX_TILES) {
     if (nt > NT) return launch_nt<S, F16, NT + 1>(nt, blocks, map, w, out, eps, B, C, T, stream);
+  }
+  if (g_persistent) {
+    auto kernel = forward_persistent<S, F16, NT>;
+    const size_t bytes = sizeof(SharedP<S>) + 1024;
+    cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
+    int sms = 3, per_sm = 1;  // on the CPU emulator: few slots, so that each block takes several items
+#if !defined(CUDABENCH_EMULATED)
+    int device = 0;
+    if (err == cudaSuccess) err = cudaGetDevice(&device);
+    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    if (err == cudaSuccess) err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, THREADS, bytes);
+#endif
+    if (err != cudaSuccess) return err;
+    const int slots = sms * (per_sm > 0 ? per_sm : 1) / HALVES;
+    kernel<<<dim3(blocks < slots ? blocks : slots, HALVES), THREADS, bytes, stream>>>(map, (const S*)w, (S*)out, eps,
+                                                                                      B, C, T);
+    return cudaGetLastError();
   }
   auto kernel = forward<S, F16, NT>;
   const size_t bytes = sizeof(Shared<S>) + 1024;
@@ -209,12 +300,16 @@ const char* timex_wgmma_unsupported(int B, int C, int T) {
   return nullptr;
 }
 
+// which kernel timex_wgmma_forward launches: one block per item, or persistent blocks
+void timex_wgmma_persistent(bool on) { timex_wgmma::g_persistent = on; }
+
 // k, out: (B, C, T); w: (C, T); f16: float16, else bfloat16
 cudaError_t timex_wgmma_forward(bool f16, const void* w, const void* k, void* out, float eps, int B, int C, int T,
                                        cudaStream_t stream) {
   using namespace timex_wgmma;
   if (timex_wgmma_unsupported(B, C, T)) return cudaErrorInvalidValue;
-  if (reinterpret_cast<uintptr_t>(k) % 16 || reinterpret_cast<uintptr_t>(out) % 16) return cudaErrorInvalidValue;  // TMA, uint4 stores
+  if (reinterpret_cast<uintptr_t>(k) % 16 || reinterpret_cast<uintptr_t>(out) % 16 || reinterpret_cast<uintptr_t>(w) % 16)
+    return cudaErrorInvalidValue;  // TMA, cp.async and 16-byte stores
   CUtensorMap map;
   const cuuint64_t dims[3] = {(cuuint64_t)T, (cuuint64_t)C, (cuuint64_t)B};
   const cuuint64_t strides[2] = {(cuuint64_t)T * 2, (cuuint64_t)C * T * 2};

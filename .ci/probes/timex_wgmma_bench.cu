@@ -1,4 +1,4 @@
-// timex_wgmma.cu's forward against timex-mma's (kernels/timex/timex_mma.cu) on the GPU, bf16, without torch:
+// timex_wgmma.cu's forward (persistent blocks, and one block per item) against timex-mma's (kernels/timex/timex_mma.cu) on the GPU, bf16, without torch:
 // both checked against float64 direct sums on 48 random rows, then timed (CUDA events, median, hot L2).
 //   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -Icudabench/spec/include -Ikernels/timex \
 //        kernels/timex/timex_mma.cu .ci/probes/timex_wgmma.cu .ci/probes/timex_wgmma_bench.cu -lcuda -o /tmp/twb
@@ -15,6 +15,7 @@
 #include "timex.h"
 
 const char* timex_wgmma_unsupported(int B, int C, int T);
+void timex_wgmma_persistent(bool on);
 cudaError_t timex_wgmma_forward(bool f16, const void* w, const void* k, void* out, float eps, int B, int C, int T,
                                 cudaStream_t stream);
 
@@ -56,10 +57,11 @@ int main(int argc, char** argv) {
   const float eps = 0.25f;
   auto wgmma = [&] { return timex_wgmma_forward(false, w, k, out, eps, B, C, T, 0); };
   auto mma = [&] { return timex_mma_forward(TIMEX_BF16, w, k, out, eps, B, C, T, 0); };
-  const char* names[2] = {"wgmma probe", "timex-mma"};
-  for (int v = 0; v < 2; ++v) {
+  const char* names[3] = {"wgmma persistent", "wgmma per item", "timex-mma"};
+  for (int v = 0; v < 3; ++v) {
+    timex_wgmma_persistent(v == 0);
     cudaMemset(out, 0xff, nk * 2);
-    const cudaError_t launched = v == 0 ? wgmma() : mma();
+    const cudaError_t launched = v < 2 ? wgmma() : mma();
     const cudaError_t done = cudaDeviceSynchronize();
     if (launched != cudaSuccess || done != cudaSuccess) {
       printf("%s: %s / %s\n", names[v], cudaGetErrorString(launched), cudaGetErrorString(done));
@@ -80,9 +82,9 @@ int main(int argc, char** argv) {
         den += sum * sum;
       }
     }
-    const float us = v == 0 ? median_us(wgmma, reps) : median_us(mma, reps);
+    const float us = v < 2 ? median_us(wgmma, reps) : median_us(mma, reps);
     const double bytes = 2.0 * nk * 2 + nw * 2;
-    printf("%-12s bf16 B=%d C=%d T=%d: fwd %7.1f us (%.0f GB/s), rel error %.2e on 48 rows\n", names[v], B, C, T, us,
+    printf("%-16s bf16 B=%d C=%d T=%d: fwd %7.1f us (%.0f GB/s), rel error %.2e on 48 rows\n", names[v], B, C, T, us,
            bytes / us / 1e3, std::sqrt(num / den));
   }
   return 0;

@@ -4,7 +4,7 @@
 //   cd tests/emulated && python rewrite_launches.py ../../.ci/probes/timex_wgmma.cu /tmp/emu/tw.cpp
 //   g++ -std=c++17 -O2 -fno-strict-aliasing -Ishim -I../../cudabench/spec/include -D__CUDA_ARCH__=900 \
 //       runtime/*.cpp ../../.ci/probes/timex_wgmma_check.cpp /tmp/emu/tw.cpp -o /tmp/emu/twc
-//   /tmp/emu/twc f16|bf16 B C T
+//   /tmp/emu/twc f16|bf16 B C T        (TW_PLAIN=1: one block per item instead of persistent blocks)
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -16,6 +16,7 @@
 #include <cuda_runtime.h>
 
 const char* timex_wgmma_unsupported(int B, int C, int T);
+void timex_wgmma_persistent(bool on);
 cudaError_t timex_wgmma_forward(bool f16, const void* w, const void* k, void* out, float eps, int B, int C, int T,
                                 cudaStream_t stream);
 
@@ -32,6 +33,7 @@ struct Half16 {  // 16-bit values, 64-byte aligned, created as 0xff bytes (NaN)
 int main(int argc, char** argv) {
   if (argc < 5) return fprintf(stderr, "usage: timex_wgmma_check f16|bf16 B C T\n"), 2;
   const bool f16 = std::string(argv[1]) == "f16";
+  timex_wgmma_persistent(getenv("TW_PLAIN") == nullptr);
   const int B = atoi(argv[2]), C = atoi(argv[3]), T = atoi(argv[4]);
   const double tolerance = 1e-5 + 4 * (f16 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8));
   if (const char* why = timex_wgmma_unsupported(B, C, T)) return printf("unsupported: %s\n", why), 2;

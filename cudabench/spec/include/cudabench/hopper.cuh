@@ -122,6 +122,9 @@ __device__ __forceinline__ uint64_t desc_mn_major_sw128(const void* tile, uint32
   return desc;
 }
 
+// the threads' own accesses to shared memory before a later TMA (the async proxy) writes it
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 template <int Pending>

@@ -68,6 +68,7 @@ __device__ __forceinline__ uint64_t desc_mn_major_sw128(const void* tile, uint32
 __device__ __forceinline__ void named_barrier_sync(int id, int threads) { emu::named_barrier_sync(id, threads); }
 __device__ __forceinline__ void named_barrier_arrive(int id, int threads) { emu::named_barrier_arrive(id, threads); }
 
+__device__ __forceinline__ void fence_proxy_async() {}  // the emulator has one proxy
 __device__ __forceinline__ void wgmma_fence() {}
 __device__ __forceinline__ void wgmma_commit() { emu::wgmma_commit(); }
 template <int Pending>
