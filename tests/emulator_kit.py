@@ -61,3 +61,25 @@ def link(cxx, flags, objects, exe):
 
 def report(result):
     return f"exit status {result.returncode}\n{result.stdout}{result.stderr[-4000:]}"
+
+
+class KernelChecker:
+    """The emulator's runtime and one checker program compiled once (on the pool); then one checker binary per
+    text of a kernel file, its launches rewritten for the emulator (a planted bug is another text)."""
+
+    def __init__(self, cxx, workdir, pool, flags, runtime, check_source):
+        self.cxx, self.workdir, self.flags = cxx, workdir, flags
+        self.common = [pool.submit(self._object, src, ["-Wall", "-Wextra"]) for src in [*runtime, check_source]]
+
+    def _object(self, src, flags, name=None):
+        obj = self.workdir / ((name or src.stem) + ".o")
+        must([self.cxx, *self.flags, *flags, "-c", src, "-o", obj])
+        return obj
+
+    def build(self, name, source_text):
+        cu, cpp = self.workdir / f"{name}.cu", self.workdir / f"{name}.cpp"
+        cu.write_text(source_text)
+        _, launches = rewriter.rewrite_file(str(cu), str(cpp))
+        assert launches > 0
+        kernel = self._object(cpp, ["-w"], name)
+        return link(self.cxx, self.flags, [*self.common, kernel], self.workdir / name)

@@ -27,8 +27,8 @@ def test_each_dtype_is_a_case_and_subjects_without_it_are_skipped_with_the_reaso
     cases = tasks[0].cases
     assert [c.dtype for c in cases] == ["float32", "bfloat16"]
     assert cases[1].key == "timex[B=8,C=3,T=16,bfloat16]/fwd" and cases[0].key == "timex[B=8,C=3,T=16]/fwd"
-    # timex-fft takes every precision, timex-mma only the low ones; the direct-sum ladder is float32 only
-    assert {s.name for s in subjects(tasks[0], cases[1])} == {"timex-fft", "timex-mma", "conv1d"}
+    # timex-fft takes every precision, timex-mma and timex-wgmma only the low ones; the direct-sum ladder is float32 only
+    assert {s.name for s in subjects(tasks[0], cases[1])} == {"timex-fft", "timex-mma", "timex-wgmma", "conv1d"}
     skipped = {name: why for name, _, why in skips(tasks[0], cases[1])}
     assert skipped["timex-v4"] == "dtype: timex-v4 supports float32 only"
     assert skips(tasks[0], cases[0])[0][0] == "timex-mma" and "float32" not in registry.family("timex").variant(

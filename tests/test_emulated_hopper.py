@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from emulator_kit import INCLUDES, compiler_or_skip, rewriter
-from emulator_kit import link, must as _must, report as _report, run as _run
+from emulator_kit import INCLUDES, KernelChecker, compiler_or_skip
+from emulator_kit import report as _report, run as _run
 
 ROOT = Path(__file__).resolve().parents[1]
 KIT = ROOT / "tests" / "emulated"
@@ -45,33 +45,10 @@ MUTANTS = {
 }
 
 
-
-
-class Checker:
-    """The emulator and matmul_wgmma_check compiled once; one checker binary per kernel text."""
-
-    def __init__(self, cxx, workdir, pool):
-        self.cxx, self.workdir = cxx, workdir
-        self.common = [pool.submit(self._object, src, ["-Wall", "-Wextra"])
-                       for src in RUNTIME + [KIT / "matmul_wgmma_check.cpp"]]
-
-    def _object(self, src, flags, name=None):
-        obj = self.workdir / ((name or src.stem) + ".o")
-        _must([self.cxx, *FLAGS, *flags, "-c", src, "-o", obj])
-        return obj
-
-    def build(self, name, source_text):
-        cu, cpp = self.workdir / f"{name}.cu", self.workdir / f"{name}.cpp"
-        cu.write_text(source_text)
-        _, launches = rewriter.rewrite_file(str(cu), str(cpp))
-        assert launches > 0
-        kernel = self._object(cpp, ["-w"], name)
-        return link(self.cxx, FLAGS, [*self.common, kernel], self.workdir / name)
-
-
 @pytest.fixture(scope="module")
 def checker(tmp_path_factory, pool):
-    return Checker(compiler_or_skip(), tmp_path_factory.mktemp("emulated-hopper"), pool)
+    return KernelChecker(compiler_or_skip(), tmp_path_factory.mktemp("emulated-hopper"), pool, FLAGS, RUNTIME,
+                         KIT / "matmul_wgmma_check.cpp")
 
 
 @pytest.fixture(scope="module")

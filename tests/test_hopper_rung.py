@@ -38,13 +38,20 @@ def test_a_build_for_sm_90_is_made_for_sm_90a_only_for_families_that_ask(matmul)
     assert with_features(discover().family("attention"), "sm_90") == "sm_90a"
     assert with_features(matmul, "sm_80") == "sm_80"
     assert with_features(matmul, "sm_100") == "sm_100"
-    assert with_features(discover().family("timex"), "sm_90") == "sm_90"
+    assert with_features(discover().family("add2"), "sm_90") == "sm_90"
+
+
+HOPPER = ("wgmma.mma_async", "cp.async.bulk.tensor", "setmaxnreg")  # the instructions each Hopper kernel uses
+TIMEX_HOPPER = HOPPER[:2]  # timex-wgmma: no warp specialisation, so no register budgets moved
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
-@pytest.mark.parametrize("kernel", ["matmul/matmul_wgmma.cu", "attention/flash3.cu", "attention/flash3_bwd.cu"])
+@pytest.mark.parametrize("kernel, instructions", [("matmul/matmul_wgmma.cu", HOPPER), ("attention/flash3.cu", HOPPER),
+                                                  ("attention/flash3_bwd.cu", HOPPER),
+                                                  ("timex/timex_wgmma.cu", TIMEX_HOPPER)])
 @pytest.mark.parametrize("arch, wgmma", [("sm_90a", True), ("sm_80", False)])
-def test_the_kernel_compiles_with_wgmma_for_sm_90a_and_without_it_elsewhere(tmp_path, kernel, arch, wgmma):
+def test_the_kernel_compiles_with_wgmma_for_sm_90a_and_without_it_elsewhere(tmp_path, kernel, instructions, arch,
+                                                                             wgmma):
     source = ROOT / "kernels" / kernel
     done = subprocess.run([str(a) for a in nvcc_command("nvcc", source, arch, tmp_path / "k.o")], capture_output=True,
                           text=True)
@@ -57,7 +64,7 @@ def test_the_kernel_compiles_with_wgmma_for_sm_90a_and_without_it_elsewhere(tmp_
     done = subprocess.run(command, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     text = ptx.read_text()
-    assert ("wgmma.mma_async" in text and "cp.async.bulk.tensor" in text and "setmaxnreg" in text) == wgmma
+    assert all(instruction in text for instruction in instructions) == wgmma
     assert ("trap;" in text) != wgmma  # elsewhere the kernel body is a trap the binding never reaches
 
 
@@ -92,3 +99,12 @@ def test_its_constraint_and_precision(matmul):
     assert all(c.holds(ok) for c in v.constraints)
     assert not all(c.holds({**ok, "N": 384}) for c in v.constraints)
     assert not all(c.holds({**ok, "K": 96}) for c in v.constraints)
+
+
+def test_on_another_gpu_timex_wgmma_is_skipped_with_the_reason():
+    class NotHopper:
+        def wgmma_not_here(self):
+            return "timex-wgmma needs sm_90a (a Hopper GPU: H100, H200, GH200)"
+
+    with pytest.raises(NotOnThisGPUError, match="needs sm_90a"):
+        discover().family("timex").variant("timex-wgmma").bind(NotHopper())

@@ -9,7 +9,7 @@ def test_shipped_families_and_variants(registry):
     assert [v.name for _, v in registry.variants()] == [
         "add2", "add2-vec4", "add2-tile", "attn-naive", "attn-flash1", "attn-flash2", "attn-flash3", "matmul-naive", "matmul-tiled",
         "matmul-regtile", "matmul-wgmma", "sincos-fused",
-        "timex-v1", "timex-v2", "timex-v3", "timex-v4", "timex-v5", "timex-fft", "timex-mma"]
+        "timex-v1", "timex-v2", "timex-v3", "timex-v4", "timex-v5", "timex-fft", "timex-mma", "timex-wgmma"]
     for family in registry.families:
         assert family.baselines, f"{family.name} has a baseline to compare with"
         for source in family.source_paths():
@@ -18,7 +18,7 @@ def test_shipped_families_and_variants(registry):
 
 def test_family_name_means_all_its_variants(registry):
     picked = [v.name for _, v in registry.resolve(["timex", "timex-v2"])]
-    assert picked == ["timex-v1", "timex-v2", "timex-v3", "timex-v4", "timex-v5", "timex-fft", "timex-mma"]
+    assert picked == ["timex-v1", "timex-v2", "timex-v3", "timex-v4", "timex-v5", "timex-fft", "timex-mma", "timex-wgmma"]
 
 
 def test_unknown_kernel_suggests_close_names(registry):

@@ -1,7 +1,8 @@
-// timex_wgmma.cu's forward (persistent blocks, and one block per item) against timex-mma's (kernels/timex/timex_mma.cu) on the GPU, bf16, without torch:
-// both checked against float64 direct sums on 48 random rows, then timed (CUDA events, median, hot L2).
+// timex-wgmma's forward (kernels/timex/timex_wgmma.cu) against timex-mma's (timex_mma.cu) on the GPU, bf16,
+// without torch: both checked against float64 direct sums on 48 random rows, then timed (CUDA events, median,
+// hot L2).
 //   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -Icudabench/spec/include -Ikernels/timex \
-//        kernels/timex/timex_mma.cu .ci/probes/timex_wgmma.cu .ci/probes/timex_wgmma_bench.cu -lcuda -o /tmp/twb
+//        kernels/timex/timex_mma.cu kernels/timex/timex_wgmma.cu .ci/probes/timex_wgmma_bench.cu -o /tmp/twb
 //   /tmp/twb B C T [reps]
 #include <cuda_bf16.h>
 
@@ -14,10 +15,6 @@
 
 #include "timex.h"
 
-const char* timex_wgmma_unsupported(int B, int C, int T);
-void timex_wgmma_persistent(bool on);
-cudaError_t timex_wgmma_forward(bool f16, const void* w, const void* k, void* out, float eps, int B, int C, int T,
-                                cudaStream_t stream);
 
 template <typename F>
 float median_us(F&& f, int reps) {
@@ -55,13 +52,12 @@ int main(int argc, char** argv) {
   cudaMemcpy(w, hw.data(), nw * 2, cudaMemcpyHostToDevice);
   cudaMemcpy(k, hk.data(), nk * 2, cudaMemcpyHostToDevice);
   const float eps = 0.25f;
-  auto wgmma = [&] { return timex_wgmma_forward(false, w, k, out, eps, B, C, T, 0); };
+  auto wgmma = [&] { return timex_wgmma_forward(TIMEX_BF16, w, k, out, eps, B, C, T, 0); };
   auto mma = [&] { return timex_mma_forward(TIMEX_BF16, w, k, out, eps, B, C, T, 0); };
-  const char* names[3] = {"wgmma persistent", "wgmma per item", "timex-mma"};
-  for (int v = 0; v < 3; ++v) {
-    timex_wgmma_persistent(v == 0);
+  const char* names[2] = {"timex-wgmma", "timex-mma"};
+  for (int v = 0; v < 2; ++v) {
     cudaMemset(out, 0xff, nk * 2);
-    const cudaError_t launched = v < 2 ? wgmma() : mma();
+    const cudaError_t launched = v == 0 ? wgmma() : mma();
     const cudaError_t done = cudaDeviceSynchronize();
     if (launched != cudaSuccess || done != cudaSuccess) {
       printf("%s: %s / %s\n", names[v], cudaGetErrorString(launched), cudaGetErrorString(done));
@@ -82,7 +78,7 @@ int main(int argc, char** argv) {
         den += sum * sum;
       }
     }
-    const float us = v < 2 ? median_us(wgmma, reps) : median_us(mma, reps);
+    const float us = v == 0 ? median_us(wgmma, reps) : median_us(mma, reps);
     const double bytes = 2.0 * nk * 2 + nw * 2;
     printf("%-16s bf16 B=%d C=%d T=%d: fwd %7.1f us (%.0f GB/s), rel error %.2e on 48 rows\n", names[v], B, C, T, us,
            bytes / us / 1e3, std::sqrt(num / den));

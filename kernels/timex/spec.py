@@ -1,5 +1,5 @@
 """TimeX (RWKV): causal depthwise convolution, the v1 → v5 ladder, timex-fft (any T up to 16384) and
-timex-mma (tensor cores, bfloat16/float16), forward and backward.
+timex-mma (tensor cores, bfloat16/float16) and timex-wgmma (its forward on wgmma), forward and backward.
 
     out[b,c,t] = eps + sum_{u=0..t} w[c, T-1-(t-u)] * k[b,c,u]
 
@@ -10,6 +10,7 @@ gk (anti-causal) and gw (summed over the batch); each variant is an autograd.Fun
 import torch
 import torch.nn.functional as F
 
+from cudabench.errors import NotOnThisGPUError
 from cudabench.spec import DTYPES, Baseline, Constraint, Family, Param, Variant, compiled, empty_like
 
 TMAX = 1024
@@ -18,6 +19,8 @@ FFT_TMAX = 16384  # timex-fft: one row's packed transform (M = N/2 complex point
 # judge adds two units of roundoff in bfloat16 / float16)
 ATOMIC_SUMS = 1e-5
 MMA_TMAX = 2048  # timex-mma: 32 rows of k staged in one block's shared memory
+WGMMA_TMAX = 768  # timex-wgmma: 12 tiles of 64, the sums of six of them held by a thread
+WGMMA_VERSION = 8
 LOW_PRECISION = ("bfloat16", "float16")
 BF, BB, BB5 = 8, 2, 4  # batch rows per block: v4 forward, v4 backward, v5 backward
 
@@ -55,6 +58,9 @@ class TimeX(torch.autograd.Function):
 
 def bind(version):
     def make(ext):
+        if version == WGMMA_VERSION and ext.wgmma_not_here():  # skipped on a GPU other than a Hopper one
+            raise NotOnThisGPUError(ext.wgmma_not_here())
+
         def timex(w, k, eps):
             if torch.is_grad_enabled() and (w.requires_grad or k.requires_grad):
                 return TimeX.apply(w, k, eps, ext, version)
@@ -152,6 +158,9 @@ T_FFT = Constraint(f"T <= {FFT_TMAX}", lambda s: s["T"] <= FFT_TMAX,
                    f"T must be at most {FFT_TMAX}: one row's transform is held in one block's shared memory")
 T_MMA = Constraint(f"T <= {MMA_TMAX}", lambda s: s["T"] <= MMA_TMAX,
                    f"T must be at most {MMA_TMAX}: 32 rows of k are staged in one block's shared memory")
+T_WGMMA = Constraint(f"T <= {WGMMA_TMAX}, T % 8 == 0", lambda s: s["T"] <= WGMMA_TMAX and s["T"] % 8 == 0,
+                     f"T must be at most {WGMMA_TMAX} (a thread holds the sums of six 64-step tiles) and a multiple "
+                     "of 8 (rows read in 16-byte pieces by TMA)")
 T_VEC = Constraint("T % 4 == 0", lambda s: s["T"] % 4 == 0,
                    "T must be a multiple of 4: each thread handles four outputs with float4 loads")
 T_PAIRS = Constraint("T % 8 == 0", lambda s: s["T"] % 8 == 0,
@@ -163,7 +172,8 @@ B_GROUP = Constraint(f"B % {BF} == 0", lambda s: s["B"] % BF == 0,
 FAMILY = Family(
     name="timex",
     summary="RWKV TimeX causal depthwise convolution, forward and backward",
-    sources=("timex.cu", "timex_fft.cu", "timex_fft_warp.cu", "timex_fft_long.cu", "timex_mma.cu", "timex.cpp"),
+    sources=("timex.cu", "timex_fft.cu", "timex_fft_warp.cu", "timex_fft_long.cu", "timex_mma.cu", "timex_wgmma.cu",
+             "timex.cpp"),
     params=(Param("B", 32, "batch"), Param("C", 768, "channels"), Param("T", 768, "time steps")),
     make_inputs=make_inputs,
     reference=reference,
@@ -186,6 +196,10 @@ FAMILY = Family(
                              "times w's Toeplitz matrix, read from packed pairs of w; gw from diagonal bands of "
                              "G^T K; bfloat16/float16 only, float32 sums", bind(7), (T_MMA,),
                 dtypes=LOW_PRECISION, nondeterminism=ATOMIC_SUMS),
+        Variant("timex-wgmma", "the forward on Hopper (sm_90a): wgmma m64n32k16 with w's Toeplitz tiles from "
+                               "registers, k's tiles by TMA, persistent blocks fetching the next channel meanwhile; "
+                               "the backward is timex-mma's; bfloat16/float16 only, float32 sums",
+                bind(WGMMA_VERSION), (T_WGMMA,), dtypes=LOW_PRECISION, nondeterminism=ATOMIC_SUMS),
     ),
     baselines=(
         Baseline("conv1d", "eps + conv1d(pad(k, (T-1, 0)), w.unsqueeze(1), groups=C)", conv1d_baseline,
@@ -201,4 +215,5 @@ FAMILY = Family(
     bound="fma",
     input_kinds=("uniform", "rwkv"),
     tolerance=1e-5,
+    feature_archs=("sm_90a",),  # timex-wgmma's wgmma and TMA exist only there
 )

@@ -1,3 +1,5 @@
+#include <cstdint>
+
 #include "cudabench/binding.h"
 #include "timex.h"
 
@@ -7,12 +9,14 @@ struct Dims {
   int B, C, T;
 };
 
-// float32 for versions 1..6; timex-fft (6) also takes bfloat16 and float16, timex-mma (7) only those.
+// float32 for versions 1..6; timex-fft (6) also takes bfloat16 and float16, timex-mma (7) and timex-wgmma (8)
+// only those.
 TimexDtype dtype_of(const at::Tensor& k, int64_t version) {
   const at::ScalarType t = k.scalar_type();
   const bool low = t == at::kBFloat16 || t == at::kHalf;
-  if (version == 7) {
-    TORCH_CHECK(low, cudabench::message("k must be bfloat16 or float16 for timex-mma (tensor cores; got ", t, ")"));
+  if (version >= 7) {
+    TORCH_CHECK(low, cudabench::message("k must be bfloat16 or float16 for ", version == 8 ? "timex-wgmma" : "timex-mma",
+                                        " (tensor cores; got ", t, ")"));
   } else if (t != at::kFloat) {
     TORCH_CHECK(version == 6 && low, cudabench::message("k must be float32", version == 6 ? ", bfloat16 or float16" : "",
                                                         " for timex-v", version, " (got ", t, ")"));
@@ -33,9 +37,17 @@ Dims check_inputs(const at::Tensor& w, const at::Tensor& k, int64_t version, boo
   const char* why = timex_unsupported((int)version, d.B, d.C, d.T, backward);
   TORCH_CHECK(why == nullptr, cudabench::message("timex-v", version, " at B=", d.B, ", C=", d.C, ", T=", d.T, ": ",
                                   why ? why : ""));
-  if (version == 7)  // what this GPU offers: tensor-core instructions, and shared memory per block
+  if (version >= 7)  // what this GPU offers: tensor-core instructions, and shared memory per block
     cudabench::check_mma_device(k, "timex-mma", timex_mma_smem(d.T, backward), cudabench::message("T=", d.T),
                                 " (use a shorter T)");
+  if (version == 8 && !backward) {
+    const c10::cuda::CUDAGuard guard(k.device());
+    const char* here = timex_wgmma_not_here();
+    TORCH_CHECK(here == nullptr, "timex-wgmma ", here ? here : "");
+    for (const void* p : {w.data_ptr(), k.data_ptr()})
+      TORCH_CHECK(reinterpret_cast<std::uintptr_t>(p) % 16 == 0,
+                  "timex-wgmma needs 16-byte aligned w, k and out (TMA, cp.async); a fresh tensor is");
+  }
   return d;
 }
 
@@ -58,9 +70,13 @@ void forward(const at::Tensor& w, const at::Tensor& k, at::Tensor& out, double e
   float* s = scratch_floats ? scratch.data_ptr<float>() : nullptr;
   const TimexDtype dtype = dtype_of(k, version);
   const cudaStream_t stream = cudabench::stream_of(k);
+  TORCH_CHECK(version != 8 || reinterpret_cast<std::uintptr_t>(out.data_ptr()) % 16 == 0,
+              "timex-wgmma needs 16-byte aligned w, k and out (16-byte stores); a fresh tensor is");
   cudabench::check_launch(
-      version == 7 ? timex_mma_forward(dtype, w.data_ptr(), k.data_ptr(), out.data_ptr(), (float)eps, d.B, d.C, d.T,
-                                       stream)
+      version == 8   ? timex_wgmma_forward(dtype, w.data_ptr(), k.data_ptr(), out.data_ptr(), (float)eps, d.B, d.C,
+                                           d.T, stream)
+      : version == 7 ? timex_mma_forward(dtype, w.data_ptr(), k.data_ptr(), out.data_ptr(), (float)eps, d.B, d.C, d.T,
+                                         stream)
       : dtype == TIMEX_F32 ? timex_forward((int)version, w.data_ptr<float>(), k.data_ptr<float>(),
                                            out.data_ptr<float>(), (float)eps, s, d.B, d.C, d.T, stream)
                            : timex_fft_forward(dtype, w.data_ptr(), k.data_ptr(), out.data_ptr(), (float)eps, s, d.B,
@@ -82,7 +98,7 @@ void backward(const at::Tensor& w, const at::Tensor& k, const at::Tensor& g, at:
   const TimexDtype dtype = dtype_of(k, version);
   const cudaStream_t stream = cudabench::stream_of(k);
   cudabench::check_launch(
-      version == 7 ? timex_mma_backward(dtype, w.data_ptr(), k.data_ptr(), g.data_ptr(), gw.data_ptr(), gk.data_ptr(),
+      version >= 7 ? timex_mma_backward(dtype, w.data_ptr(), k.data_ptr(), g.data_ptr(), gw.data_ptr(), gk.data_ptr(),
                                         s, d.B, d.C, d.T, stream)
       : dtype == TIMEX_F32
           ? timex_backward((int)version, w.data_ptr<float>(), k.data_ptr<float>(), g.data_ptr<float>(),
@@ -130,6 +146,12 @@ void backward_saved(const at::Tensor& w, const at::Tensor& k, const at::Tensor& 
                           "timex-fft backward");
 }
 
+// Why timex-wgmma cannot run on the current GPU, or "" (the variant is skipped there, not failed).
+std::string wgmma_not_here() {
+  const char* why = timex_wgmma_not_here();
+  return why ? std::string("timex-wgmma ") + why : "";
+}
+
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("forward", &forward, "TimeX forward into out", py::arg("w"), py::arg("k"), py::arg("out"),
         py::arg("eps"), py::arg("version"));
@@ -139,4 +161,5 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         py::arg("w"), py::arg("k"), py::arg("out"), py::arg("eps"));
   m.def("backward_saved", &backward_saved, "timex-fft backward into gw, gk from forward_saving's spectra",
         py::arg("w"), py::arg("k"), py::arg("g"), py::arg("gw"), py::arg("gk"), py::arg("saved"));
+  m.def("wgmma_not_here", &wgmma_not_here, "why timex-wgmma cannot run on the current GPU, or an empty string");
 }

@@ -273,9 +273,13 @@ size_t vec_smem_bytes(int T, int R, bool backward) {
 }  // namespace
 
 const char* timex_unsupported(int version, int B, int C, int T, bool backward) {
-  if (version < 1 || version > 7) return "unknown TimeX version (1..7)";
+  if (version < 1 || version > 8) return "unknown TimeX version (1..8)";
   if (B <= 0 || C <= 0 || T <= 0) return "B, C and T must be positive";
-  if (version == 7) {  // timex-mma: any C; B up to the grid's y dimension in groups of 16
+  if (version == 8) {  // timex-wgmma: its forward's limits, then its backward's (timex-mma's)
+    const char* why = timex_wgmma_unsupported(B, C, T);
+    if (why != nullptr) return why;
+  }
+  if (version >= 7) {  // timex-mma: any C; B up to the grid's y dimension in groups of 16
     if (B > 65535 * 16) return "B must be at most 1048560 (the grid's y dimension holds groups of 16 rows)";
     return T > TIMEX_MMA_TMAX ? "T must be at most 2048 (32 rows of k staged in one block's shared memory)" : nullptr;
   }
@@ -293,14 +297,14 @@ const char* timex_unsupported(int version, int B, int C, int T, bool backward) {
 }
 
 size_t timex_forward_scratch(int version, int B, int C, int T) {
-  return version == 6 ? timex_fft_scratch(B, C, T, false) : 0;  // timex-mma (7): none
+  return version == 6 ? timex_fft_scratch(B, C, T, false) : 0;  // timex-mma (7), timex-wgmma (8): none
 }
 
 cudaError_t timex_forward(int version, const float* w, const float* k, float* out, float eps, float* scratch,
                           int B, int C, int T, cudaStream_t stream) {
   if (timex_unsupported(version, B, C, T, false)) return cudaErrorInvalidValue;
   if (version == 6) return timex_fft_forward(TIMEX_F32, w, k, out, eps, scratch, B, C, T, stream);
-  if (version == 7) return cudaErrorInvalidValue;  // timex-mma: bfloat16 and float16 only
+  if (version >= 7) return cudaErrorInvalidValue;  // timex-mma, timex-wgmma: bfloat16 and float16 only
   const unsigned rows = (unsigned)B * C;
   switch (version) {
     case 1:
@@ -326,7 +330,7 @@ cudaError_t timex_forward(int version, const float* w, const float* k, float* ou
 
 size_t timex_backward_scratch(int version, int B, int C, int T) {
   if (version == 6) return timex_fft_scratch(B, C, T, true);
-  if (version == 7) return timex_mma_scratch(B, C, T, true);
+  if (version >= 7) return timex_mma_scratch(B, C, T, true);  // timex-wgmma's backward is timex-mma's
   if (version == 1) return 0;
   return (size_t)(B / rows_per_block(version, true)) * C * T;
 }
@@ -335,7 +339,7 @@ cudaError_t timex_backward(int version, const float* w, const float* k, const fl
                            float* gk, float* scratch, int B, int C, int T, cudaStream_t stream) {
   if (timex_unsupported(version, B, C, T, true)) return cudaErrorInvalidValue;
   if (version == 6) return timex_fft_backward(TIMEX_F32, w, k, g, gw, gk, scratch, B, C, T, stream);
-  if (version == 7) return cudaErrorInvalidValue;  // timex-mma: bfloat16 and float16 only
+  if (version >= 7) return cudaErrorInvalidValue;  // timex-mma, timex-wgmma: bfloat16 and float16 only
   const unsigned rows = (unsigned)B * C;
   const int R = rows_per_block(version, true);
   switch (version) {

@@ -81,3 +81,11 @@ cudaError_t timex_mma_forward(TimexDtype dtype, const void* w, const void* k, vo
                               int T, cudaStream_t stream);
 cudaError_t timex_mma_backward(TimexDtype dtype, const void* w, const void* k, const void* g, void* gw, void* gk,
                                float* scratch, int B, int C, int T, cudaStream_t stream);
+
+// timex-wgmma (version 8, timex_wgmma.cu): the forward on Hopper's wgmma (sm_90a), bfloat16 or float16, T <=
+// TIMEX_WGMMA_TMAX and T % 8 == 0, any B and C; k, w and out 16-byte aligned. Its backward is timex-mma's.
+constexpr int TIMEX_WGMMA_TMAX = 768;
+const char* timex_wgmma_not_here();  // why not on this GPU (not a Hopper one), or nullptr
+const char* timex_wgmma_unsupported(int B, int C, int T);
+cudaError_t timex_wgmma_forward(TimexDtype dtype, const void* w, const void* k, void* out, float eps, int B, int C,
+                                int T, cudaStream_t stream);

@@ -32,7 +32,9 @@ SHAPES = {
               dict(B=3, C=2, T=5000), dict(B=2, C=1, T=8192),
               # timex-fft's warp-held transforms (timex_fft_warp.cu): N = 768, 1024, 1536 and 2048 (forward)
               dict(B=5, C=3, T=300), dict(B=7, C=2, T=400), dict(B=3, C=5, T=513), dict(B=1, C=3, T=768),
-              dict(B=3, C=1, T=900)],
+              dict(B=3, C=1, T=900),
+              # timex-wgmma: two batch groups (the second of one row), T short of whole 64-step tiles
+              dict(B=33, C=3, T=760), dict(B=5, C=3, T=136)],
 }
 
 

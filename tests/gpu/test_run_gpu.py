@@ -32,7 +32,8 @@ def test_family_name_skips_variants_that_cannot_run(registry):
     results = run_in_workers(options, tasks)
     status = {r.subject: r.status for r in results}
     assert status == {"timex-v1": "ok", "timex-v2": "ok", "timex-v3": "SKIP", "timex-v4": "SKIP",
-                      "timex-v5": "SKIP", "timex-fft": "ok", "timex-mma": "SKIP"}  # mma: no float32
+                      "timex-v5": "SKIP", "timex-fft": "ok", "timex-mma": "SKIP",
+                      "timex-wgmma": "SKIP"}  # mma, wgmma: no float32
 
 
 def test_cli_run_writes_json_with_samples(tmp_path):

@@ -1,10 +1,12 @@
-// timex_wgmma.cu's forward on the CPU emulator (tests/emulated): random bf16 or f16 k in [-1, 1] and w in
-// (0, 1], out filled with NaN first, against float64 direct sums, under two schedules that must agree bit
-// for bit (TMA boxes and wgmma products landing as late as they may / at their issue).
-//   cd tests/emulated && python rewrite_launches.py ../../.ci/probes/timex_wgmma.cu /tmp/emu/tw.cpp
-//   g++ -std=c++17 -O2 -fno-strict-aliasing -Ishim -I../../cudabench/spec/include -D__CUDA_ARCH__=900 \
-//       runtime/*.cpp ../../.ci/probes/timex_wgmma_check.cpp /tmp/emu/tw.cpp -o /tmp/emu/twc
-//   /tmp/emu/twc f16|bf16 B C T        (TW_PLAIN=1: one block per item instead of persistent blocks)
+// Checks timex-wgmma's forward (kernels/timex/timex_wgmma.cu: TMA, mbarriers, wgmma from registers,
+// persistent blocks with a second buffer) on the emulator: random bf16 or f16 k in [-1, 1] and w in (0, 1],
+// out filled with NaN first, against float64 direct sums by ‖out − ref‖ / ‖ref‖ (the family's tolerance:
+// 1e-5 plus 4 units of roundoff), under two schedules that must also agree bit for bit (TMA boxes and wgmma
+// products landing as late as they may, or at their issue). On the emulator the launcher takes 3 slots,
+// so every block takes several items and the second buffer is used.
+//
+// usage: timex_wgmma_check f16|bf16 B C T
+// Prints a line per schedule, one on the bitwise comparison, then RESULT OK (exit 0) or RESULT FAIL (1).
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -15,13 +17,10 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
-const char* timex_wgmma_unsupported(int B, int C, int T);
-void timex_wgmma_persistent(bool on);
-cudaError_t timex_wgmma_forward(bool f16, const void* w, const void* k, void* out, float eps, int B, int C, int T,
-                                cudaStream_t stream);
+#include "timex.h"
 
 namespace {
-struct Half16 {  // 16-bit values, 64-byte aligned, created as 0xff bytes (NaN)
+struct Half16 {  // 16-bit values, created as 0xff bytes (NaN)
   Half16(size_t n, bool f16) : f16(f16), bits((n + 32) & ~size_t(31), 0xffff) {}
   bool f16;
   std::vector<uint16_t> bits;
@@ -33,7 +32,6 @@ struct Half16 {  // 16-bit values, 64-byte aligned, created as 0xff bytes (NaN)
 int main(int argc, char** argv) {
   if (argc < 5) return fprintf(stderr, "usage: timex_wgmma_check f16|bf16 B C T\n"), 2;
   const bool f16 = std::string(argv[1]) == "f16";
-  timex_wgmma_persistent(getenv("TW_PLAIN") == nullptr);
   const int B = atoi(argv[2]), C = atoi(argv[3]), T = atoi(argv[4]);
   const double tolerance = 1e-5 + 4 * (f16 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8));
   if (const char* why = timex_wgmma_unsupported(B, C, T)) return printf("unsupported: %s\n", why), 2;
@@ -59,7 +57,7 @@ int main(int argc, char** argv) {
   for (int s = 0; s < 2; ++s) {
     emu::schedule = schedules[s];
     outs.emplace_back((size_t)B * C * T, f16);
-    const cudaError_t err = timex_wgmma_forward(f16, w.bits.data(), k.bits.data(), outs.back().bits.data(), eps, B, C, T, nullptr);
+    const cudaError_t err = timex_wgmma_forward(f16 ? TIMEX_F16 : TIMEX_BF16, w.bits.data(), k.bits.data(), outs.back().bits.data(), eps, B, C, T, nullptr);
     if (err != cudaSuccess) {
       printf("schedule %d: launch error %d\n", s, err);
       ok = false;

@@ -1,7 +1,11 @@
-// A TimeX forward on wgmma (issue 29, probe): bfloat16 or float16 in and out, float32 sums, T <= 768,
-// T % 8 == 0, any B and C. Not a registered variant: at the seed shape it is 13-15 % faster than
-// timex-mma, far from the goal (docs/benchmarks/h100-hopper.md). Timed by timex_wgmma_bench.cu, checked on the CPU
-// emulator by timex_wgmma_check.cpp.
+// timex-wgmma (version 8): the forward on Hopper's wgmma (sm_90a), bfloat16 or float16 in and out, float32
+// sums; T <= 768, T % 8 == 0, any B and C. Its backward is timex-mma's (timex_mma.cu).
+//
+// What it adds over timex-mma (mma.sync, the rung below): warpgroup products (wgmma m64n32k16, A from
+// registers, B from shared memory), K's tiles brought by TMA (a 3-D tensor map, 128-byte swizzle, one
+// mbarrier a tile), and persistent blocks that fetch the next item's K tiles and w row while the current
+// item's products run. At B=32, C=768, T=768 it is 13-15 % faster than timex-mma's forward (H100,
+// docs/benchmarks/h100-hopper.md).
 //
 // Per channel c and 32 batch rows b, transposed:  OUTᵀ (T × 32) = Wf (T × T) · Kᵀ (T × 32), with
 // Wf[t, u] = w[c, T-1-t+u] for u <= t, else 0. Cut into 64 × 64 tiles, Wf's tile (t-tile j, u-tile i)
@@ -10,21 +14,21 @@
 // (two consecutive q of one row in a register: a pair (w[x], w[x+1]) read whole from a table of such
 // pairs), and multiplies it into every output tile j >= d it holds:
 //   acc_j += A_d · K_{j-d}   (m64n32k16 × 4 per tile pair; K_i = rows b of k[b, c, 64i .. 64i+63])
-// d runs from the last tile down, so the step at d needs K tiles 0 .. nt-1-d: the tiles land (TMA, one
-// mbarrier each) in the order they are first needed. Two blocks share a channel's 32 batch rows, half H
-// taking output tiles 4q + 2H and 4q + 2H + 1 (q < 3), one per warpgroup in each slot q: 48 registers of
-// sums a thread. Both warpgroups issue the same products in the same order, with no branch between
-// them: where only the second's tile has a pair at step d, the first multiplies a tile of zeros (a wgmma
-// behind a branch that ptxas cannot prove uniform across the warpgroup is serialised). No step waits on
-// the other warpgroup. The blocks are persistent: one per slot takes items (channel, 32 batch rows) in
-// turn, and the next item's K tiles (TMA) and w row (cp.async) land in a second buffer meanwhile.
+// d runs from the last tile down, so the step at d needs K tiles 0 .. nt-1-d: the tiles land in the
+// order they are first needed. Two blocks share a channel's 32 batch rows, share H taking output tiles
+// 4q + 2H and 4q + 2H + 1 (q < 3), one per warpgroup in each slot q: 48 registers of sums a thread.
+// Both warpgroups issue the same products in the same order, with no branch between them: where only the
+// second's tile has a pair at step d, the first multiplies a tile of zeros (a wgmma behind a branch that
+// ptxas cannot prove uniform across the warpgroup is serialised).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <type_traits>
 
 #include "cudabench/hopper.cuh"
 #include "cudabench/tensor_core.cuh"
+#include "timex.h"
 
 namespace timex_wgmma {
 
@@ -33,25 +37,10 @@ using namespace cudabench::hopper;
 constexpr int TILE = 64;          // t and u per tile
 constexpr int ROWS = 32;          // batch rows per block (wgmma's N)
 constexpr int MAX_TILES = 12;     // T <= 768
-#ifndef TW_HALVES  // timing builds tried 1, 2 and 3 (docs/benchmarks/h100-hopper.md)
-#define TW_HALVES 2
-#endif
-constexpr int HALVES = TW_HALVES;  // blocks per channel and 32 batch rows, each with a share of the output tiles
-constexpr int SLOTS = (6 + HALVES - 1) / HALVES;  // output tiles per warpgroup
+constexpr int HALVES = 2;         // blocks per channel and 32 batch rows, each with half of the output tiles
+constexpr int SLOTS = 3;          // output tiles per warpgroup
 constexpr int THREADS = 256;      // two warpgroups
 constexpr int PAD = 64;           // zeros kept on each side of the staged w row
-#ifndef TW_MINB  // blocks per SM the registers are budgeted for (timing builds tried 1, 2 and 3)
-#define TW_MINB 2
-#endif
-
-template <typename S>
-struct Shared {
-  S k[MAX_TILES][ROWS * TILE];    // 4 KB each, multiples of 1024 B: aligned as the swizzle needs
-  S zeros[ROWS * TILE];
-  uint32_t pairs[MAX_TILES * TILE + 2 * PAD];  // pairs[PAD + x] = (w[x], w[x+1]), zero outside w
-  S w[MAX_TILES * TILE + 2 * PAD + 2];          // w[PAD + x] = w[c, x], zero outside
-  uint64_t k_full[MAX_TILES];
-};
 
 template <typename S>
 __device__ __forceinline__ S from_f(float x) {
@@ -59,7 +48,7 @@ __device__ __forceinline__ S from_f(float x) {
   else return __float2bfloat16_rn(x);
 }
 
-// The products and the stores of block share H: warpgroup g holds output tiles j = 2·HALVES·q + 2H + g
+// The products and the stores of block share H: warpgroup g holds output tiles j = 4q + 2H + g
 // k: the item's K tiles (zeros_off bytes before the zero tile), pairs: its w pairs, k_full: the tiles'
 // mbarriers, waited on with `parity`
 template <typename S, bool F16, int NT, int H>
@@ -97,8 +86,8 @@ __device__ __forceinline__ void output_tiles(S (*k)[ROWS * TILE], const uint32_t
     wgmma_fence();
 #pragma unroll
     for (int q = 0; q < SLOTS; ++q) {
-      if (2 * HALVES * q + 2 * H + 1 < d || 2 * HALVES * q + 2 * H >= nt) continue;  // neither warpgroup's tile has a pair at d
-      const int j = 2 * HALVES * q + 2 * H + g;
+      if (4 * q + 2 * H + 1 < d || 4 * q + 2 * H >= nt) continue;  // neither warpgroup's tile has a pair at d
+      const int j = 4 * q + 2 * H + g;
       const uint32_t kt = j >= d && j < nt ? (j - d) * K_TILE_BYTES : zeros_off;
 #pragma unroll
       for (int kk = 0; kk < TILE / 16; ++kk) {
@@ -121,7 +110,7 @@ __device__ __forceinline__ void output_tiles(S (*k)[ROWS * TILE], const uint32_t
   S* stage = k[g * SLOTS];
 #pragma unroll
   for (int q = 0; q < SLOTS; ++q) {
-    if (2 * HALVES * q + 2 * H >= nt) continue;
+    if (4 * q + 2 * H >= nt) continue;
 #pragma unroll
     for (int e = 0; e < ROWS / 2; ++e) {
       const int t = 16 * warp + lane / 4 + 8 * ((e % 4) / 2), b = 8 * (e / 4) + 2 * (lane % 4) + (e & 1);
@@ -130,7 +119,7 @@ __device__ __forceinline__ void output_tiles(S (*k)[ROWS * TILE], const uint32_t
   }
   named_barrier_sync(1 + g, 128);
   for (int i = threadIdx.x % 128; i < SLOTS * ROWS * 8; i += 128) {
-    const int q = i / (ROWS * 8), b = (i / 8) % ROWS, p = i % 8, j = 2 * HALVES * q + 2 * H + g, t = TILE * j + 8 * p;
+    const int q = i / (ROWS * 8), b = (i / 8) % ROWS, p = i % 8, j = 4 * q + 2 * H + g, t = TILE * j + 8 * p;
     if (j < nt && t < T && b0 + b < B)
       *reinterpret_cast<uint4*>(out + ((size_t)(b0 + b) * C + c) * T + t) =
           *reinterpret_cast<const uint4*>(stage + q * ROWS * TILE + b * TILE + ((p ^ (b % 8)) * 8));
@@ -142,66 +131,18 @@ template <typename S, bool F16, int NT>
 __device__ __forceinline__ void block_share(S (*k)[ROWS * TILE], const uint32_t* pairs, uint32_t zeros_off,
                                             uint64_t* k_full, uint32_t parity, int c, int b0, S* __restrict__ out,
                                             float eps, int B, int C, int T) {
-  if (HALVES == 1 || blockIdx.y == 0)
+  if (blockIdx.y == 0)
     output_tiles<S, F16, NT, 0>(k, pairs, zeros_off, k_full, parity, c, b0, out, eps, B, C, T);
-  else if (HALVES == 2 || blockIdx.y == 1)
-    output_tiles<S, F16, NT, 1>(k, pairs, zeros_off, k_full, parity, c, b0, out, eps, B, C, T);
   else
-    output_tiles<S, F16, NT, HALVES - 1>(k, pairs, zeros_off, k_full, parity, c, b0, out, eps, B, C, T);
+    output_tiles<S, F16, NT, 1>(k, pairs, zeros_off, k_full, parity, c, b0, out, eps, B, C, T);
 }
 
-// NT = ceil(T / 64) tiles, a compile-time count: the loop over d unrolls, so which products a step makes
-// is fixed in the code (a wgmma behind a branch that ptxas cannot prove uniform is serialised)
-template <typename S, bool F16, int NT>
-__global__ void __launch_bounds__(THREADS, TW_MINB)
-    forward(const __grid_constant__ CUtensorMap map_k, const S* __restrict__ w, S* __restrict__ out, float eps,
-            int B, int C, int T) {
-#if defined(CUDABENCH_HOPPER)
-  extern __shared__ uint8_t raw[];
-  auto& s = *reinterpret_cast<Shared<S>*>((reinterpret_cast<uintptr_t>(raw) + 1023) & ~uintptr_t(1023));
-  const int c = blockIdx.x % C, b0 = (blockIdx.x / C) * ROWS;
-  constexpr int nt = NT;
-
-  if (threadIdx.x == 0) {
-    for (int i = 0; i < nt; ++i) mbar_init(&s.k_full[i], 1);
-    mbar_fence_init();
-  }
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    for (int i = 0; i < nt; ++i) {  // K_i: 32 rows b of 64 u, zeros past B and T
-      mbar_arrive_expect_tx(&s.k_full[i], ROWS * TILE * sizeof(S));
-      tma_load_3d(s.k[i], &map_k, &s.k_full[i], TILE * i, c, b0);
-    }
-  }
-  const S zero = from_f<S>(0.0f);
-  for (int i = threadIdx.x; i < ROWS * TILE; i += THREADS) s.zeros[i] = zero;
-  {  // every load of the row issued before any store: one memory latency, not one per round
-    constexpr int ROUNDS = (nt * TILE + 2 * PAD + 1 + THREADS - 1) / THREADS;
-    S v[ROUNDS];
-#pragma unroll
-    for (int r = 0; r < ROUNDS; ++r) {
-      const int x = threadIdx.x + r * THREADS - PAD;
-      v[r] = x >= 0 && x < T ? w[(size_t)c * T + x] : zero;
-    }
-#pragma unroll
-    for (int r = 0; r < ROUNDS; ++r)
-      if (threadIdx.x + r * THREADS < nt * TILE + 2 * PAD + 1) s.w[threadIdx.x + r * THREADS] = v[r];
-  }
-  __syncthreads();
-  const uint16_t* wbits = reinterpret_cast<const uint16_t*>(s.w);
-  for (int i = threadIdx.x; i < nt * TILE + 2 * PAD; i += THREADS) s.pairs[i] = wbits[i] | (uint32_t)wbits[i + 1] << 16;
-  __syncthreads();
-
-  block_share<S, F16, NT>(s.k, s.pairs, MAX_TILES * ROWS * TILE * sizeof(S), s.k_full, 0, c, b0, out, eps, B, C, T);
-#else
-  __trap();
-#endif
-}
-
-// Persistent: a block per slot takes items (channel, 32 batch rows) in turn, its share fixed by blockIdx.y.
-// While it multiplies one item, the next one's K tiles (TMA) and w row (cp.async) land in the other buffer.
+// NT = ceil(T / 64) tiles, a compile-time count: the loop over d unrolls, so which products a step makes is
+// fixed in the code. Persistent: a block per slot takes items (channel, 32 batch rows) in turn, its share
+// fixed by blockIdx.y. While it multiplies one item, the next one's K tiles (TMA) and w row (cp.async)
+// land in the other buffer.
 template <typename S>
-struct SharedP {
+struct Shared {
   S k[2][MAX_TILES][ROWS * TILE];
   S zeros[ROWS * TILE];
   uint32_t pairs[MAX_TILES * TILE + 2 * PAD];
@@ -210,12 +151,12 @@ struct SharedP {
 };
 
 template <typename S, bool F16, int NT>
-__global__ void __launch_bounds__(THREADS, TW_MINB)
-    forward_persistent(const __grid_constant__ CUtensorMap map_k, const S* __restrict__ w, S* __restrict__ out,
-                       float eps, int B, int C, int T) {
+__global__ void __launch_bounds__(THREADS, 2)
+    forward(const __grid_constant__ CUtensorMap map_k, const S* __restrict__ w, S* __restrict__ out, float eps,
+            int B, int C, int T) {
 #if defined(CUDABENCH_HOPPER)
   extern __shared__ uint8_t raw[];
-  auto& s = *reinterpret_cast<SharedP<S>*>((reinterpret_cast<uintptr_t>(raw) + 1023) & ~uintptr_t(1023));
+  auto& s = *reinterpret_cast<Shared<S>*>((reinterpret_cast<uintptr_t>(raw) + 1023) & ~uintptr_t(1023));
   constexpr int nt = NT;
   const int items = C * ((B + ROWS - 1) / ROWS);
   if (threadIdx.x == 0) {
@@ -236,7 +177,8 @@ __global__ void __launch_bounds__(THREADS, TW_MINB)
         tma_load_3d(s.k[p][i], &map_k, &s.k_full[p][i], TILE * i, c, b0);
       }
     }
-    for (int i = threadIdx.x; i < T / 8; i += THREADS) tensor_core::cp_async_16(&s.w[p][PAD + 8 * i], w + (size_t)c * T + 8 * i, true);
+    for (int i = threadIdx.x; i < T / 8; i += THREADS)
+      tensor_core::cp_async_16(&s.w[p][PAD + 8 * i], w + (size_t)c * T + 8 * i, true);
     tensor_core::cp_async_commit();
   };
   if (blockIdx.x < items) fetch(blockIdx.x, 0);
@@ -257,59 +199,46 @@ __global__ void __launch_bounds__(THREADS, TW_MINB)
 #endif
 }
 
-bool g_persistent = true;  // the bench times both (timex_wgmma_persistent)
-
 template <typename S, bool F16, int NT = 1>
 cudaError_t launch_nt(int nt, int blocks, const CUtensorMap& map, const void* w, void* out, float eps, int B, int C,
                       int T, cudaStream_t stream) {
   if constexpr (NT < MAX_TILES) {
     if (nt > NT) return launch_nt<S, F16, NT + 1>(nt, blocks, map, w, out, eps, B, C, T, stream);
   }
-  if (g_persistent) {
-    auto kernel = forward_persistent<S, F16, NT>;
-    const size_t bytes = sizeof(SharedP<S>) + 1024;
-    cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
-    int sms = 3, per_sm = 1;  // on the CPU emulator: few slots, so that each block takes several items
-#if !defined(CUDABENCH_EMULATED)
-    int device = 0;
-    if (err == cudaSuccess) err = cudaGetDevice(&device);
-    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-    if (err == cudaSuccess) err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, THREADS, bytes);
-#endif
-    if (err != cudaSuccess) return err;
-    const int slots = sms * (per_sm > 0 ? per_sm : 1) / HALVES;
-    kernel<<<dim3(blocks < slots ? blocks : slots, HALVES), THREADS, bytes, stream>>>(map, (const S*)w, (S*)out, eps,
-                                                                                      B, C, T);
-    return cudaGetLastError();
-  }
   auto kernel = forward<S, F16, NT>;
   const size_t bytes = sizeof(Shared<S>) + 1024;
-  const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
+  cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
+  int sms = 3, per_sm = 1;  // on the CPU emulator: few slots, so that each block takes several items
+#if !defined(CUDABENCH_EMULATED)
+  int device = 0;
+  if (err == cudaSuccess) err = cudaGetDevice(&device);
+  if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  if (err == cudaSuccess) err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, THREADS, bytes);
+#endif
   if (err != cudaSuccess) return err;
-  kernel<<<dim3(blocks, HALVES), THREADS, bytes, stream>>>(map, (const S*)w, (S*)out, eps, B, C, T);
+  const int slots = std::max(1, sms * std::max(per_sm, 1) / HALVES);  // blocks of each share that fit at once
+  kernel<<<dim3(std::min(blocks, slots), HALVES), THREADS, bytes, stream>>>(map, (const S*)w, (S*)out, eps, B, C, T);
   return cudaGetLastError();
 }
 
 }  // namespace timex_wgmma
 
-// Why the probe cannot run at (B, C, T), or nullptr.
+const char* timex_wgmma_not_here() { return cudabench::hopper::not_on_hopper(); }
+
 const char* timex_wgmma_unsupported(int B, int C, int T) {
   if (B <= 0 || C <= 0 || T <= 0) return "B, C and T must be positive";
-  if (T > timex_wgmma::MAX_TILES * timex_wgmma::TILE) return "T must be at most 768";
-  if (T % 8) return "T must be a multiple of 8 (TMA's row stride is a multiple of 16 bytes)";
+  if (T > TIMEX_WGMMA_TMAX) return "T must be at most 768 (12 tiles of 64: the sums of six a thread)";
+  if (T % 8) return "T must be a multiple of 8 (the rows are read in 16-byte pieces: TMA and cp.async)";
   return nullptr;
 }
 
-// which kernel timex_wgmma_forward launches: one block per item, or persistent blocks
-void timex_wgmma_persistent(bool on) { timex_wgmma::g_persistent = on; }
-
-// k, out: (B, C, T); w: (C, T); f16: float16, else bfloat16
-cudaError_t timex_wgmma_forward(bool f16, const void* w, const void* k, void* out, float eps, int B, int C, int T,
-                                       cudaStream_t stream) {
+cudaError_t timex_wgmma_forward(TimexDtype dtype, const void* w, const void* k, void* out, float eps, int B, int C,
+                                int T, cudaStream_t stream) {
   using namespace timex_wgmma;
-  if (timex_wgmma_unsupported(B, C, T)) return cudaErrorInvalidValue;
-  if (reinterpret_cast<uintptr_t>(k) % 16 || reinterpret_cast<uintptr_t>(out) % 16 || reinterpret_cast<uintptr_t>(w) % 16)
-    return cudaErrorInvalidValue;  // TMA, cp.async and 16-byte stores
+  if (dtype == TIMEX_F32 || timex_wgmma_not_here() || timex_wgmma_unsupported(B, C, T)) return cudaErrorInvalidValue;
+  for (const void* p : {w, k, (const void*)out})  // TMA, cp.async and the 16-byte stores
+    if (reinterpret_cast<uintptr_t>(p) % 16) return cudaErrorInvalidValue;
+  const bool f16 = dtype == TIMEX_F16;
   CUtensorMap map;
   const cuuint64_t dims[3] = {(cuuint64_t)T, (cuuint64_t)C, (cuuint64_t)B};
   const cuuint64_t strides[2] = {(cuuint64_t)T * 2, (cuuint64_t)C * T * 2};
