@@ -22,9 +22,10 @@ FLAGS = ["-std=c++17", "-O2", "-fno-strict-aliasing", "-Wno-psabi", *INCLUDES, f
 RUNTIME = [KIT / "runtime" / name for name in ("scheduler.cpp", "warp_ops.cpp", "hopper_ops.cpp")]
 
 # (dtype, B, C, T): one tile, ragged batch groups (B=33: a second group of one row), T short of whole tiles,
-# the most tiles (12), and more items than the emulator's blocks (each block takes several, both buffers)
+# the most tiles (12), and more items than the emulator's blocks (2 a share: each takes several, both buffers;
+# 3, 5 and 6 items: an odd count leaves one block an item more)
 CASES = [("bfloat16", 1, 1, 8), ("float16", 3, 2, 64), ("bfloat16", 33, 3, 768), ("float16", 40, 2, 760),
-         ("bfloat16", 5, 3, 136), ("bfloat16", 3, 2, 320)]
+         ("bfloat16", 5, 3, 136), ("bfloat16", 3, 2, 320), ("bfloat16", 3, 5, 128)]
 
 # Planted bugs: (exact text in the kernel, replacement, a case that must FAIL).
 MUTANTS = {
@@ -35,7 +36,9 @@ MUTANTS = {
     "next-fragments-loaded-while-read": ("    wgmma_wait<0>();  // a[] is read", "    // a[] is read",
                                          ("bfloat16", 33, 2, 448)),
     "outputs-staged-unswizzled": ("(((t / 8) ^ (b % 8)) * 8)", "((t / 8) * 8)", ("float16", 3, 2, 64)),
-    "mbarrier-phase-of-the-first-use": ("(n >> 1) & 1, c, b0", "0, c, b0", ("bfloat16", 3, 3, 128)),
+    "mbarrier-phase-of-the-first-use": ("(n >> 1) & 1, c, b0", "0, c, b0", ("bfloat16", 3, 5, 128)),
+    "w-row-read-before-it-lands": ("    tensor_core::cp_async_wait<0>();\n", "", ("bfloat16", 3, 5, 128)),
+    "next-item-of-the-wrong-block": ("fetch(item + gridDim.x, p ^ 1)", "fetch(item + 1, p ^ 1)", ("bfloat16", 3, 5, 128)),
     "next-item-fetched-into-the-buffer-in-use": ("fetch(item + gridDim.x, p ^ 1)", "fetch(item + gridDim.x, p)",
                                                  ("bfloat16", 3, 3, 128)),
 }

@@ -83,7 +83,8 @@ cudaError_t timex_mma_backward(TimexDtype dtype, const void* w, const void* k, c
                                float* scratch, int B, int C, int T, cudaStream_t stream);
 
 // timex-wgmma (version 8, timex_wgmma.cu): the forward on Hopper's wgmma (sm_90a), bfloat16 or float16, T <=
-// TIMEX_WGMMA_TMAX and T % 8 == 0, any B and C; k, w and out 16-byte aligned. Its backward is timex-mma's.
+// TIMEX_WGMMA_TMAX and T % 8 == 0, any C, B within timex-mma's limit (its backward is timex-mma's); k, w and
+// out 16-byte aligned.
 constexpr int TIMEX_WGMMA_TMAX = 768;
 const char* timex_wgmma_not_here();  // why not on this GPU (not a Hopper one), or nullptr
 const char* timex_wgmma_unsupported(int B, int C, int T);

@@ -208,7 +208,7 @@ cudaError_t launch_nt(int nt, int blocks, const CUtensorMap& map, const void* w,
   auto kernel = forward<S, F16, NT>;
   const size_t bytes = sizeof(Shared<S>) + 1024;
   cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
-  int sms = 3, per_sm = 1;  // on the CPU emulator: few slots, so that each block takes several items
+  int sms = 5, per_sm = 1;  // on the CPU emulator: 2 blocks a share, so that each takes several items
 #if !defined(CUDABENCH_EMULATED)
   int device = 0;
   if (err == cudaSuccess) err = cudaGetDevice(&device);
