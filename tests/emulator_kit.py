@@ -83,3 +83,32 @@ class KernelChecker:
         assert launches > 0
         kernel = self._object(cpp, ["-w"], name)
         return link(self.cxx, self.flags, [*self.common, kernel], self.workdir / name)
+
+
+HOPPER_RUNTIME = [KIT / "runtime" / name for name in ("scheduler.cpp", "warp_ops.cpp", "hopper_ops.cpp")]
+
+
+def hopper_checker(workdir, pool, source, check_program):
+    """A KernelChecker for a Hopper kernel file (its own folder on the include path, compiled as for sm_90)
+    and its check program in tests/emulated."""
+    flags = ["-std=c++17", "-O2", "-fno-strict-aliasing", "-Wno-psabi", *INCLUDES, f"-I{source.parent}",
+             "-D__CUDA_ARCH__=900"]
+    return KernelChecker(compiler_or_skip(), workdir, pool, flags, HOPPER_RUNTIME, KIT / check_program)
+
+
+def assert_check_passes(binary, args):
+    """The check program run on the real kernel: within tolerance, both schedules bit for bit alike."""
+    result = run([binary, *args])
+    assert result.returncode == 0 and result.stdout.splitlines()[-1:] == ["RESULT OK"], report(result)
+    assert "schedules agree bit for bit: yes" in result.stdout
+
+
+def assert_planted_bug_fails(checker, source, name, text, replacement, args):
+    """The kernel with `text` (found once) replaced must fail its check: a wrong result, a disagreement
+    between the schedules, an emulator check or a deadlock."""
+    original = source.read_text()
+    assert original.count(text) == 1, f"mutant {name}: the text to change is not (once) in {source.name}"
+    result = run([checker.build(name, original.replace(text, replacement)), *args])
+    failed = ("RESULT FAIL" in result.stdout or "EMULATOR CHECK FAILED" in result.stderr
+              or "DEADLOCK" in result.stderr)
+    assert result.returncode != 0 and failed, report(result)

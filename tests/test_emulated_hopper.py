@@ -13,15 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from emulator_kit import INCLUDES, KernelChecker, compiler_or_skip
-from emulator_kit import report as _report, run as _run
+from emulator_kit import assert_check_passes, assert_planted_bug_fails, hopper_checker
 
 ROOT = Path(__file__).resolve().parents[1]
-KIT = ROOT / "tests" / "emulated"
 SOURCE = ROOT / "kernels" / "matmul" / "matmul_wgmma.cu"
-FLAGS = ["-std=c++17", "-O2", "-fno-strict-aliasing", "-Wno-psabi", *INCLUDES, f"-I{SOURCE.parent}",
-         "-D__CUDA_ARCH__=900"]
-RUNTIME = [KIT / "runtime" / name for name in ("scheduler.cpp", "warp_ops.cpp", "hopper_ops.cpp")]
 
 # (M, N, K, BN): one tile, several row and column tiles, K over several pipeline stages (64 each; 4 or 6
 # stages), and more row tiles than a group of the tile order (16) holds
@@ -47,8 +42,7 @@ MUTANTS = {
 
 @pytest.fixture(scope="module")
 def checker(tmp_path_factory, pool):
-    return KernelChecker(compiler_or_skip(), tmp_path_factory.mktemp("emulated-hopper"), pool, FLAGS, RUNTIME,
-                         KIT / "matmul_wgmma_check.cpp")
+    return hopper_checker(tmp_path_factory.mktemp("emulated-hopper"), pool, SOURCE, "matmul_wgmma_check.cpp")
 
 
 @pytest.fixture(scope="module")
@@ -58,15 +52,10 @@ def real(checker):
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: "x".join(map(str, c)))
 def test_matmul_wgmma_matches_fp64_under_both_schedules(real, case):
-    result = _run([real, *case])
-    assert result.returncode == 0 and result.stdout.splitlines()[-1:] == ["RESULT OK"], _report(result)
-    assert "schedules agree bit for bit: yes" in result.stdout
+    assert_check_passes(real, case)
 
 
 @pytest.mark.parametrize("name", sorted(MUTANTS))
 def test_planted_bug_fails_the_check(checker, name):
     text, replacement, case = MUTANTS[name]
-    original = SOURCE.read_text()
-    assert original.count(text) == 1, f"mutant {name}: the text to change is not (once) in {SOURCE.name}"
-    result = _run([checker.build(name, original.replace(text, replacement)), *case])
-    assert result.returncode != 0 and ("RESULT FAIL" in result.stdout or "DEADLOCK" in result.stderr), _report(result)
+    assert_planted_bug_fails(checker, SOURCE, name, text, replacement, case)

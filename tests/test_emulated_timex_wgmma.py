@@ -11,15 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from emulator_kit import INCLUDES, KernelChecker, compiler_or_skip
-from emulator_kit import report as _report, run as _run
+from emulator_kit import assert_check_passes, assert_planted_bug_fails, hopper_checker
 
 ROOT = Path(__file__).resolve().parents[1]
-KIT = ROOT / "tests" / "emulated"
 SOURCE = ROOT / "kernels" / "timex" / "timex_wgmma.cu"
-FLAGS = ["-std=c++17", "-O2", "-fno-strict-aliasing", "-Wno-psabi", *INCLUDES, f"-I{SOURCE.parent}",
-         "-D__CUDA_ARCH__=900"]
-RUNTIME = [KIT / "runtime" / name for name in ("scheduler.cpp", "warp_ops.cpp", "hopper_ops.cpp")]
 
 # (dtype, B, C, T): one tile, ragged batch groups (B=33: a second group of one row), T short of whole tiles,
 # the most tiles (12), and more items than the emulator's blocks (2 a share: each takes several, both buffers;
@@ -51,8 +46,7 @@ def args(case):
 
 @pytest.fixture(scope="module")
 def checker(tmp_path_factory, pool):
-    return KernelChecker(compiler_or_skip(), tmp_path_factory.mktemp("emulated-timex-wgmma"), pool, FLAGS, RUNTIME,
-                         KIT / "timex_wgmma_check.cpp")
+    return hopper_checker(tmp_path_factory.mktemp("emulated-timex-wgmma"), pool, SOURCE, "timex_wgmma_check.cpp")
 
 
 @pytest.fixture(scope="module")
@@ -62,16 +56,10 @@ def real(checker):
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: "-".join(map(str, c)))
 def test_timex_wgmma_forward_matches_fp64_under_both_schedules(real, case):
-    result = _run([real, *args(case)])
-    assert result.returncode == 0 and result.stdout.splitlines()[-1:] == ["RESULT OK"], _report(result)
-    assert "schedules agree bit for bit: yes" in result.stdout
+    assert_check_passes(real, args(case))
 
 
 @pytest.mark.parametrize("name", sorted(MUTANTS))
 def test_planted_bug_fails_the_check(checker, name):
     text, replacement, case = MUTANTS[name]
-    original = SOURCE.read_text()
-    assert original.count(text) == 1, f"mutant {name}: the text to change is not (once) in {SOURCE.name}"
-    result = _run([checker.build(name, original.replace(text, replacement)), *args(case)])
-    assert result.returncode != 0 and ("RESULT FAIL" in result.stdout or "EMULATOR CHECK FAILED" in result.stderr
-                                       or "DEADLOCK" in result.stderr), _report(result)
+    assert_planted_bug_fails(checker, SOURCE, name, text, replacement, args(case))

@@ -68,24 +68,6 @@ def test_the_kernel_compiles_with_wgmma_for_sm_90a_and_without_it_elsewhere(tmp_
     assert ("trap;" in text) != wgmma  # elsewhere the kernel body is a trap the binding never reaches
 
 
-def test_on_another_gpu_the_variant_is_skipped_with_the_reason(matmul):
-    class NotHopper:
-        def matmul_wgmma_not_here(self):
-            return "matmul-wgmma needs sm_90a (a Hopper GPU: H100, H200, GH200)"
-
-    with pytest.raises(NotOnThisGPUError, match="needs sm_90a"):
-        matmul.variant("matmul-wgmma").bind(NotHopper())
-
-
-def test_on_another_gpu_attn_flash3_is_skipped_with_the_reason():
-    class NotHopper:
-        def flash3_not_here(self):
-            return "attn-flash3 needs sm_90a (a Hopper GPU: H100, H200, GH200)"
-
-    with pytest.raises(NotOnThisGPUError, match="needs sm_90a"):
-        discover().family("attention").variant("attn-flash3").bind(NotHopper())
-
-
 def test_attn_flash3_takes_16_bit_types_and_has_a_backward():
     v = discover().family("attention").variant("attn-flash3")
     assert v.dtypes == ("bfloat16", "float16") and v.has_backward
@@ -101,10 +83,11 @@ def test_its_constraint_and_precision(matmul):
     assert not all(c.holds({**ok, "K": 96}) for c in v.constraints)
 
 
-def test_on_another_gpu_timex_wgmma_is_skipped_with_the_reason():
-    class NotHopper:
-        def wgmma_not_here(self):
-            return "timex-wgmma needs sm_90a (a Hopper GPU: H100, H200, GH200)"
-
+@pytest.mark.parametrize("family, variant, reason_method", [("matmul", "matmul-wgmma", "matmul_wgmma_not_here"),
+                                                            ("attention", "attn-flash3", "flash3_not_here"),
+                                                            ("timex", "timex-wgmma", "wgmma_not_here")])
+def test_on_another_gpu_the_variant_is_skipped_with_the_reason(family, variant, reason_method):
+    """The variant's bind asks its extension why not here; a reason skips the subject (NotOnThisGPUError)."""
+    not_hopper = type("NotHopper", (), {reason_method: lambda self: f"{variant} needs sm_90a (a Hopper GPU)"})()
     with pytest.raises(NotOnThisGPUError, match="needs sm_90a"):
-        discover().family("timex").variant("timex-wgmma").bind(NotHopper())
+        discover().family(family).variant(variant).bind(not_hopper)

@@ -54,11 +54,8 @@ int main(int argc, char** argv) {
       for (int n = 0; n < N; ++n) ref[size_t(m) * N + n] += x * b.at(size_t(k) * N + n);
     }
 
-  const emu::Schedule schedules[2] = {
-      {emu::WarpOrder::Forward, emu::CpAsyncLanding::AtWait, emu::WgmmaLanding::AtWait, emu::TmaLanding::AtPhase},
-      {emu::WarpOrder::Reverse, emu::CpAsyncLanding::AtWait, emu::WgmmaLanding::AtIssue, emu::TmaLanding::AtIssue}};
-  const char* names[2] = {"warps forward, TMA and wgmma land as late as they may",
-                          "warps in reverse, TMA and wgmma land at their issue"};
+  const auto& schedules = emu::hopper_schedules;
+  const auto& names = emu::hopper_schedule_names;
   std::vector<Matrix> outputs;
   bool ok = true;
   for (int s = 0; s < 2; ++s) {

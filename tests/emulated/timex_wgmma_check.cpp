@@ -49,9 +49,7 @@ int main(int argc, char** argv) {
         for (int u = 0; u <= t; ++u) sum += w.get((size_t)c * T + T - 1 - (t - u)) * k.get(((size_t)b * C + c) * T + u);
         ref[((size_t)b * C + c) * T + t] = sum;
       }
-  const emu::Schedule schedules[2] = {
-      {emu::WarpOrder::Forward, emu::CpAsyncLanding::AtWait, emu::WgmmaLanding::AtWait, emu::TmaLanding::AtPhase},
-      {emu::WarpOrder::Reverse, emu::CpAsyncLanding::AtWait, emu::WgmmaLanding::AtIssue, emu::TmaLanding::AtIssue}};
+  const auto& schedules = emu::hopper_schedules;
   std::vector<Half16> outs;
   bool ok = true;
   for (int s = 0; s < 2; ++s) {

@@ -76,6 +76,13 @@ struct Schedule {
   TmaLanding tma = TmaLanding::AtPhase;
 };
 extern Schedule schedule;
+// The two schedules a Hopper kernel's check runs and compares bit for bit: warps forward with TMA boxes and
+// wgmma products landing as late as they may, and warps in reverse with both landing at their issue.
+inline const Schedule hopper_schedules[2] = {
+    {WarpOrder::Forward, CpAsyncLanding::AtWait, WgmmaLanding::AtWait, TmaLanding::AtPhase},
+    {WarpOrder::Reverse, CpAsyncLanding::AtWait, WgmmaLanding::AtIssue, TmaLanding::AtIssue}};
+inline const char* const hopper_schedule_names[2] = {"warps forward, TMA and wgmma land as late as they may",
+                                                     "warps in reverse, TMA and wgmma land at their issue"};
 
 // The running launch, as the kernel sees it.
 extern unsigned current_thread;  // linear thread index in the block
