@@ -1,9 +1,10 @@
 // timex-wgmma's forward (kernels/timex/timex_wgmma.cu) against timex-mma's (timex_mma.cu) on the GPU, bf16,
 // without torch: both checked against float64 direct sums on 48 random rows, then timed (CUDA events, median,
-// hot L2).
+// hot L2). With `bwd`: gk the same way (timex-wgmma's, timex-mma's), then timex-mma's whole backward, its gw
+// alone and timex-wgmma's backward (its gk, then timex-mma's gw) timed.
 //   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -Icudabench/spec/include -Ikernels/timex \
 //        kernels/timex/timex_mma.cu kernels/timex/timex_wgmma.cu .ci/probes/timex_wgmma_bench.cu -o /tmp/twb
-//   /tmp/twb B C T [reps]
+//   /tmp/twb B C T [reps] [bwd]
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "timex.h"
@@ -38,6 +40,7 @@ float median_us(F&& f, int reps) {
 int main(int argc, char** argv) {
   if (argc < 4) return fprintf(stderr, "usage: twb B C T [reps]\n"), 2;
   const int B = atoi(argv[1]), C = atoi(argv[2]), T = atoi(argv[3]), reps = argc > 4 ? atoi(argv[4]) : 100;
+  const bool bwd = argc > 5 && std::string(argv[5]) == "bwd";
   if (const char* why = timex_wgmma_unsupported(B, C, T)) return printf("unsupported: %s\n", why), 2;
   const size_t nk = (size_t)B * C * T, nw = (size_t)C * T;
   std::mt19937 gen(1);
@@ -52,8 +55,18 @@ int main(int argc, char** argv) {
   cudaMemcpy(w, hw.data(), nw * 2, cudaMemcpyHostToDevice);
   cudaMemcpy(k, hk.data(), nk * 2, cudaMemcpyHostToDevice);
   const float eps = 0.25f;
-  auto wgmma = [&] { return timex_wgmma_forward(TIMEX_BF16, w, k, out, eps, B, C, T, 0); };
-  auto mma = [&] { return timex_mma_forward(TIMEX_BF16, w, k, out, eps, B, C, T, 0); };
+  void *gw, *gk;  // bwd: k plays g for gk (the sums are the same kind); gw from k and g = k
+  float* scratch;
+  cudaMalloc(&gw, nw * 2);
+  cudaMalloc(&scratch, timex_mma_scratch(B, C, T, true) * 4 + 16);
+  gk = out;
+  auto wgmma = [&] {
+    return bwd ? timex_wgmma_gk(TIMEX_BF16, w, k, gk, B, C, T, 0) : timex_wgmma_forward(TIMEX_BF16, w, k, out, eps, B, C, T, 0);
+  };
+  auto mma = [&] {
+    return bwd ? timex_mma_backward(TIMEX_BF16, w, k, k, gw, gk, scratch, B, C, T, 0)
+               : timex_mma_forward(TIMEX_BF16, w, k, out, eps, B, C, T, 0);
+  };
   const char* names[2] = {"timex-wgmma", "timex-mma"};
   for (int v = 0; v < 2; ++v) {
     cudaMemset(out, 0xff, nk * 2);
@@ -69,9 +82,9 @@ int main(int argc, char** argv) {
     for (int row = 0; row < 48; ++row) {
       const int b = pick_b(gen), c = pick_c(gen);
       for (int t = 0; t < T; ++t) {
-        double sum = eps;
-        for (int u = 0; u <= t; ++u)
-          sum += (double)__bfloat162float(hw[(size_t)c * T + T - 1 - (t - u)]) *
+        double sum = bwd ? 0.0 : eps;
+        for (int u = bwd ? t : 0; bwd ? u < T : u <= t; ++u)
+          sum += (double)__bfloat162float(hw[(size_t)c * T + T - 1 - (bwd ? u - t : t - u)]) *
                  __bfloat162float(hk[((size_t)b * C + c) * T + u]);
         const double d = __bfloat162float(ho[((size_t)b * C + c) * T + t]) - sum;
         num += d * d;
@@ -80,8 +93,16 @@ int main(int argc, char** argv) {
     }
     const float us = v == 0 ? median_us(wgmma, reps) : median_us(mma, reps);
     const double bytes = 2.0 * nk * 2 + nw * 2;
-    printf("%-16s bf16 B=%d C=%d T=%d: fwd %7.1f us (%.0f GB/s), rel error %.2e on 48 rows\n", names[v], B, C, T, us,
-           bytes / us / 1e3, std::sqrt(num / den));
+    printf("%-16s bf16 B=%d C=%d T=%d: %s %7.1f us (%.0f GB/s), rel error %.2e on 48 rows\n", names[v], B, C, T,
+           bwd ? (v == 0 ? "gk" : "gk+gw") : "fwd", us, bytes / us / 1e3, std::sqrt(num / den));
+  }
+  if (bwd) {
+    const float gw_us = median_us([&] { return timex_mma_gw(TIMEX_BF16, k, k, gw, scratch, B, C, T, 0); }, reps);
+    const float both = median_us([&] {
+      timex_wgmma_gk(TIMEX_BF16, w, k, gk, B, C, T, 0);
+      return timex_mma_gw(TIMEX_BF16, k, k, gw, scratch, B, C, T, 0);
+    }, reps);
+    printf("timex-mma gw alone: %7.1f us; timex-wgmma backward (its gk, timex-mma's gw): %7.1f us\n", gw_us, both);
   }
   return 0;
 }

@@ -1,5 +1,5 @@
 """TimeX (RWKV): causal depthwise convolution, the v1 → v5 ladder, timex-fft (any T up to 16384) and
-timex-mma (tensor cores, bfloat16/float16) and timex-wgmma (its forward on wgmma), forward and backward.
+timex-mma (tensor cores, bfloat16/float16) and timex-wgmma (its forward and gk on wgmma), forward and backward.
 
     out[b,c,t] = eps + sum_{u=0..t} w[c, T-1-(t-u)] * k[b,c,u]
 
@@ -198,7 +198,8 @@ FAMILY = Family(
                 dtypes=LOW_PRECISION, nondeterminism=ATOMIC_SUMS),
         Variant("timex-wgmma", "the forward on Hopper (sm_90a): wgmma m64n32k16 with w's Toeplitz tiles from "
                                "registers, k's tiles by TMA, persistent blocks fetching the next channel meanwhile; "
-                               "the backward is timex-mma's; bfloat16/float16 only, float32 sums",
+                               "gk the same way (the tiles transposed), gw timex-mma's; bfloat16/float16 only, "
+                               "float32 sums",
                 bind(WGMMA_VERSION), (T_WGMMA,), dtypes=LOW_PRECISION, nondeterminism=ATOMIC_SUMS),
     ),
     baselines=(

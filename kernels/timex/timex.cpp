@@ -40,15 +40,19 @@ Dims check_inputs(const at::Tensor& w, const at::Tensor& k, int64_t version, boo
   if (version >= 7)  // what this GPU offers: tensor-core instructions, and shared memory per block
     cudabench::check_mma_device(k, "timex-mma", timex_mma_smem(d.T, backward), cudabench::message("T=", d.T),
                                 " (use a shorter T)");
-  if (version == 8 && !backward) {
+  if (version == 8) {
     const c10::cuda::CUDAGuard guard(k.device());
     const char* here = timex_wgmma_not_here();
     TORCH_CHECK(here == nullptr, "timex-wgmma ", here ? here : "");
-    for (const void* p : {w.data_ptr(), k.data_ptr()})
-      TORCH_CHECK(reinterpret_cast<std::uintptr_t>(p) % 16 == 0,
-                  "timex-wgmma needs 16-byte aligned w, k and out (TMA, cp.async); a fresh tensor is");
   }
   return d;
+}
+
+// timex-wgmma reads its rows by TMA and cp.async and writes 16-byte pieces: each tensor it touches so
+void check_wgmma_aligned(std::initializer_list<const at::Tensor*> tensors, const char* names) {
+  for (const at::Tensor* t : tensors)
+    TORCH_CHECK(reinterpret_cast<std::uintptr_t>(t->data_ptr()) % 16 == 0, "timex-wgmma needs 16-byte aligned ", names,
+                " (TMA, cp.async, 16-byte stores); a fresh tensor is, a view into another may not be");
 }
 
 void check_output(const at::Tensor& o, const at::Tensor& like, const char* name) {
@@ -70,8 +74,7 @@ void forward(const at::Tensor& w, const at::Tensor& k, at::Tensor& out, double e
   float* s = scratch_floats ? scratch.data_ptr<float>() : nullptr;
   const TimexDtype dtype = dtype_of(k, version);
   const cudaStream_t stream = cudabench::stream_of(k);
-  TORCH_CHECK(version != 8 || reinterpret_cast<std::uintptr_t>(out.data_ptr()) % 16 == 0,
-              "timex-wgmma needs 16-byte aligned w, k and out (16-byte stores); a fresh tensor is");
+  if (version == 8) check_wgmma_aligned({&w, &k, &out}, "w, k and out");
   cudabench::check_launch(
       version == 8   ? timex_wgmma_forward(dtype, w.data_ptr(), k.data_ptr(), out.data_ptr(), (float)eps, d.B, d.C,
                                            d.T, stream)
@@ -97,8 +100,11 @@ void backward(const at::Tensor& w, const at::Tensor& k, const at::Tensor& g, at:
   float* s = scratch_floats ? scratch.data_ptr<float>() : nullptr;
   const TimexDtype dtype = dtype_of(k, version);
   const cudaStream_t stream = cudabench::stream_of(k);
+  if (version == 8) check_wgmma_aligned({&w, &g, &gk}, "w, g and gk");
   cudabench::check_launch(
-      version >= 7 ? timex_mma_backward(dtype, w.data_ptr(), k.data_ptr(), g.data_ptr(), gw.data_ptr(), gk.data_ptr(),
+      version == 8 ? timex_wgmma_backward(dtype, w.data_ptr(), k.data_ptr(), g.data_ptr(), gw.data_ptr(), gk.data_ptr(),
+                                          s, d.B, d.C, d.T, stream)
+      : version == 7 ? timex_mma_backward(dtype, w.data_ptr(), k.data_ptr(), g.data_ptr(), gw.data_ptr(), gk.data_ptr(),
                                         s, d.B, d.C, d.T, stream)
       : dtype == TIMEX_F32
           ? timex_backward((int)version, w.data_ptr<float>(), k.data_ptr<float>(), g.data_ptr<float>(),

@@ -232,18 +232,16 @@ cudaError_t timex_mma_forward(TimexDtype dtype, const void* w, const void* k, vo
   });
 }
 
-cudaError_t timex_mma_backward(TimexDtype dtype, const void* w, const void* k, const void* g, void* gw, void* gk,
-                               float* scratch, int B, int C, int T, cudaStream_t stream) {
+cudaError_t timex_mma_gw(TimexDtype dtype, const void* k, const void* g, void* gw, float* scratch, int B, int C, int T,
+                         cudaStream_t stream) {
   if (dtype == TIMEX_F32 || T > TIMEX_MMA_TMAX) return cudaErrorInvalidValue;
   return with_storage(dtype, [&](auto* tag) -> cudaError_t {
     using S = std::remove_pointer_t<decltype(tag)>;
     if constexpr (std::is_same_v<S, float>) {
       return cudaErrorInvalidValue;
     } else {
-      cudaError_t err = launch_toeplitz<S, true>(static_cast<const S*>(w), static_cast<const S*>(g),
-                                                 static_cast<S*>(gk), 0.f, B, C, T, stream);
+      cudaError_t err = allow_smem(gw_mma<S>, gw_smem(T));
       if (err != cudaSuccess) return err;
-      if ((err = allow_smem(gw_mma<S>, gw_smem(T))) != cudaSuccess) return err;
       const int parts = (B + GW_ROWS - 1) / GW_ROWS;
       gw_mma<S><<<dim3(C, parts), THREADS, gw_smem(T), stream>>>(static_cast<const S*>(k), static_cast<const S*>(g),
                                                                  scratch, B, C, T);
@@ -254,4 +252,19 @@ cudaError_t timex_mma_backward(TimexDtype dtype, const void* w, const void* k, c
       return cudaGetLastError();
     }
   });
+}
+
+cudaError_t timex_mma_backward(TimexDtype dtype, const void* w, const void* k, const void* g, void* gw, void* gk,
+                               float* scratch, int B, int C, int T, cudaStream_t stream) {
+  if (dtype == TIMEX_F32 || T > TIMEX_MMA_TMAX) return cudaErrorInvalidValue;
+  const cudaError_t err = with_storage(dtype, [&](auto* tag) -> cudaError_t {
+    using S = std::remove_pointer_t<decltype(tag)>;
+    if constexpr (std::is_same_v<S, float>) {
+      return cudaErrorInvalidValue;
+    } else {
+      return launch_toeplitz<S, true>(static_cast<const S*>(w), static_cast<const S*>(g), static_cast<S*>(gk), 0.f, B,
+                                      C, T, stream);
+    }
+  });
+  return err != cudaSuccess ? err : timex_mma_gw(dtype, k, g, gw, scratch, B, C, T, stream);
 }

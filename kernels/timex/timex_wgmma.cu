@@ -1,5 +1,5 @@
-// timex-wgmma (version 8): the forward on Hopper's wgmma (sm_90a), bfloat16 or float16 in and out, float32
-// sums; T <= 768, T % 8 == 0, any B and C. Its backward is timex-mma's (timex_mma.cu).
+// timex-wgmma (version 8): the forward and gk on Hopper's wgmma (sm_90a), bfloat16 or float16 in and out,
+// float32 sums; T <= 768, T % 8 == 0, any B and C. gw is timex-mma's (timex_mma.cu).
 //
 // What it adds over timex-mma (mma.sync, the rung below): warpgroup products (wgmma m64n32k16, A from
 // registers, B from shared memory), K's tiles brought by TMA (a 3-D tensor map, 128-byte swizzle, one
@@ -20,6 +20,10 @@
 // Both warpgroups issue the same products in the same order, with no branch between them: where only the
 // second's tile has a pair at step d, the first multiplies a tile of zeros (a wgmma behind a branch that
 // ptxas cannot prove uniform across the warpgroup is serialised).
+//
+// gk (BACK) is the same product with G's rows for K's and Wb = Wfᵀ: GKᵀ = Wfᵀ · Gᵀ, whose tile (j, i = j + d)
+// is A_dᵀ, A_dᵀ[r][q] = w[T-1-64d+r-q] (pairs (w[x], w[x-1])), multiplied into tile j from G's tile j + d.
+// The step at d then needs G's tiles d .. nt-1, so they are fetched last first.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -51,7 +55,7 @@ __device__ __forceinline__ S from_f(float x) {
 // The products and the stores of block share H: warpgroup g holds output tiles j = 4q + 2H + g
 // k: the item's K tiles (zeros_off bytes before the zero tile), pairs: its w pairs, k_full: the tiles'
 // mbarriers, waited on with `parity`
-template <typename S, bool F16, int NT, int H>
+template <typename S, bool F16, bool BACK, int NT, int H>
 __device__ __forceinline__ void output_tiles(S (*k)[ROWS * TILE], const uint32_t* pairs, uint32_t zeros_off,
                                              uint64_t* k_full, uint32_t parity, int c, int b0, S* __restrict__ out,
                                              float eps, int B, int C, int T) {
@@ -65,8 +69,10 @@ __device__ __forceinline__ void output_tiles(S (*k)[ROWS * TILE], const uint32_t
 
   const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
   // A_d's fragment for k-slice kk: rows r = 16·warp + lane/4 (+8), columns q = 16kk + 2(lane%4) (+8), so
-  // x = T-1-64d-r+q; the register of row +8 and column +8 is the first one's pair again
-  const uint32_t* pair_row = pairs + PAD + T - 1 - (16 * warp + lane / 4) + 2 * (lane % 4);
+  // x = T-1-64d-r+q (gk: T-1-64d+r-q, the pairs then (w[x], w[x-1])); the register of row +8 and column +8 is
+  // the first one's pair again
+  constexpr int dir = BACK ? -1 : 1;  // which way x moves with the column q
+  const uint32_t* pair_row = pairs + PAD + T - 1 - dir * (16 * warp + lane / 4) + dir * 2 * (lane % 4);
   // B descriptors as one base plus a byte offset (/16 in the start-address field): nvcc would otherwise keep
   // a 64-bit descriptor per K tile and k-slice live across the unrolled steps
   const uint64_t k_desc = desc_k_major_sw128(k[0]);
@@ -76,19 +82,22 @@ __device__ __forceinline__ void output_tiles(S (*k)[ROWS * TILE], const uint32_t
     uint32_t a[TILE / 16][4];
 #pragma unroll
     for (int kk = 0; kk < TILE / 16; ++kk) {
-      const uint32_t* p = pair_row - TILE * d + 16 * kk;
+      const uint32_t* p = pair_row - TILE * d + dir * 16 * kk;
       a[kk][0] = p[0];
-      a[kk][1] = p[-8];
-      a[kk][2] = p[8];
+      a[kk][1] = p[-8 * dir];
+      a[kk][2] = p[8 * dir];
       a[kk][3] = a[kk][0];
     }
-    mbar_wait(&k_full[nt - 1 - d], parity);
+    mbar_wait(&k_full[BACK ? d : nt - 1 - d], parity);
     wgmma_fence();
 #pragma unroll
     for (int q = 0; q < SLOTS; ++q) {
-      if (4 * q + 2 * H + 1 < d || 4 * q + 2 * H >= nt) continue;  // neither warpgroup's tile has a pair at d
+      // skip when neither warpgroup's tile has a pair at d: the K tile i = j - d (gk: j + d) exists
+      if (BACK ? 4 * q + 2 * H + d >= nt : 4 * q + 2 * H + 1 < d || 4 * q + 2 * H >= nt) continue;
       const int j = 4 * q + 2 * H + g;
-      const uint32_t kt = j >= d && j < nt ? (j - d) * K_TILE_BYTES : zeros_off;
+      const int i = BACK ? j + d : j - d;  // (the gk test as written keeps ptxas from spilling)
+      const uint32_t kt = BACK ? (i >= 0 && i < nt && j < nt ? i * K_TILE_BYTES : zeros_off)
+                               : (j >= d && j < nt ? i * K_TILE_BYTES : zeros_off);
 #pragma unroll
       for (int kk = 0; kk < TILE / 16; ++kk) {
         const uint64_t db = k_desc + ((kt + kk * 32) >> 4);
@@ -127,14 +136,14 @@ __device__ __forceinline__ void output_tiles(S (*k)[ROWS * TILE], const uint32_t
 }
 
 // output_tiles for this block's share (blockIdx.y, fixed for the block: a branch ptxas sees as uniform)
-template <typename S, bool F16, int NT>
+template <typename S, bool F16, bool BACK, int NT>
 __device__ __forceinline__ void block_share(S (*k)[ROWS * TILE], const uint32_t* pairs, uint32_t zeros_off,
                                             uint64_t* k_full, uint32_t parity, int c, int b0, S* __restrict__ out,
                                             float eps, int B, int C, int T) {
   if (blockIdx.y == 0)
-    output_tiles<S, F16, NT, 0>(k, pairs, zeros_off, k_full, parity, c, b0, out, eps, B, C, T);
+    output_tiles<S, F16, BACK, NT, 0>(k, pairs, zeros_off, k_full, parity, c, b0, out, eps, B, C, T);
   else
-    output_tiles<S, F16, NT, 1>(k, pairs, zeros_off, k_full, parity, c, b0, out, eps, B, C, T);
+    output_tiles<S, F16, BACK, NT, 1>(k, pairs, zeros_off, k_full, parity, c, b0, out, eps, B, C, T);
 }
 
 // NT = ceil(T / 64) tiles, a compile-time count: the loop over d unrolls, so which products a step makes is
@@ -150,9 +159,9 @@ struct Shared {
   uint64_t k_full[2][MAX_TILES];
 };
 
-template <typename S, bool F16, int NT>
+template <typename S, bool F16, bool BACK, int NT>
 __global__ void __launch_bounds__(THREADS, 2)
-    forward(const __grid_constant__ CUtensorMap map_k, const S* __restrict__ w, S* __restrict__ out, float eps,
+    toeplitz(const __grid_constant__ CUtensorMap map_k, const S* __restrict__ w, S* __restrict__ out, float eps,
             int B, int C, int T) {
 #if defined(CUDABENCH_HOPPER)
   extern __shared__ uint8_t raw[];
@@ -172,7 +181,8 @@ __global__ void __launch_bounds__(THREADS, 2)
     const int c = item % C, b0 = (item / C) * ROWS;
     if (threadIdx.x == 0) {
       fence_proxy_async();  // this buffer's earlier reads and writes (the staged outputs) come first
-      for (int i = 0; i < nt; ++i) {
+      for (int n = 0; n < nt; ++n) {  // in the order the steps first need them
+        const int i = BACK ? nt - 1 - n : n;
         mbar_arrive_expect_tx(&s.k_full[p][i], ROWS * TILE * sizeof(S));
         tma_load_3d(s.k[p][i], &map_k, &s.k_full[p][i], TILE * i, c, b0);
       }
@@ -188,10 +198,11 @@ __global__ void __launch_bounds__(THREADS, 2)
     tensor_core::cp_async_wait<0>();
     __syncthreads();  // this item's w row has landed; the last item's staged outputs are read and its pairs used
     const uint16_t* wbits = reinterpret_cast<const uint16_t*>(s.w[p]);
-    for (int i = threadIdx.x; i < nt * TILE + 2 * PAD; i += THREADS) s.pairs[i] = wbits[i] | (uint32_t)wbits[i + 1] << 16;
+    for (int i = threadIdx.x; i < nt * TILE + 2 * PAD; i += THREADS)  // (w[x], w[x + 1]); gk: (w[x], w[x - 1])
+      s.pairs[i] = wbits[i] | (uint32_t)(BACK ? (i > 0 ? wbits[i - 1] : 0) : wbits[i + 1]) << 16;
     __syncthreads();
     if (item + (int)gridDim.x < items) fetch(item + gridDim.x, p ^ 1);
-    block_share<S, F16, NT>(s.k[p], s.pairs, (uint32_t)((uint8_t*)s.zeros - (uint8_t*)s.k[p][0]), s.k_full[p],
+    block_share<S, F16, BACK, NT>(s.k[p], s.pairs, (uint32_t)((uint8_t*)s.zeros - (uint8_t*)s.k[p][0]), s.k_full[p],
                             (n >> 1) & 1, c, b0, out, eps, B, C, T);
   }
 #else
@@ -199,13 +210,13 @@ __global__ void __launch_bounds__(THREADS, 2)
 #endif
 }
 
-template <typename S, bool F16, int NT = 1>
+template <typename S, bool F16, bool BACK, int NT = 1>
 cudaError_t launch_nt(int nt, int blocks, const CUtensorMap& map, const void* w, void* out, float eps, int B, int C,
                       int T, cudaStream_t stream) {
   if constexpr (NT < MAX_TILES) {
-    if (nt > NT) return launch_nt<S, F16, NT + 1>(nt, blocks, map, w, out, eps, B, C, T, stream);
+    if (nt > NT) return launch_nt<S, F16, BACK, NT + 1>(nt, blocks, map, w, out, eps, B, C, T, stream);
   }
-  auto kernel = forward<S, F16, NT>;
+  auto kernel = toeplitz<S, F16, BACK, NT>;
   const size_t bytes = sizeof(Shared<S>) + 1024;
   cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
   int sms = 5, per_sm = 1;  // on the CPU emulator: 2 blocks a share, so that each takes several items
@@ -232,19 +243,40 @@ const char* timex_wgmma_unsupported(int B, int C, int T) {
   return nullptr;
 }
 
-cudaError_t timex_wgmma_forward(TimexDtype dtype, const void* w, const void* k, void* out, float eps, int B, int C,
-                                int T, cudaStream_t stream) {
-  using namespace timex_wgmma;
+namespace timex_wgmma {
+
+// out = eps + the forward of x (BACK false), or gk with x = g (BACK true, eps 0)
+template <bool BACK>
+cudaError_t launch(TimexDtype dtype, const void* w, const void* x, void* out, float eps, int B, int C, int T,
+                   cudaStream_t stream) {
   if (dtype == TIMEX_F32 || timex_wgmma_not_here() || timex_wgmma_unsupported(B, C, T)) return cudaErrorInvalidValue;
-  for (const void* p : {w, k, (const void*)out})  // TMA, cp.async and the 16-byte stores
+  for (const void* p : {w, x, (const void*)out})  // TMA, cp.async and the 16-byte stores
     if (reinterpret_cast<uintptr_t>(p) % 16) return cudaErrorInvalidValue;
   const bool f16 = dtype == TIMEX_F16;
   CUtensorMap map;
   const cuuint64_t dims[3] = {(cuuint64_t)T, (cuuint64_t)C, (cuuint64_t)B};
   const cuuint64_t strides[2] = {(cuuint64_t)T * 2, (cuuint64_t)C * T * 2};
   const cuuint32_t box[3] = {TILE, 1, ROWS};
-  if (!tensor_map_16bit(&map, k, 3, dims, strides, box, f16)) return cudaErrorInvalidValue;
+  if (!tensor_map_16bit(&map, x, 3, dims, strides, box, f16)) return cudaErrorInvalidValue;
   const int blocks = C * ((B + ROWS - 1) / ROWS), nt = (T + TILE - 1) / TILE;
-  return f16 ? launch_nt<__half, true>(nt, blocks, map, w, out, eps, B, C, T, stream)
-             : launch_nt<__nv_bfloat16, false>(nt, blocks, map, w, out, eps, B, C, T, stream);
+  return f16 ? launch_nt<__half, true, BACK>(nt, blocks, map, w, out, eps, B, C, T, stream)
+             : launch_nt<__nv_bfloat16, false, BACK>(nt, blocks, map, w, out, eps, B, C, T, stream);
+}
+
+}  // namespace timex_wgmma
+
+cudaError_t timex_wgmma_forward(TimexDtype dtype, const void* w, const void* k, void* out, float eps, int B, int C,
+                                int T, cudaStream_t stream) {
+  return timex_wgmma::launch<false>(dtype, w, k, out, eps, B, C, T, stream);
+}
+
+cudaError_t timex_wgmma_gk(TimexDtype dtype, const void* w, const void* g, void* gk, int B, int C, int T,
+                           cudaStream_t stream) {
+  return timex_wgmma::launch<true>(dtype, w, g, gk, 0.0f, B, C, T, stream);
+}
+
+cudaError_t timex_wgmma_backward(TimexDtype dtype, const void* w, const void* k, const void* g, void* gw, void* gk,
+                                 float* scratch, int B, int C, int T, cudaStream_t stream) {
+  const cudaError_t err = timex_wgmma_gk(dtype, w, g, gk, B, C, T, stream);
+  return err != cudaSuccess ? err : timex_mma_gw(dtype, k, g, gw, scratch, B, C, T, stream);
 }

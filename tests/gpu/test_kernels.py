@@ -33,8 +33,9 @@ SHAPES = {
               # timex-fft's warp-held transforms (timex_fft_warp.cu): N = 768, 1024, 1536 and 2048 (forward)
               dict(B=5, C=3, T=300), dict(B=7, C=2, T=400), dict(B=3, C=5, T=513), dict(B=1, C=3, T=768),
               dict(B=3, C=1, T=900),
-              # timex-wgmma: two batch groups (the second of one row), T short of whole 64-step tiles
-              dict(B=33, C=3, T=760), dict(B=5, C=3, T=136)],
+              # timex-wgmma: two batch groups (the second of one row), T short of whole 64-step tiles; many
+              # more items than blocks (each block takes several: both buffers, the mbarriers' phases turned)
+              dict(B=33, C=3, T=760), dict(B=5, C=3, T=136), dict(B=64, C=300, T=64)],
 }
 
 
