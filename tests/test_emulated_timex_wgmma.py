@@ -1,4 +1,4 @@
-"""timex-wgmma's forward and gk (kernels/timex/timex_wgmma.cu) checked on the CPU by running its real source on the
+"""timex-wgmma's forward and gk (kernels/timex/timex_wgmma.cu) and its gw (timex_wgmma_gw.cu) checked on the CPU by running its real source on the
 CUDA emulator (tests/emulated): TMA boxes, mbarriers, wgmma with A from registers, cp.async and persistent
 blocks that fill a second buffer while they use the first. Against float64 direct sums at ragged shapes, in
 bfloat16 and float16, under two schedules that must agree bit for bit; the planted bugs below show the check
@@ -15,6 +15,7 @@ from emulator_kit import assert_check_passes, assert_planted_bug_fails, hopper_c
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "kernels" / "timex" / "timex_wgmma.cu"
+GW_SOURCE = ROOT / "kernels" / "timex" / "timex_wgmma_gw.cu"
 
 # (dtype, B, C, T): one tile, ragged batch groups (B=33: a second group of one row), T short of whole tiles,
 # the most tiles (12), and more items than the emulator's blocks (2 a share: each takes several, both buffers;
@@ -24,6 +25,9 @@ CASES = [("bfloat16", 1, 1, 8), ("float16", 3, 2, 64), ("bfloat16", 33, 3, 768),
 # gk (the same kernel, Wf's tiles transposed, K tiles fetched last first): the same kinds of shape
 GK_CASES = [(*case, "gk") for case in [("bfloat16", 1, 1, 8), ("float16", 33, 3, 760), ("bfloat16", 40, 2, 768),
                                       ("bfloat16", 5, 3, 136), ("float16", 3, 5, 320)]]
+# gw (a block per channel over all its batch groups: B=33 and 70 take 2 and 3; one tile; T short of whole tiles)
+GW_CASES = [(*case, "gw") for case in [("bfloat16", 1, 1, 8), ("float16", 33, 3, 760), ("bfloat16", 70, 2, 768),
+                                      ("bfloat16", 5, 3, 136), ("float16", 3, 2, 320)]]
 
 # Planted bugs: (exact text in the kernel, replacement, a case that must FAIL).
 MUTANTS = {
@@ -53,22 +57,51 @@ def args(case):
     return ["f16" if dtype == "float16" else "bf16", *map(str, rest)]
 
 
-@pytest.fixture(scope="module")
-def checker(tmp_path_factory, pool):
-    return hopper_checker(tmp_path_factory.mktemp("emulated-timex-wgmma"), pool, SOURCE, "timex_wgmma_check.cpp")
+# Planted bugs in gw: the tiles of the wrong diagonal, the fold's pairs, grid or class sums wrong, a fold before
+# its products land, the batch groups' tiles overwritten while read, the second warpgroup's sums lost. (The emulator runs a warp's lanes one
+# at a time, so the __syncwarp between the fold's rounds is for racecheck on the GPU to vouch for.)
+GW_MUTANTS = {
+    "gw-g-tile-of-the-wrong-diagonal": ("m + D < nt ? s.g[m + D] : s.zeros", "m + D < nt ? s.g[m] : s.zeros",
+                                        ("bfloat16", 3, 2, 320, "gw")),
+    "gw-row-8-column-8-not-paired": ("sum[x][hi - j + 8] += acc[4 * j + 2 * hi + x]", "sum[x][hi - j + 8] += acc[4 * j + 2 - 2 * hi + x]",
+                                     ("bfloat16", 3, 2, 320, "gw")),
+    "gw-lane-7-takes-at-the-same-l": ("else if (i > 0) sum[0][i - 1] += v;", "else sum[0][i] += v;",
+                                      ("bfloat16", 3, 2, 320, "gw")),
+    "gw-sums-not-aligned-to-the-class-grid": ("total[a] = neg ? same : lower;", "total[a] = same;",
+                                              ("bfloat16", 3, 2, 320, "gw")),
+    "gw-class-lanes-added-in-pairs-only": ("step <= 2; step *= 2", "step <= 1; step *= 2", ("bfloat16", 3, 2, 320, "gw")),
+    "gw-fold-before-its-products-land": ("      wgmma_wait<1>();\n", "", ("bfloat16", 3, 2, 320, "gw")),
+    "gw-next-group-over-tiles-in-use": ("    __syncthreads();  // every product has read", "    // every product has read",
+                                        ("bfloat16", 70, 1, 256, "gw")),
+    "gw-second-warpgroup-lost": ("from_f<S>(s.lags[0][d] + s.lags[1][d])", "from_f<S>(s.lags[0][d])",
+                                 ("bfloat16", 3, 2, 320, "gw")),
+}
+
+ALL_MUTANTS = {**MUTANTS, **GW_MUTANTS}
+
+
+def source(case):
+    """The kernel file of a case's direction."""
+    return GW_SOURCE if case[-1] == "gw" else SOURCE
 
 
 @pytest.fixture(scope="module")
-def real(checker):
-    return checker.build("timex_wgmma", SOURCE.read_text())
+def checkers(tmp_path_factory, pool):
+    return {path: hopper_checker(tmp_path_factory.mktemp(path.stem), pool, path, "timex_wgmma_check.cpp")
+            for path in (SOURCE, GW_SOURCE)}
 
 
-@pytest.mark.parametrize("case", CASES + GK_CASES, ids=lambda c: "-".join(map(str, c)))
+@pytest.fixture(scope="module")
+def real(checkers):
+    return {path: checker.build(path.stem, path.read_text()) for path, checker in checkers.items()}
+
+
+@pytest.mark.parametrize("case", CASES + GK_CASES + GW_CASES, ids=lambda c: "-".join(map(str, c)))
 def test_timex_wgmma_matches_fp64_under_both_schedules(real, case):
-    assert_check_passes(real, args(case))
+    assert_check_passes(real[source(case)], args(case))
 
 
-@pytest.mark.parametrize("name", sorted(MUTANTS))
-def test_planted_bug_fails_the_check(checker, name):
-    text, replacement, case = MUTANTS[name]
-    assert_planted_bug_fails(checker, SOURCE, name, text, replacement, args(case))
+@pytest.mark.parametrize("name", sorted(ALL_MUTANTS))
+def test_planted_bug_fails_the_check(checkers, name):
+    text, replacement, case = ALL_MUTANTS[name]
+    assert_planted_bug_fails(checkers[source(case)], source(case), name, text, replacement, args(case))

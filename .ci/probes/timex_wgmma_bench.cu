@@ -1,9 +1,10 @@
 // timex-wgmma's forward (kernels/timex/timex_wgmma.cu) against timex-mma's (timex_mma.cu) on the GPU, bf16,
 // without torch: both checked against float64 direct sums on 48 random rows, then timed (CUDA events, median,
-// hot L2). With `bwd`: gk the same way (timex-wgmma's, timex-mma's), then timex-mma's whole backward, its gw
-// alone and timex-wgmma's backward (its gk, then timex-mma's gw) timed.
+// hot L2). With `bwd`: gk the same way (timex-wgmma's; timex-mma's whole backward), then gw (both: on 8
+// channels), then both backwards timed.
 //   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -Icudabench/spec/include -Ikernels/timex \
-//        kernels/timex/timex_mma.cu kernels/timex/timex_wgmma.cu .ci/probes/timex_wgmma_bench.cu -o /tmp/twb
+//        kernels/timex/timex_mma.cu kernels/timex/timex_wgmma.cu kernels/timex/timex_wgmma_gw.cu \
+//        .ci/probes/timex_wgmma_bench.cu -o /tmp/twb
 //   /tmp/twb B C T [reps] [bwd]
 #include <cuda_bf16.h>
 
@@ -11,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -96,13 +98,47 @@ int main(int argc, char** argv) {
     printf("%-16s bf16 B=%d C=%d T=%d: %s %7.1f us (%.0f GB/s), rel error %.2e on 48 rows\n", names[v], B, C, T,
            bwd ? (v == 0 ? "gk" : "gk+gw") : "fwd", us, bytes / us / 1e3, std::sqrt(num / den));
   }
-  if (bwd) {
-    const float gw_us = median_us([&] { return timex_mma_gw(TIMEX_BF16, k, k, gw, scratch, B, C, T, 0); }, reps);
+  if (bwd) {  // gw from k and a second random g: timex-wgmma's and timex-mma's against float64 sums on 8 channels
+    std::vector<__nv_bfloat16> hg(nk), hgw(nw);
+    for (auto& x : hg) x = __float2bfloat16(sym(gen));
+    void* g;
+    cudaMalloc(&g, nk * 2);
+    cudaMemcpy(g, hg.data(), nk * 2, cudaMemcpyHostToDevice);
+    auto wgmma_gw = [&] { return timex_wgmma_gw(TIMEX_BF16, k, g, gw, B, C, T, 0); };
+    auto mma_gw = [&] { return timex_mma_gw(TIMEX_BF16, k, g, gw, scratch, B, C, T, 0); };
+    for (int v = 0; v < 2; ++v) {
+      cudaMemset(gw, 0xff, nw * 2);
+      const cudaError_t launched = v == 0 ? wgmma_gw() : mma_gw();
+      const cudaError_t done = cudaDeviceSynchronize();
+      if (launched != cudaSuccess || done != cudaSuccess)
+        return printf("%s gw: %s / %s\n", names[v], cudaGetErrorString(launched), cudaGetErrorString(done)), 1;
+      cudaMemcpy(hgw.data(), gw, nw * 2, cudaMemcpyDeviceToHost);
+      double num = 0, den = 0;
+      std::uniform_int_distribution<int> pick_c(0, C - 1);
+      for (int n = 0; n < 8; ++n) {
+        const int c = pick_c(gen);
+        std::vector<double> ref(T, 0.0);
+        for (int b = 0; b < B; ++b)
+          for (int u = 0; u < T; ++u)
+            for (int s = u; s < T; ++s)
+              ref[T - 1 - (s - u)] += (double)__bfloat162float(hg[((size_t)b * C + c) * T + s]) *
+                                      __bfloat162float(hk[((size_t)b * C + c) * T + u]);
+        for (int j = 0; j < T; ++j) {
+          const double d = __bfloat162float(hgw[(size_t)c * T + j]) - ref[j];
+          num += d * d;
+          den += ref[j] * ref[j];
+        }
+      }
+      const float us = median_us(v == 0 ? std::function<cudaError_t()>(wgmma_gw) : std::function<cudaError_t()>(mma_gw), reps);
+      printf("%-16s bf16 B=%d C=%d T=%d: gw %7.1f us, rel error %.2e on 8 channels\n", names[v], B, C, T, us,
+             std::sqrt(num / den));
+    }
     const float both = median_us([&] {
-      timex_wgmma_gk(TIMEX_BF16, w, k, gk, B, C, T, 0);
-      return timex_mma_gw(TIMEX_BF16, k, k, gw, scratch, B, C, T, 0);
+      timex_wgmma_gk(TIMEX_BF16, w, g, gk, B, C, T, 0);
+      return timex_wgmma_gw(TIMEX_BF16, k, g, gw, B, C, T, 0);
     }, reps);
-    printf("timex-mma gw alone: %7.1f us; timex-wgmma backward (its gk, timex-mma's gw): %7.1f us\n", gw_us, both);
+    const float mma_both = median_us([&] { return timex_mma_backward(TIMEX_BF16, w, k, g, gw, gk, scratch, B, C, T, 0); }, reps);
+    printf("backward (gk, gw): timex-wgmma %7.1f us, timex-mma %7.1f us\n", both, mma_both);
   }
   return 0;
 }

@@ -1,5 +1,5 @@
 """TimeX (RWKV): causal depthwise convolution, the v1 → v5 ladder, timex-fft (any T up to 16384) and
-timex-mma (tensor cores, bfloat16/float16) and timex-wgmma (its forward and gk on wgmma), forward and backward.
+timex-mma (tensor cores, bfloat16/float16) and timex-wgmma (on Hopper's wgmma), forward and backward.
 
     out[b,c,t] = eps + sum_{u=0..t} w[c, T-1-(t-u)] * k[b,c,u]
 
@@ -173,6 +173,7 @@ FAMILY = Family(
     name="timex",
     summary="RWKV TimeX causal depthwise convolution, forward and backward",
     sources=("timex.cu", "timex_fft.cu", "timex_fft_warp.cu", "timex_fft_long.cu", "timex_mma.cu", "timex_wgmma.cu",
+             "timex_wgmma_gw.cu",
              "timex.cpp"),
     params=(Param("B", 32, "batch"), Param("C", 768, "channels"), Param("T", 768, "time steps")),
     make_inputs=make_inputs,
@@ -198,8 +199,8 @@ FAMILY = Family(
                 dtypes=LOW_PRECISION, nondeterminism=ATOMIC_SUMS),
         Variant("timex-wgmma", "the forward on Hopper (sm_90a): wgmma m64n32k16 with w's Toeplitz tiles from "
                                "registers, k's tiles by TMA, persistent blocks fetching the next channel meanwhile; "
-                               "gk the same way (the tiles transposed), gw timex-mma's; bfloat16/float16 only, "
-                               "float32 sums",
+                               "gk the same way (the tiles transposed), gw from wgmma on G's and K's tiles with a fixed-order "
+                               "fold of the diagonals; bfloat16/float16 only, float32 sums",
                 bind(WGMMA_VERSION), (T_WGMMA,), dtypes=LOW_PRECISION, nondeterminism=ATOMIC_SUMS),
     ),
     baselines=(

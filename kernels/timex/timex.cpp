@@ -87,6 +87,13 @@ void forward(const at::Tensor& w, const at::Tensor& k, at::Tensor& out, double e
       "timex forward");
 }
 
+// timex-wgmma's backward: gk, then gw
+static cudaError_t wgmma_backward(TimexDtype dtype, const at::Tensor& w, const at::Tensor& k, const at::Tensor& g,
+                                  at::Tensor& gw, at::Tensor& gk, const Dims& d, cudaStream_t stream) {
+  const cudaError_t err = timex_wgmma_gk(dtype, w.data_ptr(), g.data_ptr(), gk.data_ptr(), d.B, d.C, d.T, stream);
+  return err != cudaSuccess ? err : timex_wgmma_gw(dtype, k.data_ptr(), g.data_ptr(), gw.data_ptr(), d.B, d.C, d.T, stream);
+}
+
 // gw (C,T) and gk (B,C,T) from g = dL/dout, written into the caller's tensors.
 void backward(const at::Tensor& w, const at::Tensor& k, const at::Tensor& g, at::Tensor& gw,
               at::Tensor& gk, int64_t version) {
@@ -100,10 +107,9 @@ void backward(const at::Tensor& w, const at::Tensor& k, const at::Tensor& g, at:
   float* s = scratch_floats ? scratch.data_ptr<float>() : nullptr;
   const TimexDtype dtype = dtype_of(k, version);
   const cudaStream_t stream = cudabench::stream_of(k);
-  if (version == 8) check_wgmma_aligned({&w, &g, &gk}, "w, g and gk");
+  if (version == 8) check_wgmma_aligned({&w, &k, &g, &gk}, "w, k, g and gk");
   cudabench::check_launch(
-      version == 8 ? timex_wgmma_backward(dtype, w.data_ptr(), k.data_ptr(), g.data_ptr(), gw.data_ptr(), gk.data_ptr(),
-                                          s, d.B, d.C, d.T, stream)
+      version == 8 ? wgmma_backward(dtype, w, k, g, gw, gk, d, stream)
       : version == 7 ? timex_mma_backward(dtype, w.data_ptr(), k.data_ptr(), g.data_ptr(), gw.data_ptr(), gk.data_ptr(),
                                         s, d.B, d.C, d.T, stream)
       : dtype == TIMEX_F32

@@ -275,7 +275,7 @@ size_t vec_smem_bytes(int T, int R, bool backward) {
 const char* timex_unsupported(int version, int B, int C, int T, bool backward) {
   if (version < 1 || version > 8) return "unknown TimeX version (1..8)";
   if (B <= 0 || C <= 0 || T <= 0) return "B, C and T must be positive";
-  if (version == 8) {  // timex-wgmma: its own limits (forward, gk), then timex-mma's (gw)
+  if (version == 8) {  // timex-wgmma: its own limits, then timex-mma's (B)
     const char* why = timex_wgmma_unsupported(B, C, T);
     if (why != nullptr) return why;
   }
@@ -330,7 +330,8 @@ cudaError_t timex_forward(int version, const float* w, const float* k, float* ou
 
 size_t timex_backward_scratch(int version, int B, int C, int T) {
   if (version == 6) return timex_fft_scratch(B, C, T, true);
-  if (version >= 7) return timex_mma_scratch(B, C, T, true);  // timex-wgmma's gw is timex-mma's
+  if (version == 8) return 0;  // timex-wgmma: a block per channel sums its gw
+  if (version == 7) return timex_mma_scratch(B, C, T, true);
   if (version == 1) return 0;
   return (size_t)(B / rows_per_block(version, true)) * C * T;
 }

@@ -87,7 +87,7 @@ cudaError_t timex_mma_gw(TimexDtype dtype, const void* k, const void* g, void* g
 
 // timex-wgmma (version 8, timex_wgmma.cu): the forward and gk on Hopper's wgmma (sm_90a), bfloat16 or float16,
 // T <= TIMEX_WGMMA_TMAX and T % 8 == 0, any C, B within timex-mma's limit (gw is timex-mma's); w and the rows it
-// reads and writes (k and out; g and gk) 16-byte aligned.
+// reads and writes (k and out; g, k and gk) 16-byte aligned.
 constexpr int TIMEX_WGMMA_TMAX = 768;
 const char* timex_wgmma_not_here();  // why not on this GPU (not a Hopper one), or nullptr
 const char* timex_wgmma_unsupported(int B, int C, int T);
@@ -96,6 +96,6 @@ cudaError_t timex_wgmma_forward(TimexDtype dtype, const void* w, const void* k, 
 // gk = G . Wb (timex.h's backward) on the same kernel, the Toeplitz tiles transposed; same limits.
 cudaError_t timex_wgmma_gk(TimexDtype dtype, const void* w, const void* g, void* gk, int B, int C, int T,
                            cudaStream_t stream);
-// The backward: gk as above, then timex-mma's gw (scratch: timex_mma_scratch's floats).
-cudaError_t timex_wgmma_backward(TimexDtype dtype, const void* w, const void* k, const void* g, void* gw, void* gk,
-                                 float* scratch, int B, int C, int T, cudaStream_t stream);
+// gw on wgmma (timex_wgmma_gw.cu): a block per channel over all its batch rows, no scratch; k, g 16-byte aligned.
+cudaError_t timex_wgmma_gw(TimexDtype dtype, const void* k, const void* g, void* gw, int B, int C, int T,
+                           cudaStream_t stream);

@@ -1,5 +1,5 @@
 // timex-wgmma (version 8): the forward and gk on Hopper's wgmma (sm_90a), bfloat16 or float16 in and out,
-// float32 sums; T <= 768, T % 8 == 0, any B and C. gw is timex-mma's (timex_mma.cu).
+// float32 sums; T <= 768, T % 8 == 0, any B and C. gw is timex_wgmma_gw.cu.
 //
 // What it adds over timex-mma (mma.sync, the rung below): warpgroup products (wgmma m64n32k16, A from
 // registers, B from shared memory), K's tiles brought by TMA (a 3-D tensor map, 128-byte swizzle, one
@@ -33,24 +33,21 @@
 #include "cudabench/hopper.cuh"
 #include "cudabench/tensor_core.cuh"
 #include "timex.h"
+#include "timex_tiles.cuh"
 
 namespace timex_wgmma {
 
 using namespace cudabench::hopper;
 
-constexpr int TILE = 64;          // t and u per tile
-constexpr int ROWS = 32;          // batch rows per block (wgmma's N)
-constexpr int MAX_TILES = 12;     // T <= 768
+using timex_tiles::MAX_TILES;     // T <= 768
+using timex_tiles::ROWS;          // batch rows per block (wgmma's N)
+using timex_tiles::TILE;          // t and u per tile
 constexpr int HALVES = 2;         // blocks per channel and 32 batch rows, each with half of the output tiles
 constexpr int SLOTS = 3;          // output tiles per warpgroup
 constexpr int THREADS = 256;      // two warpgroups
 constexpr int PAD = 64;           // zeros kept on each side of the staged w row
 
-template <typename S>
-__device__ __forceinline__ S from_f(float x) {
-  if constexpr (std::is_same<S, __half>::value) return __float2half_rn(x);
-  else return __float2bfloat16_rn(x);
-}
+using timex_tiles::from_f;
 
 // The products and the stores of block share H: warpgroup g holds output tiles j = 4q + 2H + g
 // k: the item's K tiles (zeros_off bytes before the zero tile), pairs: its w pairs, k_full: the tiles'
@@ -254,10 +251,7 @@ cudaError_t launch(TimexDtype dtype, const void* w, const void* x, void* out, fl
     if (reinterpret_cast<uintptr_t>(p) % 16) return cudaErrorInvalidValue;
   const bool f16 = dtype == TIMEX_F16;
   CUtensorMap map;
-  const cuuint64_t dims[3] = {(cuuint64_t)T, (cuuint64_t)C, (cuuint64_t)B};
-  const cuuint64_t strides[2] = {(cuuint64_t)T * 2, (cuuint64_t)C * T * 2};
-  const cuuint32_t box[3] = {TILE, 1, ROWS};
-  if (!tensor_map_16bit(&map, x, 3, dims, strides, box, f16)) return cudaErrorInvalidValue;
+  if (!timex_tiles::row_tiles_map(&map, x, B, C, T, f16)) return cudaErrorInvalidValue;
   const int blocks = C * ((B + ROWS - 1) / ROWS), nt = (T + TILE - 1) / TILE;
   return f16 ? launch_nt<__half, true, BACK>(nt, blocks, map, w, out, eps, B, C, T, stream)
              : launch_nt<__nv_bfloat16, false, BACK>(nt, blocks, map, w, out, eps, B, C, T, stream);
@@ -273,10 +267,4 @@ cudaError_t timex_wgmma_forward(TimexDtype dtype, const void* w, const void* k, 
 cudaError_t timex_wgmma_gk(TimexDtype dtype, const void* w, const void* g, void* gk, int B, int C, int T,
                            cudaStream_t stream) {
   return timex_wgmma::launch<true>(dtype, w, g, gk, 0.0f, B, C, T, stream);
-}
-
-cudaError_t timex_wgmma_backward(TimexDtype dtype, const void* w, const void* k, const void* g, void* gw, void* gk,
-                                 float* scratch, int B, int C, int T, cudaStream_t stream) {
-  const cudaError_t err = timex_wgmma_gk(dtype, w, g, gk, B, C, T, stream);
-  return err != cudaSuccess ? err : timex_mma_gw(dtype, k, g, gw, scratch, B, C, T, stream);
 }

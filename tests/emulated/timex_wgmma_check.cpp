@@ -1,11 +1,13 @@
 // Checks timex-wgmma's forward or gk (kernels/timex/timex_wgmma.cu: TMA, mbarriers, wgmma from registers,
-// persistent blocks with a second buffer) on the emulator: random bf16 or f16 k in [-1, 1] and w in (0, 1],
-// out filled with NaN first, against float64 direct sums by ‖out − ref‖ / ‖ref‖ (the family's tolerance:
-// 1e-5 plus 4 units of roundoff), under two schedules that must also agree bit for bit (TMA boxes and wgmma
-// products landing as late as they may, or at their issue). On the emulator the launcher takes 3 slots,
-// so every block takes several items and the second buffer is used.
+// persistent blocks with a second buffer), or its gw (timex_wgmma_gw.cu: wgmma from shared memory, both
+// operands transposed) on the emulator: random bf16 or f16 k and g in [-1, 1] and w in (0, 1], the output
+// filled with NaN first, against float64 direct sums by ‖out − ref‖ / ‖ref‖ (the family's tolerance: 1e-5
+// plus 4 units of roundoff), under two schedules that must also agree bit for bit (TMA boxes and wgmma
+// products landing as late as they may, or at their issue). On the emulator the forward's launcher takes 5
+// slots, so every block takes several items and the second buffer is used.
 //
-// usage: timex_wgmma_check f16|bf16 B C T [fwd|gk]   (gk: k plays g, and gk = G . Wb of timex.h)
+// usage: timex_wgmma_check f16|bf16 B C T [fwd|gk|gw]   (gk: k plays g in gk = G . Wb of timex.h; gw: from k
+// and a second random g, of w's shape (C, T))
 // Prints a line per schedule, one on the bitwise comparison, then RESULT OK (exit 0) or RESULT FAIL (1).
 #include <cmath>
 #include <cstring>
@@ -27,40 +29,60 @@ struct Half16 {  // 16-bit values, created as 0xff bytes (NaN)
   double get(size_t i) const { return f16 ? __half::to_float(bits[i]) : __nv_bfloat16::to_float(bits[i]); }
   void set(size_t i, float x) { bits[i] = f16 ? __half(x).x : __nv_bfloat16(x).x; }
 };
+
+enum class Direction { Forward, Gk, Gw };
+
+// float64 sums: out = eps + K . Wf, gk = G . Wb (x plays g), gw[c, T-1-d] = sum_b sum_u g[b, u+d] k[b, u]
+std::vector<double> reference(Direction dir, const Half16& w, const Half16& x, const Half16& g, float eps, int B, int C,
+                              int T) {
+  std::vector<double> ref(dir == Direction::Gw ? (size_t)C * T : (size_t)B * C * T, dir == Direction::Forward ? eps : 0.0);
+  for (int b = 0; b < B; ++b)
+    for (int c = 0; c < C; ++c) {
+      const size_t row = ((size_t)b * C + c) * T;
+      for (int t = 0; t < T; ++t)
+        for (int s = 0; s < T; ++s) {
+          if (dir == Direction::Forward && s <= t) ref[row + t] += w.get((size_t)c * T + T - 1 - (t - s)) * x.get(row + s);
+          if (dir == Direction::Gk && s >= t) ref[row + t] += w.get((size_t)c * T + T - 1 - (s - t)) * x.get(row + s);
+          if (dir == Direction::Gw && s >= t) ref[(size_t)c * T + T - 1 - (s - t)] += g.get(row + s) * x.get(row + t);
+        }
+    }
+  return ref;
+}
 }  // namespace
 
+// A checker binary links one kernel file: the functions of the other are null here (weak).
+__attribute__((weak)) cudaError_t timex_wgmma_forward(TimexDtype, const void*, const void*, void*, float, int, int, int,
+                                                      cudaStream_t);
+__attribute__((weak)) cudaError_t timex_wgmma_gk(TimexDtype, const void*, const void*, void*, int, int, int, cudaStream_t);
+__attribute__((weak)) cudaError_t timex_wgmma_gw(TimexDtype, const void*, const void*, void*, int, int, int, cudaStream_t);
+
+
 int main(int argc, char** argv) {
-  if (argc < 5) return fprintf(stderr, "usage: timex_wgmma_check f16|bf16 B C T [fwd|gk]\n"), 2;
-  const bool f16 = std::string(argv[1]) == "f16", gk = argc > 5 && std::string(argv[5]) == "gk";
+  if (argc < 5) return fprintf(stderr, "usage: timex_wgmma_check f16|bf16 B C T [fwd|gk|gw]\n"), 2;
+  const bool f16 = std::string(argv[1]) == "f16";
+  const std::string name = argc > 5 ? argv[5] : "fwd";
+  const Direction dir = name == "gk" ? Direction::Gk : name == "gw" ? Direction::Gw : Direction::Forward;
   const int B = atoi(argv[2]), C = atoi(argv[3]), T = atoi(argv[4]);
   const double tolerance = 1e-5 + 4 * (f16 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8));
-  if (const char* why = timex_wgmma_unsupported(B, C, T)) return printf("unsupported: %s\n", why), 2;
   std::mt19937 gen(B * 7919 + C * 104729 + T);
   std::uniform_real_distribution<float> sym(-1.0f, 1.0f), pos(0.0f, 1.0f);
-  Half16 k((size_t)B * C * T, f16), w((size_t)C * T, f16);
+  Half16 k((size_t)B * C * T, f16), g((size_t)B * C * T, f16), w((size_t)C * T, f16);
   for (size_t i = 0; i < (size_t)B * C * T; ++i) k.set(i, sym(gen));
+  for (size_t i = 0; i < (size_t)B * C * T; ++i) g.set(i, sym(gen));
   for (size_t i = 0; i < (size_t)C * T; ++i) w.set(i, 1.0f - pos(gen));
   const float eps = 0.25f;
-  std::vector<double> ref((size_t)B * C * T);
-  for (int b = 0; b < B; ++b)
-    for (int c = 0; c < C; ++c)
-      for (int t = 0; t < T; ++t) {
-        double sum = gk ? 0.0 : eps;
-        if (gk)
-          for (int s = t; s < T; ++s) sum += w.get((size_t)c * T + T - 1 - (s - t)) * k.get(((size_t)b * C + c) * T + s);
-        else
-          for (int u = 0; u <= t; ++u) sum += w.get((size_t)c * T + T - 1 - (t - u)) * k.get(((size_t)b * C + c) * T + u);
-        ref[((size_t)b * C + c) * T + t] = sum;
-      }
+  const std::vector<double> ref = reference(dir, w, k, g, eps, B, C, T);
   const auto& schedules = emu::hopper_schedules;
   std::vector<Half16> outs;
   bool ok = true;
   for (int s = 0; s < 2; ++s) {
     emu::schedule = schedules[s];
-    outs.emplace_back((size_t)B * C * T, f16);
+    outs.emplace_back(ref.size(), f16);
     const TimexDtype dtype = f16 ? TIMEX_F16 : TIMEX_BF16;
     void* out = outs.back().bits.data();
-    const cudaError_t err = gk ? timex_wgmma_gk(dtype, w.bits.data(), k.bits.data(), out, B, C, T, nullptr)
+    const cudaError_t err =
+        dir == Direction::Gw   ? timex_wgmma_gw(dtype, k.bits.data(), g.bits.data(), out, B, C, T, nullptr)
+        : dir == Direction::Gk ? timex_wgmma_gk(dtype, w.bits.data(), k.bits.data(), out, B, C, T, nullptr)
                                : timex_wgmma_forward(dtype, w.bits.data(), k.bits.data(), out, eps, B, C, T, nullptr);
     if (err != cudaSuccess) {
       printf("schedule %d: launch error %d\n", s, err);
@@ -74,7 +96,8 @@ int main(int argc, char** argv) {
       den += ref[i] * ref[i];
     }
     const double rel = std::isnan(num) ? INFINITY : std::sqrt(num / den);
-    printf("schedule %d: %s %s B=%d C=%d T=%d error %.3g (tolerance %.3g)\n", s, gk ? "gk" : "forward", f16 ? "f16" : "bf16", B, C, T, rel, tolerance);
+    printf("schedule %d: %s %s B=%d C=%d T=%d error %.3g (tolerance %.3g)\n", s, name.c_str(), f16 ? "f16" : "bf16", B, C,
+           T, rel, tolerance);
     ok &= rel <= tolerance;
   }
   const bool same = outs.size() == 2 && outs[0].bits == outs[1].bits;

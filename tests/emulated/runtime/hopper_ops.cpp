@@ -42,7 +42,7 @@ struct WgmmaOp {
   long sequence, group;  // the issuing threads' count of wgmma calls and of commits before it
   int n;
   uint64_t desc_a, desc_b;
-  bool registers_a, trans_b, accumulate, f16;  // f16: the inputs are float16, else bfloat16
+  bool registers_a, trans_b, accumulate, f16, trans_a;  // f16: the inputs are float16, else bfloat16
   std::vector<float*> d;             // each thread's accumulators
   std::vector<const uint32_t*> a;    // each thread's A fragment (registers_a)
 };
@@ -119,7 +119,7 @@ void land(const WgmmaOp& op) {
   for (int m = 0; m < 64; ++m)
     for (int k = 0; k < 16; ++k) {
       if (!op.registers_a) {
-        a[m][k] = operand(op.desc_a, false, m, k, op.f16);
+        a[m][k] = op.trans_a ? operand(op.desc_a, true, k, m, op.f16) : operand(op.desc_a, false, m, k, op.f16);
         continue;
       }
       // the m16n8k16 A fragment of warp m / 16: a0 (g, 2q..), a1 (g + 8, 2q..), a2 (g, 2q + 8..), a3 (g + 8, 2q + 8..)
@@ -273,7 +273,7 @@ void tma_load(void* dst, const CUtensorMap* map, uint64_t* bar, const int* coord
 }
 
 void wgmma(float* d, int n, uint64_t desc_a, const uint32_t* a_regs, uint64_t desc_b, bool trans_b, bool accumulate,
-           bool f16) {
+           bool f16, bool trans_a) {
   Warpgroup& wg = my_warpgroup();
   const unsigned t = current_thread % GROUP;
   const long sequence = wg.issued[t]++;
@@ -282,12 +282,12 @@ void wgmma(float* d, int n, uint64_t desc_a, const uint32_t* a_regs, uint64_t de
     if (o.sequence == sequence) op = &o;
   if (!op) {
     wg.ops.push_back(WgmmaOp{sequence, wg.commits[t], n, desc_a, desc_b, a_regs != nullptr, trans_b, accumulate, f16,
-                             std::vector<float*>(GROUP), std::vector<const uint32_t*>(GROUP)});
+                             trans_a, std::vector<float*>(GROUP), std::vector<const uint32_t*>(GROUP)});
     op = &wg.ops.back();
   }
   if (op->group != wg.commits[t] || op->n != n || op->desc_a != desc_a || op->desc_b != desc_b ||
       op->registers_a != (a_regs != nullptr) || op->trans_b != trans_b || op->accumulate != accumulate ||
-      op->f16 != f16)
+      op->f16 != f16 || op->trans_a != trans_a)
     fail("divergent wgmma #%ld: thread %u of the warpgroup gives other operands than another", sequence, t);
   op->d[t] = d;
   op->a[t] = a_regs;

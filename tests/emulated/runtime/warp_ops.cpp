@@ -1,4 +1,5 @@
-// Warp-collective operations (__shfl_xor_sync, ldmatrix, mma.sync m16n8k16) and cp.async on the emulator.
+// Warp-collective operations (__shfl_xor_sync, __shfl_sync, ldmatrix, mma.sync m16n8k16) and cp.async on the
+// emulator.
 //
 // A collective is an exchange: each lane leaves its operands in a slot, waits at its warp's barrier,
 // then reads the 32 slots of its warp. The exchange checks that all 32 lanes are in the same operation
@@ -14,9 +15,9 @@
 namespace emu {
 namespace {
 
-enum class Op { Shuffle, Ldmatrix, LdmatrixTrans, MmaBf16, MmaF16 };
+enum class Op { Shuffle, ShuffleIndexed, Ldmatrix, LdmatrixTrans, MmaBf16, MmaF16 };
 const char* name(Op op) {
-  static const char* names[] = {"shfl.bfly", "ldmatrix", "ldmatrix.trans", "mma.bf16", "mma.f16"};
+  static const char* names[] = {"shfl.bfly", "shfl.idx", "ldmatrix", "ldmatrix.trans", "mma.bf16", "mma.f16"};
   return names[static_cast<int>(op)];
 }
 
@@ -75,6 +76,14 @@ float shfl_xor(float value, int lane_mask, unsigned member_mask) {
   mine.op = Op::Shuffle;
   mine.value = value;
   return exchange(mine)[(current_thread % detail::WARP) ^ lane_mask].value;
+}
+
+float shfl_idx(float value, int src_lane, unsigned member_mask) {
+  if (member_mask != 0xffffffffu) fail("__shfl_sync with a partial member mask %08x", member_mask);
+  Slot mine{};
+  mine.op = Op::ShuffleIndexed;
+  mine.value = value;
+  return exchange(mine)[src_lane & (detail::WARP - 1)].value;  // as the GPU: the lane taken modulo the warp
 }
 
 // Four 8x8 matrices of 16-bit values; lane 8i + r gives the address of row r of matrix i. Lane l gets

@@ -96,6 +96,7 @@ extern cudaError_t last_error;   // what cudaGetLastError returns next
 uint3 thread_index();
 void block_barrier();
 float shfl_xor(float value, int lane_mask, unsigned member_mask);
+float shfl_idx(float value, int src_lane, unsigned member_mask);
 
 // The checks a real launch makes; false (with last_error set) if it would be refused.
 bool launch_allowed(const void* kernel, dim3 grid, dim3 block, size_t smem);
@@ -122,6 +123,7 @@ void launch(Kernel kernel, dim3 grid, dim3 block, size_t smem, cudaStream_t, Arg
 #define blockDim (emu::block_size)
 #define __syncthreads() emu::block_barrier()
 #define __shfl_xor_sync(mask, value, lane_mask) emu::shfl_xor((value), (lane_mask), (mask))
+#define __shfl_sync(mask, value, src_lane) emu::shfl_idx((value), (src_lane), (mask))
 
 template <typename Kernel>
 inline cudaError_t cudaFuncSetAttribute(Kernel kernel, cudaFuncAttribute attr, int value) {

@@ -29,7 +29,7 @@ bool mbar_done(uint64_t* bar, uint32_t parity);
 void mbar_wait(uint64_t* bar, uint32_t parity);
 void tma_load(void* dst, const CUtensorMap* map, uint64_t* bar, const int* coords, int rank);
 void wgmma(float* d, int n, uint64_t desc_a, const uint32_t* a_regs, uint64_t desc_b, bool trans_b, bool accumulate,
-           bool f16 = false);
+           bool f16 = false, bool trans_a = false);
 void wgmma_commit();
 void wgmma_wait(int pending);
 long named_barrier_arrive(int id, unsigned count);
@@ -81,9 +81,9 @@ __device__ __forceinline__ void setmaxnreg_dec() {}
 // the generated wgmma.inc's functions: A from shared memory or from registers (four per thread, the
 // m16n8k16 A fragment of each warp's 16 rows), bfloat16 or float16 inputs
 #define CUDABENCH_EMU_WGMMA(N, T, F16)                                                                   \
-  template <int TransB>                                                                                  \
+  template <int TransB, int TransA = 0>                                                                  \
   __device__ __forceinline__ void wgmma_m64n##N##k16_##T(float* d, uint64_t da, uint64_t db, int acc) {  \
-    emu::wgmma(d, N, da, nullptr, db, TransB, acc, F16);                                                 \
+    emu::wgmma(d, N, da, nullptr, db, TransB, acc, F16, TransA);                                         \
   }                                                                                                      \
   template <int TransB>                                                                                  \
   __device__ __forceinline__ void wgmma_m64n##N##k16_##T##_rs(float* d, const uint32_t* a, uint64_t db, int acc) { \
