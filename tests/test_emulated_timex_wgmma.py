@@ -61,7 +61,7 @@ def args(case):
 # its products land, the batch groups' tiles overwritten while read, the second warpgroup's sums lost. (The emulator runs a warp's lanes one
 # at a time, so the __syncwarp between the fold's rounds is for racecheck on the GPU to vouch for.)
 GW_MUTANTS = {
-    "gw-g-tile-of-the-wrong-diagonal": ("m + D < nt ? s.g[m + D] : s.zeros", "m + D < nt ? s.g[m] : s.zeros",
+    "gw-g-tile-of-the-wrong-diagonal": ("(m + D < nt ? (m + D) * TILE_BYTES : zeros_off)", "(m + D < nt ? m * TILE_BYTES : zeros_off)",
                                         ("bfloat16", 3, 2, 320, "gw")),
     "gw-row-8-column-8-not-paired": ("sum[x][hi - j + 8] += acc[4 * j + 2 * hi + x]", "sum[x][hi - j + 8] += acc[4 * j + 2 - 2 * hi + x]",
                                      ("bfloat16", 3, 2, 320, "gw")),

@@ -121,11 +121,16 @@ __device__ __forceinline__ void products(float* acc, Shared<S>& s, int D, int nt
     mbar_wait(&s.full[m + D < nt ? m + D : nt - 1], parity);
     mbar_wait(&s.full[m], parity);
   }
+  // one base descriptor each plus byte offsets (/16): nvcc would otherwise keep a 64-bit descriptor per tile live
+  // across the unrolled pairs (and spill them)
+  constexpr uint32_t TILE_BYTES = ROWS * TILE * sizeof(S);
+  const uint64_t g_desc = desc_mn_major_sw128(s.g[0], 0), k_desc = desc_mn_major_sw128(s.k[0], 0);
+  const uint32_t zeros_off = (uint32_t)((uint8_t*)s.zeros - (uint8_t*)s.g[0]);
   wgmma_fence();
 #pragma unroll
   for (int m = 0; m < COUNT; ++m) {
-    const uint64_t da = desc_mn_major_sw128(m + D < nt ? s.g[m + D] : s.zeros, 0);
-    const uint64_t db = desc_mn_major_sw128(s.k[m], 0);
+    const uint64_t da = g_desc + ((m + D < nt ? (m + D) * TILE_BYTES : zeros_off) >> 4);
+    const uint64_t db = k_desc + ((m * TILE_BYTES) >> 4);
 #pragma unroll
     for (int kk = 0; kk < ROWS / 16; ++kk) {
       if constexpr (F16)
