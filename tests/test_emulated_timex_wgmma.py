@@ -58,7 +58,8 @@ def args(case):
 
 
 # Planted bugs in gw: the tiles of the wrong diagonal, the fold's pairs, grid or class sums wrong, a fold before
-# its products land, the batch groups' tiles overwritten while read, the second warpgroup's sums lost. (The emulator runs a warp's lanes one
+# its products land, products before their tiles land, a tile loaded into the wrong slot, the batch groups' tiles
+# overwritten while read, the second warpgroup's sums lost. (The emulator runs a warp's lanes one
 # at a time, so the __syncwarp between the fold's rounds is for racecheck on the GPU to vouch for.)
 GW_MUTANTS = {
     "gw-g-tile-of-the-wrong-diagonal": ("(m + D < nt ? (m + D) * TILE_BYTES : zeros_off)", "(m + D < nt ? m * TILE_BYTES : zeros_off)",
@@ -73,6 +74,9 @@ GW_MUTANTS = {
     "gw-fold-before-its-products-land": ("      wgmma_wait<1>();\n", "", ("bfloat16", 3, 2, 320, "gw")),
     "gw-next-group-over-tiles-in-use": ("    __syncthreads();  // every product has read", "    // every product has read",
                                         ("bfloat16", 70, 1, 256, "gw")),
+    "gw-products-before-their-last-loads-land": ("for (int i = 0; i < COUNT; ++i) mbar_wait", "for (int i = 0; i < COUNT - 1; ++i) mbar_wait",
+                                                 ("bfloat16", 3, 2, 320, "gw")),
+    "gw-g-tile-loaded-into-the-wrong-slot": ("tma_load_3d(s.g[nt - 1 - i]", "tma_load_3d(s.g[i]", ("bfloat16", 3, 2, 320, "gw")),
     "gw-second-warpgroup-lost": ("from_f<S>(s.lags[0][d] + s.lags[1][d])", "from_f<S>(s.lags[0][d])",
                                  ("bfloat16", 3, 2, 320, "gw")),
 }

@@ -53,7 +53,7 @@ struct Shared {
   S zeros[ROWS * TILE];
   float lags[2][MAX_TILES * TILE];  // each warpgroup's sums by lag d
   float window[8][WINDOW];          // each warp's sums of one diagonal
-  uint64_t full[MAX_TILES];         // G's and K's tile i have landed
+  uint64_t full[MAX_TILES];         // G's tile nt-1-i and K's tile i have landed (the order the products need them)
 };
 
 // acc_D into the calling warpgroup's lags (above)
@@ -116,19 +116,18 @@ __device__ __forceinline__ void fold(const float* acc, float (*windows)[WINDOW],
 template <typename S, bool F16, int COUNT>
 __device__ __forceinline__ void products(float* acc, Shared<S>& s, int D, int nt, uint32_t parity) {
   constexpr uint64_t K_STEP = (16 * TILE * sizeof(S)) >> 4;  // 16 batch rows further, in descriptor units
+  // G's tiles D.. and K's tiles ..COUNT-1 came with the first COUNT loads (D >= nt - COUNT). Waiting between
+  // the products would serialise them.
 #pragma unroll
-  for (int m = 0; m < COUNT; ++m) {  // (waiting between the products would serialise them)
-    mbar_wait(&s.full[m + D < nt ? m + D : nt - 1], parity);
-    mbar_wait(&s.full[m], parity);
-  }
+  for (int i = 0; i < COUNT; ++i) mbar_wait(&s.full[i], parity);
   // one base descriptor each plus byte offsets (/16): nvcc would otherwise keep a 64-bit descriptor per tile live
   // across the unrolled pairs (and spill them)
   constexpr uint32_t TILE_BYTES = ROWS * TILE * sizeof(S);
   const uint64_t g_desc = desc_mn_major_sw128(s.g[0], 0), k_desc = desc_mn_major_sw128(s.k[0], 0);
   const uint32_t zeros_off = (uint32_t)((uint8_t*)s.zeros - (uint8_t*)s.g[0]);
   wgmma_fence();
-#pragma unroll
-  for (int m = 0; m < COUNT; ++m) {
+#pragma unroll 1
+  for (int m = 0; m < COUNT; ++m) {  // not unrolled: the descriptors made as they are used
     const uint64_t da = g_desc + ((m + D < nt ? (m + D) * TILE_BYTES : zeros_off) >> 4);
     const uint64_t db = k_desc + ((m * TILE_BYTES) >> 4);
 #pragma unroll
@@ -145,20 +144,26 @@ __device__ __forceinline__ void products(float* acc, Shared<S>& s, int D, int nt
 // warpgroup wg's diagonal of pair n: may be nt (all its products zero)
 __device__ __forceinline__ int diagonal(int n, int wg) { return 2 * n + ((n ^ wg) & 1); }
 
-// Pair N's sums folded while pair N + 1's products run (two sets of accumulators), then the pairs after it;
-// pair N's products are issued already.
-template <typename S, bool F16, int NT, int N>
+// The pairs run last first (pair n has nt - 2n products, on G's tiles 2n.. and K's tiles ..nt-1-2n: the first
+// ones need the fewest tiles, so a block's products start while most of its tiles are still landing). The
+// Q-th pair's sums are folded while the next pair's products run (two sets of accumulators), then the pairs
+// after it; the Q-th pair's products are issued already.
+template <int NT, int Q>
+constexpr int pair_at = (NT + 1) / 2 - 1 - Q;
+
+template <typename S, bool F16, int NT, int Q>
 __device__ __forceinline__ void fold_pairs(float (&acc)[2][TILE / 2], Shared<S>& s, int wg, uint32_t parity, int T) {
   constexpr int PAIRS = (NT + 1) / 2;
-  if constexpr (N < PAIRS) {
-    if constexpr (N + 1 < PAIRS) {
-      products<S, F16, NT - 2 * (N + 1)>(acc[(N + 1) % 2], s, diagonal(N + 1, wg), NT, parity);
+  if constexpr (Q < PAIRS) {
+    if constexpr (Q + 1 < PAIRS) {
+      constexpr int next = pair_at<NT, Q + 1>;
+      products<S, F16, NT - 2 * next>(acc[(Q + 1) % 2], s, diagonal(next, wg), NT, parity);
       wgmma_wait<1>();
     } else {
       wgmma_wait<0>();
     }
-    fold(acc[N % 2], s.window, s.lags[wg], diagonal(N, wg), T);
-    fold_pairs<S, F16, NT, N + 1>(acc, s, wg, parity, T);
+    fold(acc[Q % 2], s.window, s.lags[wg], diagonal(pair_at<NT, Q>, wg), T);
+    fold_pairs<S, F16, NT, Q + 1>(acc, s, wg, parity, T);
   }
 }
 
@@ -184,11 +189,12 @@ __global__ void __launch_bounds__(THREADS, 2) gw_kernel(const __grid_constant__ 
     if (threadIdx.x == 0)
       for (int i = 0; i < nt; ++i) {
         mbar_arrive_expect_tx(&s.full[i], 2 * ROWS * TILE * sizeof(S));
-        tma_load_3d(s.g[i], &map_g, &s.full[i], TILE * i, c, ROWS * group);
+        tma_load_3d(s.g[nt - 1 - i], &map_g, &s.full[i], TILE * (nt - 1 - i), c, ROWS * group);
         tma_load_3d(s.k[i], &map_k, &s.full[i], TILE * i, c, ROWS * group);
       }
     float acc[2][TILE / 2];
-    products<S, F16, nt>(acc[0], s, diagonal(0, wg), nt, group & 1);
+    constexpr int first = pair_at<nt, 0>;
+    products<S, F16, nt - 2 * first>(acc[0], s, diagonal(first, wg), nt, group & 1);
     fold_pairs<S, F16, nt, 0>(acc, s, wg, group & 1, T);
     __syncthreads();  // every product has read this group's tiles before the next group's land there
   }
