@@ -59,8 +59,9 @@ def args(case):
 
 # Planted bugs in gw: the tiles of the wrong diagonal, the fold's pairs, grid or class sums wrong, a fold before
 # its products land, products before their tiles land, a tile loaded into the wrong slot, the batch groups' tiles
-# overwritten while read, the second warpgroup's sums lost. (The emulator runs a warp's lanes one
-# at a time, so the __syncwarp between the fold's rounds is for racecheck on the GPU to vouch for.)
+# overwritten while read, the second warpgroup's sums lost, a lag of every diagonal or gw's last column left
+# out. (The emulator runs a warpgroup's warps in one order at a time, so the named barrier after a fold's flush,
+# before the next diagonal's windows are written, is for racecheck on the GPU to vouch for.)
 GW_MUTANTS = {
     "gw-g-tile-of-the-wrong-diagonal": ("(m + D < nt ? (m + D) * TILE_BYTES : zeros_off)", "(m + D < nt ? m * TILE_BYTES : zeros_off)",
                                         ("bfloat16", 3, 2, 320, "gw")),
@@ -77,6 +78,9 @@ GW_MUTANTS = {
     "gw-products-before-their-last-loads-land": ("for (int i = 0; i < COUNT; ++i) mbar_wait", "for (int i = 0; i < COUNT - 1; ++i) mbar_wait",
                                                  ("bfloat16", 3, 2, 320, "gw")),
     "gw-g-tile-loaded-into-the-wrong-slot": ("tma_load_3d(s.g[nt - 1 - i]", "tma_load_3d(s.g[i]", ("bfloat16", 3, 2, 320, "gw")),
+    "gw-lag-63-of-every-diagonal-lost": ("o < 16 * 4; o += 128", "o < 16 * 4 - 1; o += 128", ("bfloat16", 33, 3, 760, "gw")),
+    "gw-last-column-left-out": ("    if (d >= 0 && d < T) lags[d] += v;", "    if (d >= 0 && d < T - 1) lags[d] += v;",
+                                ("bfloat16", 70, 2, 768, "gw")),
     "gw-second-warpgroup-lost": ("from_f<S>(s.lags[0][d] + s.lags[1][d])", "from_f<S>(s.lags[0][d])",
                                  ("bfloat16", 3, 2, 320, "gw")),
 }

@@ -85,9 +85,9 @@ cudaError_t timex_mma_backward(TimexDtype dtype, const void* w, const void* k, c
 cudaError_t timex_mma_gw(TimexDtype dtype, const void* k, const void* g, void* gw, float* scratch, int B, int C, int T,
                          cudaStream_t stream);
 
-// timex-wgmma (version 8, timex_wgmma.cu): the forward and gk on Hopper's wgmma (sm_90a), bfloat16 or float16,
-// T <= TIMEX_WGMMA_TMAX and T % 8 == 0, any C, B within timex-mma's limit (gw is timex-mma's); w and the rows it
-// reads and writes (k and out; g, k and gk) 16-byte aligned.
+// timex-wgmma (version 8, timex_wgmma.cu and timex_wgmma_gw.cu): forward, gk and gw on Hopper's wgmma (sm_90a),
+// bfloat16 or float16, T <= TIMEX_WGMMA_TMAX and T % 8 == 0, any C, B within timex-mma's limit; w and the rows
+// it reads and writes (k and out; g, k and gk) 16-byte aligned. Every sum in a fixed order: deterministic.
 constexpr int TIMEX_WGMMA_TMAX = 768;
 const char* timex_wgmma_not_here();  // why not on this GPU (not a Hopper one), or nullptr
 const char* timex_wgmma_unsupported(int B, int C, int T);

@@ -130,6 +130,7 @@ __device__ __forceinline__ void output_tiles(S (*k)[ROWS * TILE], const uint32_t
       *reinterpret_cast<uint4*>(out + ((size_t)(b0 + b) * C + c) * T + t) =
           *reinterpret_cast<const uint4*>(stage + q * ROWS * TILE + b * TILE + ((p ^ (b % 8)) * 8));
   }
+  fence_proxy_async();  // every thread's staged writes and reads come before a later TMA refills these tiles
 }
 
 // output_tiles for this block's share (blockIdx.y, fixed for the block: a branch ptxas sees as uniform)
@@ -172,6 +173,7 @@ __global__ void __launch_bounds__(THREADS, 2)
   const S zero = from_f<S>(0.0f);
   for (int i = threadIdx.x; i < ROWS * TILE; i += THREADS) s.zeros[i] = zero;
   for (int i = threadIdx.x; i < 2 * (MAX_TILES * TILE + 2 * PAD + 8); i += THREADS) (&s.w[0][0])[i] = zero;
+  fence_proxy_async();  // the zero tile, written here, is read by wgmma (the async proxy)
   __syncthreads();
   // item -> its K tiles and w row into buffer p (the w row's 16-byte chunks: T % 8 == 0)
   auto fetch = [&](int item, int p) {

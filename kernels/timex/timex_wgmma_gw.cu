@@ -132,7 +132,7 @@ __device__ __forceinline__ void products(float* acc, Shared<S>& s, int D, int nt
     const uint64_t db = k_desc + ((m * TILE_BYTES) >> 4);
 #pragma unroll
     for (int kk = 0; kk < ROWS / 16; ++kk) {
-      if constexpr (F16)
+      if constexpr (F16)  // <TransB, TransA>: both MN-major
         wgmma_m64n64k16_f16<1, 1>(acc, da + kk * K_STEP, db + kk * K_STEP, m > 0 || kk > 0);
       else
         wgmma_m64n64k16_bf16<1, 1>(acc, da + kk * K_STEP, db + kk * K_STEP, m > 0 || kk > 0);
@@ -184,6 +184,7 @@ __global__ void __launch_bounds__(THREADS, 2) gw_kernel(const __grid_constant__ 
   }
   for (int i = threadIdx.x; i < 2 * MAX_TILES * TILE; i += THREADS) (&s.lags[0][0])[i] = 0.0f;
   for (int i = threadIdx.x; i < ROWS * TILE; i += THREADS) s.zeros[i] = from_f<S>(0.0f);
+  fence_proxy_async();  // the zero tile, written here, is read by wgmma (the async proxy)
   __syncthreads();
   for (int group = 0; group < groups; ++group) {
     if (threadIdx.x == 0)

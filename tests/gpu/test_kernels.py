@@ -119,7 +119,8 @@ LOW_PRECISION_CASES = [("timex-fft", shape) for shape in (
     dict(B=3, C=5, T=37), dict(B=8, C=4, T=768), dict(B=64, C=2, T=100), dict(B=3, C=2, T=1025),
     dict(B=5, C=3, T=3001), dict(B=2, C=2, T=16384))] + [("timex-mma", shape) for shape in (
     dict(B=3, C=5, T=37), dict(B=32, C=4, T=768), dict(B=70, C=3, T=100), dict(B=33, C=2, T=1025),
-    dict(B=17, C=2, T=2048), dict(B=1, C=1, T=1))]
+    dict(B=17, C=2, T=2048), dict(B=1, C=1, T=1))] + [("timex-wgmma", shape) for shape in (
+    dict(B=1, C=1, T=8), dict(B=70, C=3, T=104), dict(B=33, C=2, T=760))]
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
@@ -139,6 +140,28 @@ def test_timex_in_low_precision_matches_the_reference(registry, extensions, dtyp
         check_forward_and_gradients(family, op, inputs, inputs["k"], dtype, gen, f"{dtype} {kind} at {shape}")
         out = op(**inputs)
         assert out.dtype == getattr(torch, dtype)
+
+
+def test_timex_wgmma_backward_takes_a_misaligned_gradient(registry, extensions):
+    """A gradient that starts 2 bytes into its storage (contiguous, not 16-byte aligned, as a view may be):
+    timex-wgmma's backward, whose rows go by TMA, copies it rather than failing, and its gradients match
+    timex-mma's."""
+    if extensions["timex"].wgmma_not_here():
+        pytest.skip(extensions["timex"].wgmma_not_here())
+    family, (B, C, T) = registry.family("timex"), (3, 2, 64)
+    gen = torch.Generator(device="cuda").manual_seed(7)
+    w = torch.rand(C, T, device="cuda", generator=gen).bfloat16()
+    k = torch.rand(B, C, T, device="cuda", generator=gen).bfloat16()
+    g = torch.randn(B * C * T + 1, device="cuda", generator=gen).bfloat16()[1:].view(B, C, T)
+    assert g.is_contiguous() and g.data_ptr() % 16
+    grads = {}
+    for name in ("timex-wgmma", "timex-mma"):
+        op = family.variant(name).bind(extensions["timex"])
+        w_, k_ = w.clone().requires_grad_(), k.clone().requires_grad_()
+        op(w=w_, k=k_, eps=0.5).backward(g)
+        grads[name] = (w_.grad.float(), k_.grad.float())
+    for ours, theirs in zip(grads["timex-wgmma"], grads["timex-mma"]):
+        torch.testing.assert_close(ours, theirs, rtol=2e-2, atol=2e-2)
 
 
 def test_timex_kernels_other_than_fft_refuse_low_precision_and_mma_float32(extensions):
