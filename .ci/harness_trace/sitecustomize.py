@@ -3,6 +3,7 @@
 #   mkdir -p /tmp/tr && CB_TRACE=/tmp/tr PYTHONPATH=.ci/harness_trace cudabench run ...
 #   cudabench workers --stop   # a warm worker writes its part when it ends
 #   python3 .ci/harness_trace/report.py /tmp/tr
+# CB_PROFILE=1 also writes DIR/prof-<pid>-<prog>.pstats (cProfile, main thread).
 # Each process writes DIR/trace-<pid>.jsonl at exit: [pid, prog, name, t0, t1, note] (time.time()). The
 # functions are wrapped as their modules load (TARGETS); nothing happens without CB_TRACE.
 import os
@@ -78,7 +79,19 @@ if os.environ.get("CB_TRACE"):
             return spec
     sys.meta_path.insert(0, Finder())
 
+    PROFILE = None
+    if os.environ.get("CB_PROFILE"):  # also a cProfile of each process's main thread, beside its trace
+        import cProfile
+        PROFILE = cProfile.Profile()
+        PROFILE.enable()
+
     def dump():
+        if PROFILE is not None:
+            try:
+                PROFILE.disable()
+                PROFILE.dump_stats(os.path.join(os.environ["CB_TRACE"], f"prof-{os.getpid()}-{PROG}.pstats"))
+            except Exception:
+                pass
         try:
             with open(os.path.join(os.environ["CB_TRACE"], f"trace-{os.getpid()}.jsonl"), "w") as f:
                 for e in EVENTS:

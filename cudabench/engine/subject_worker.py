@@ -168,7 +168,7 @@ def main() -> None:
     handler.companions = (channel, channel.stream, buffer, getattr(buffer, "raw", None), requests,
                           json._default_encoder, json._default_decoder)
     try:
-        preload()
+        preload(profiler=True)
         serve(channel, handler, requests)
     except KeyboardInterrupt:
         pass

@@ -277,10 +277,12 @@ def _plain(record: Any) -> dict[str, Any]:
 BUILD_TIMEOUT = 1800.0
 
 
-def preload() -> None:
+def preload(profiler: bool = False) -> None:
     """Import torch and the measuring code, create the CUDA context and make a first backward before
     the first request: the parent is still planning meanwhile (or, for a spare subject process, the
-    run before), so the hello finds them ready. A failure here is left for the hello to report."""
+    run before), so the hello finds them ready. With `profiler` (a subject process), also its first
+    CUPTI session, which costs several times a later one. A failure here is left for the hello to
+    report."""
     try:
         import torch
 
@@ -292,6 +294,11 @@ def preload() -> None:
             # a first backward given its upstream gradient imports torch.fx and sympy: 3 s on the H100
             # machine, which a run's first fwdbwd subject (or reference) paid as "check" time
             torch.autograd.grad(x * 2, [x], torch.ones_like(x))
+            if profiler:
+                from cudabench.measure.cupti_activity import cupti_session
+
+                with cupti_session():
+                    (x * 2).sum().item()
     except Exception:  # noqa: BLE001 - reported by the hello, which does the same steps
         pass
 
