@@ -411,6 +411,8 @@ def test_a_variants_random_shapes_verdict_goes_to_the_other_gpus_judges():
     from cudabench.results.records.model import IntegrityCheck, Result
 
     class Lane:
+        worker = None
+
         def __init__(self, verdict):
             self.verdict, self.requests = verdict, []
 
@@ -426,7 +428,7 @@ def test_a_variants_random_shapes_verdict_goes_to_the_other_gpus_judges():
         def where(self):
             return {}
 
-        def subject(self, request, timeout, lost):
+        def subject(self, request, timeout, lost, sent=False):
             self.requests.append(read_request(request))
             r = self.requests[-1]
             return Result(r.case, r.subject, r.role, integrity=(IntegrityCheck("shapes", *self.verdict),))

@@ -188,13 +188,35 @@ class Lane:
         self._loaded.add(family)
         return ""
 
-    def subject(self, request: dict[str, Any], timeout: float, lost: Callable[[str], Result]) -> Result:
-        """Run one subject request; `lost(reason)` makes the result when the worker fails it."""
-        worker = self.ready()
+    def can_send(self, family: Optional[str] = None) -> bool:
+        """Whether a request can go to the worker before the one it serves is answered: a worker that is up
+        and is told, not only asked, with `family` (if any) loaded already (a build is a request of its
+        own, which must not come between a request and its answer)."""
+        worker = self.worker
+        return (worker is not None and hasattr(worker, "send") and hasattr(worker, "wait")
+                and (family is None or family in self._loaded))
+
+    def send(self, request: dict[str, Any]) -> Worker:
+        """Put a subject request in the worker's channel (see can_send); its answer is awaited later with
+        `subject(..., sent=True)`, in the order the requests went. The worker it went to."""
+        worker = self.worker
+        assert worker is not None
+        worker.send(request)  # type: ignore[attr-defined]
+        return worker
+
+    def subject(self, request: dict[str, Any], timeout: float, lost: Callable[[str], Result],
+                sent: bool = False) -> Result:
+        """Run one subject request; `lost(reason)` makes the result when the worker fails it. `sent`: the
+        request went ahead (`send`), and only its answer is awaited; its deadline starts now, when the
+        worker has answered the requests before it."""
+        worker = self.worker if sent else self.ready()
+        assert worker is not None
         try:
             # the judge applies the request's timeout to the subject's process and reports; this
             # watchdog is for the judge itself
-            reply = worker.request(request, timeout + min(JUDGE_GRACE, timeout), self.on_status)
+            deadline = timeout + min(JUDGE_GRACE, timeout)
+            reply = (worker.wait(deadline, self.on_status) if sent  # type: ignore[attr-defined]
+                     else worker.request(request, deadline, self.on_status))
         except WorkerLost as gone:
             self.replace()
             reason = gone.reason

@@ -181,19 +181,20 @@ class Runner:
     def _serve(self, lane: Lane, queue: list, pinned: Optional[dict[str, str]] = None, model: str = "",
                durations: Optional[Durations] = None) -> None:
         """Run subjects from the queue on this lane until it is empty (or holds only subjects pinned
-        to another GPU model)."""
+        to another GPU model). While the worker judges one subject, the next one's request already
+        waits in its channel (`_send_ahead`): the worker goes on to it at once, and this side records
+        the result meanwhile."""
+        ahead: Optional[tuple[int, Planned]] = None  # taken, its request sent, its answer not yet read
         while not self._stop.is_set():
-            with self._lock:
-                index = next((i for i, (_, s) in enumerate(queue)
-                              if pinned is None or pinned.setdefault(s.case.key, model) == model), None)
-                if index is None:
-                    return
-                planned, s = queue.pop(index)
+            sent = ahead is not None
+            taken = ahead if ahead is not None else self._take(lane, queue, pinned, model)
+            if taken is None:
+                return
+            planned, s = taken
             try:
-                result = self._attempt(lane, s)
+                result, ahead = self._attempt(lane, s, sent, (queue, pinned, model))
             except WorkerStartError:
-                with self._lock:  # this lane's worker cannot start again: the subject goes back
-                    queue.insert(0, (planned, s))
+                self._give_back(lane, queue, (planned, s))  # this lane's worker cannot start again
                 raise
             if self._stop.is_set():
                 return  # interrupted: what the killed worker said is not a result
@@ -201,17 +202,71 @@ class Runner:
                 durations.note(s, result)
             self._record(result, planned)
 
-    def _attempt(self, lane: Lane, s: Planned) -> Result:
-        if s.role == "variant":
+    def _take(self, lane: Lane, queue: list, pinned: Optional[dict[str, str]], model: str,
+              family_loaded: bool = False) -> Optional[tuple[int, Planned]]:
+        """The first subject of the queue this lane may run (its GPU model; with `family_loaded`, a
+        baseline or a variant whose family its worker holds), preferring one whose random shapes no
+        other lane's judge is checking now."""
+        with self._lock:
+            fits = [i for i, (_, s) in enumerate(queue)
+                    if (pinned is None or pinned.get(s.case.key, model) == model)
+                    and (not family_loaded or s.role != "variant" or lane.can_send(s.family))]
+            if not fits:
+                return None
+            index = next((i for i in fits if not self._shapes.elsewhere(queue[i][1], lane)), fits[0])
+            planned, s = queue.pop(index)
+            if pinned is not None:
+                pinned.setdefault(s.case.key, model)
+            self._shapes.claim(s, lane)
+            return planned, s
+
+    def _give_back(self, lane: Lane, queue: list, taken: tuple[int, Planned]) -> None:
+        with self._lock:
+            queue.insert(0, taken)
+        self._shapes.release(taken[1], lane)
+
+    def _send_ahead(self, lane: Lane, queue: list, pinned: Optional[dict[str, str]],
+                    model: str) -> Optional[tuple[int, Planned]]:
+        """The next subject for this lane, its request sent now, behind the one the worker serves. With
+        several lanes, not for the last two subjects a lane: those go to whichever lane is free first, so
+        that no lane still holds two when the others have none."""
+        keep = 0 if len(self.lanes) == 1 else 2 * len(self.lanes)
+        if self._stop.is_set() or len(queue) <= keep or not lane.can_send():
+            return None
+        taken = self._take(lane, queue, pinned, model, family_loaded=True)
+        if taken is not None:
+            lane.send(self._request(taken[1]))
+        return taken
+
+    def _request(self, s: Planned) -> dict[str, Any]:
+        return subject_request(s, self.options, self.seed, self._shapes.for_request(s))
+
+    def _attempt(self, lane: Lane, s: Planned, sent: bool = False,
+                 more: Optional[tuple[list, Optional[dict[str, str]], str]] = None
+                 ) -> tuple[Result, Optional[tuple[int, Planned]]]:
+        """One subject's result, and the next subject whose request went ahead of its answer (from the
+        queue `more` gives, if any). `sent`: this one's request went ahead already."""
+        if not sent and s.role == "variant":
             failure = self._build(lane, s.family)
             if failure:
-                return Result(s.case, s.name, s.role, skipped=f"build failed: {failure}")
-        lane.ready()
+                return Result(s.case, s.name, s.role, skipped=f"build failed: {failure}"), None
+        if not sent:
+            lane.ready()
+            if more is not None and lane.can_send():
+                lane.send(self._request(s))
+                sent = True
+        worker, ahead = lane.worker, None
+        if sent and more is not None:
+            ahead = self._send_ahead(lane, *more)
         lane.on_status(f"{s.case.key}: {s.name}")
-        result = lane.subject(subject_request(s, self.options, self.seed, self._shapes.for_request(s)),
-                              self.options.timeout, lambda reason: self._lost(s, lane.where(), reason))
+        result = lane.subject(self._request(s) if not sent else {}, self.options.timeout,
+                              lambda reason: self._lost(s, lane.where(), reason), sent=sent)
         self._shapes.note(s, result)
-        return result
+        self._shapes.release(s, lane)
+        if ahead is not None and lane.worker is not worker:  # replaced: what went ahead went with it
+            self._give_back(lane, more[0], ahead)  # type: ignore[index]
+            ahead = None
+        return result, ahead
 
     def _build(self, lane: Lane, family: str) -> str:
         """'' once the family is built in this lane's worker, else why not (remembered for the run:

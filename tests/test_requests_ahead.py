@@ -1,0 +1,116 @@
+"""The caller keeps the next subject's request in the worker's channel while the worker judges one
+(cudabench.engine.scheduler), and a lane's judge checks a variant's random shapes while the other lanes
+take other subjects first (cudabench.engine.shared_shapes)."""
+
+import collections
+import sys
+from pathlib import Path
+
+from cudabench.engine.plan import Planned, RunOptions, Task
+from cudabench.engine.protocol import read_request
+from cudabench.engine.scheduler import Runner
+from cudabench.engine.workers import ProcessWorker
+from cudabench.measure.stop import FixedCount
+from cudabench.results.exporters.json_document import result_to_dict
+from cudabench.results.records.model import Case, IntegrityCheck, Result
+from cudabench.spec.family import Variant
+
+FAKE = [sys.executable, str(Path(__file__).parent / "fake_worker.py")]
+
+
+class OrderedWorker:
+    """A worker that is told (`send`) and answers in order (`wait`), writing down both."""
+
+    def __init__(self, log: list, lost_after: str = "") -> None:
+        self.log, self.lost_after = log, lost_after
+        self.pending: collections.deque = collections.deque()
+
+    def send(self, message):
+        self.log.append(("send", message.get("subject", message["op"])))
+        self.pending.append(message)
+
+    def wait(self, timeout, on_status=None):
+        message = self.pending.popleft()
+        name = message.get("subject", message["op"])
+        self.log.append(("answer", name))
+        if message["op"] == "hello":
+            return {"type": "ready", "environment": {"gpu": "fake"}}
+        if message["op"] == "build":
+            return {"ok": True, "seconds": 0.0, "cache_hit": True}
+        request = read_request(message)
+        result = Result(request.case, request.subject, request.role)
+        if name == self.lost_after:
+            return {"type": "result", "result": result_to_dict(result), "healthy": False}
+        return {"type": "result", "result": result_to_dict(result)}
+
+    def request(self, message, timeout, on_status=None):
+        self.send(message)
+        return self.wait(timeout)
+
+    def close(self):
+        pass
+
+
+def task(registry, *names):
+    variants = tuple(Variant(n, "fake", bind=lambda ext: None) for n in names)
+    return Task(registry.family("add2"), (Case("add2", (("n", 64),)),), variants, ())
+
+
+def subjects(log):
+    return [(what, name) for what, name in log if name.startswith("v")]
+
+
+def test_the_next_request_waits_in_the_workers_channel_while_it_judges_one(registry):
+    log = []
+    with Runner(RunOptions(rule=FixedCount(3)), lambda gpu: OrderedWorker(log)) as runner:
+        results = runner.run([task(registry, "v1", "v2", "v3")])
+    assert [r.subject for r in results] == ["v1", "v2", "v3"]
+    assert subjects(log) == [("send", "v1"), ("send", "v2"), ("answer", "v1"), ("send", "v3"),
+                             ("answer", "v2"), ("answer", "v3")]
+
+
+def test_a_request_sent_ahead_to_a_worker_that_is_replaced_runs_on_the_next_one(registry):
+    """v1's answer says its worker is broken: v2, sent behind it, goes back to the queue and runs on a
+    fresh worker, once."""
+    log, started = [], []
+
+    def start(gpu):
+        started.append(1)
+        return OrderedWorker(log, lost_after="v1" if len(started) == 1 else "")
+
+    with Runner(RunOptions(rule=FixedCount(3)), start) as runner:
+        results = runner.run([task(registry, "v1", "v2", "v3")])
+    assert [r.subject for r in results] == ["v1", "v2", "v3"] and len(started) == 2
+    assert [name for what, name in subjects(log) if what == "answer"] == ["v1", "v2", "v3"]
+
+
+def test_crashes_and_hangs_behind_requests_sent_ahead_are_each_blamed_alone(registry):
+    """The real protocol (tests/fake_worker.py): a worker that exits while a request waits behind the
+    one it serves; the request behind it runs on the next worker and hangs there on its own account."""
+    options = RunOptions(rule=FixedCount(3), timeout=2.0)
+    with Runner(options, lambda gpu: ProcessWorker(FAKE)) as runner:
+        results = runner.run([task(registry, "a", "exit", "hang", "b", "c")])
+    status = {r.subject: (r.status, r.error) for r in results}
+    assert status["a"][0] == status["b"][0] == status["c"][0] == "ok"
+    assert "exited with code 3" in status["exit"][1] and "timed out after 2 s" in status["hang"][1]
+
+
+def test_other_lanes_take_other_subjects_while_one_judge_checks_a_variants_random_shapes():
+    runner = Runner(RunOptions(), lambda gpu: None)
+    first, second = object(), object()
+    v = lambda n: (n, Planned("add2", Case("add2", (("n", n),)), "v", "variant"))  # noqa: E731
+    queue = [v(64), v(128), (2, Planned("add2", Case("add2", (("n", 64),)), "w", "variant")), v(256)]
+    assert runner._take(first, queue, None, "")[1].case.shape == (("n", 64),)
+    taken = runner._take(second, queue, None, "")
+    assert taken[1].name == "w"  # v's shapes are being checked by the first lane's judge
+    verdict = Result(taken[1].case, "v", "variant", integrity=(IntegrityCheck("shapes", "pass", "right"),))
+    runner._shapes.note(Planned("add2", Case("add2", (("n", 64),)), "v", "variant"), verdict)
+    assert runner._take(second, queue, None, "")[1].case.shape == (("n", 128),)  # a verdict: any lane
+
+
+def test_a_lane_takes_a_subject_being_checked_elsewhere_when_nothing_else_is_left():
+    runner = Runner(RunOptions(), lambda gpu: None)
+    first, second = object(), object()
+    queue = [(n, Planned("add2", Case("add2", (("n", n),)), "v", "variant")) for n in (64, 128)]
+    runner._take(first, queue, None, "")
+    assert runner._take(second, queue, None, "")[1].case.shape == (("n", 128),)
