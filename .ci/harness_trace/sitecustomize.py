@@ -11,7 +11,10 @@ if os.environ.get("CB_TRACE"):
     import importlib.abc, importlib.machinery, json, sys, time, functools, atexit
     TARGETS = {
         "cudabench.engine.lane": ["Lane.subject", "Lane.build", "Lane.ready"],
-        "cudabench.engine.scheduler": ["Runner._attempt", "Runner._record", "Runner.run", "Runner.start"],
+        "cudabench.engine.scheduler": ["Runner._attempt", "Runner._record", "Runner.run", "Runner.start",
+                                       "Runner.close", "Runner._serve"],
+        "cudabench.cli.run": ["execute"],
+        "cudabench.cli.run_outputs": ["BackgroundSaver.close"],
         "cudabench.engine.worker": ["Handler._subject", "Handler._build", "Handler.handle"],
         "cudabench.measure.judge": ["Judge.run", "Session.run", "Session.timed", "Session.ask", "Session.release",
                                     "Session.write", "Session._same_inputs", "Session.finish_quietly",
@@ -30,7 +33,8 @@ if os.environ.get("CB_TRACE"):
                                     "BlindRunner.round", "BlindRunner.samples", "BlindRunner.order"],
         "cudabench.results.exporters.json_document": ["result_to_dict"],
     }
-    EVENTS = []
+    EVENTS = [[os.getpid(), os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "x", "process start",
+               time.time(), time.time(), ""]]
     PROG = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "x"
 
     def wrap(fn, name):
@@ -86,6 +90,7 @@ if os.environ.get("CB_TRACE"):
         PROFILE.enable()
 
     def dump():
+        EVENTS.append([os.getpid(), PROG, "process end", time.time(), time.time(), ""])
         if PROFILE is not None:
             try:
                 PROFILE.disable()
