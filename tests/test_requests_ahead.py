@@ -114,3 +114,25 @@ def test_a_lane_takes_a_subject_being_checked_elsewhere_when_nothing_else_is_lef
     queue = [(n, Planned("add2", Case("add2", (("n", n),)), "v", "variant")) for n in (64, 128)]
     runner._take(first, queue, None, "")
     assert runner._take(second, queue, None, "")[1].case.shape == (("n", 128),)
+
+
+def test_a_warm_worker_that_dies_with_a_request_behind_the_one_it_serves(registry, tmp_path, monkeypatch):
+    """The default path (a warm worker behind its socket, tests/fake_warm.py): `exit` ends the warm worker
+    while `b`'s request waits in its socket; `b` goes back to the queue and runs once, on the next warm
+    worker, and so does everything after it."""
+    from cudabench.engine.warm_client import SocketWorker, stop_workers
+
+    monkeypatch.setenv("CUDABENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    handler = f"{Path(__file__).parent / 'fake_warm.py'}:FakeWarmHandler"
+    try:
+        with Runner(RunOptions(rule=FixedCount(3), timeout=30.0),
+                    lambda gpu: SocketWorker(None, (), handler=handler)) as runner:
+            results = runner.run([task(registry, "a", "exit", "b", "c")])
+    finally:
+        stop_workers()
+    by = {r.subject: r for r in results}
+    assert [r.subject for r in results] == ["a", "exit", "b", "c"]
+    assert by["a"].status == by["b"].status == by["c"].status == "ok" and by["exit"].status == "ERROR"
+    pid = lambda r: r.host.split("-")[1]  # noqa: E731  warm-<pid>-<generation>
+    assert pid(by["a"]) != pid(by["b"]) == pid(by["c"])
