@@ -21,8 +21,8 @@ FAKE = [sys.executable, str(Path(__file__).parent / "fake_worker.py")]
 class OrderedWorker:
     """A worker that is told (`send`) and answers in order (`wait`), writing down both."""
 
-    def __init__(self, log: list, lost_after: str = "") -> None:
-        self.log, self.lost_after = log, lost_after
+    def __init__(self, log: list, lost_after: str = "", build_fails: bool = False) -> None:
+        self.log, self.lost_after, self.build_fails = log, lost_after, build_fails
         self.pending: collections.deque = collections.deque()
 
     def send(self, message):
@@ -36,6 +36,8 @@ class OrderedWorker:
         if message["op"] == "hello":
             return {"type": "ready", "environment": {"gpu": "fake"}}
         if message["op"] == "build":
+            if self.build_fails:
+                return {"ok": False, "message": "nvcc: error"}
             return {"ok": True, "seconds": 0.0, "cache_hit": True}
         request = read_request(message)
         result = Result(request.case, request.subject, request.role)
@@ -51,9 +53,9 @@ class OrderedWorker:
         pass
 
 
-def task(registry, *names):
+def task(registry, *names, family="add2", shape=(("n", 64),), baselines=()):
     variants = tuple(Variant(n, "fake", bind=lambda ext: None) for n in names)
-    return Task(registry.family("add2"), (Case("add2", (("n", 64),)),), variants, ())
+    return Task(registry.family(family), (Case(family, shape),), variants, baselines)
 
 
 def subjects(log):
@@ -136,3 +138,59 @@ def test_a_warm_worker_that_dies_with_a_request_behind_the_one_it_serves(registr
     assert by["a"].status == by["b"].status == by["c"].status == "ok" and by["exit"].status == "ERROR"
     pid = lambda r: r.host.split("-")[1]  # noqa: E731  warm-<pid>-<generation>
     assert pid(by["a"]) != pid(by["b"]) == pid(by["c"])
+
+
+def test_a_request_goes_ahead_only_for_the_subject_next_in_the_plan(registry):
+    """On one GPU the plan's order is kept: a variant whose family is not loaded yet is not passed over
+    for a subject behind it (a build is a request of its own, so it cannot go ahead)."""
+    log, eager = [], (registry.family("sincos").baseline("eager"),)
+    tasks = [task(registry, "v1"), task(registry, "v2", family="sincos", shape=(("n", 64),), baselines=eager),
+             task(registry, "v3", family="sincos", shape=(("n", 128),), baselines=eager)]
+    with Runner(RunOptions(rule=FixedCount(3)), lambda gpu: OrderedWorker(log)) as runner:
+        results = runner.run(tasks)
+    answered = [(r.subject, r.case.shape) for r in results]
+    assert [name for what, name in log if what == "answer" and name not in ("hello", "build")] == [s for s, _ in answered]
+    assert answered == [("v1", (("n", 64),)), ("v2", (("n", 64),)), ("eager", (("n", 64),)),
+                        ("v3", (("n", 128),)), ("eager", (("n", 128),))]
+
+
+def test_with_several_gpus_nothing_goes_ahead_while_a_lane_is_free_or_still_starting():
+    class Ready:
+        worker = object()
+
+        def can_send(self, family=None):
+            return True
+
+        def send(self, request):
+            self.sent = request
+
+    runner = Runner(RunOptions(), lambda gpu: None, gpus=[None, None])
+    lane = Ready()
+    queue = [(n, Planned("add2", Case("add2", (("n", n),)), "v", "variant")) for n in range(10)]
+    runner._busy = {lane}
+    assert runner._send_ahead(lane, queue, {}, "") is None and len(queue) == 10
+    runner._busy = {lane, object()}
+    assert runner._send_ahead(lane, queue, {}, "")[0] == 0 and lane.sent["op"] == "subject"
+    del queue[4:]  # the last two subjects a lane go to whichever lane is free first
+    assert runner._send_ahead(lane, queue, {}, "") is None
+
+
+def test_a_failed_build_leaves_no_random_shapes_claim(registry):
+    with Runner(RunOptions(rule=FixedCount(3)), lambda gpu: OrderedWorker([], build_fails=True)) as runner:
+        results = runner.run([task(registry, "v1", "v2")])
+    assert all(r.skipped.startswith("build failed") for r in results) and runner._shapes._checking == {}
+
+
+def test_closing_a_worker_with_a_request_behind_the_one_it_serves_kills_it_at_once():
+    """It would start the subject behind before it read the exit (Ctrl-C on one GPU)."""
+    import time
+
+    w = ProcessWorker(FAKE)
+    assert w.request({"op": "hello"}, 30)["type"] == "ready"
+    case = {"family": "add2", "shape": {"n": 64}, "direction": "fwd"}
+    for _ in range(2):
+        w.send({"op": "subject", "family": "add2", "case": case, "subject": "sleep-3", "role": "variant",
+                "settings": {}})
+    start = time.monotonic()
+    w.close()
+    assert time.monotonic() - start < 2.0 and w.proc.poll() is not None

@@ -48,6 +48,7 @@ class Runner:
         self._built: set[str] = set()             # families some lane has built: the cache has them
         self._stop = threading.Event()
         self._positions: list[int] = []        # each result's place in the plan
+        self._busy: set[Lane] = set()          # lanes whose worker is judging a subject now
 
     def _lane(self, gpu: Optional[Gpu], start_worker: StartWorker) -> Lane:
         prefix = f"GPU {gpu.index}: " if gpu is not None and len(self.gpus) > 1 else ""
@@ -203,17 +204,25 @@ class Runner:
             self._record(result, planned)
 
     def _take(self, lane: Lane, queue: list, pinned: Optional[dict[str, str]], model: str,
-              family_loaded: bool = False) -> Optional[tuple[int, Planned]]:
-        """The first subject of the queue this lane may run (its GPU model; with `family_loaded`, a
-        baseline or a variant whose family its worker holds), preferring one whose random shapes no
-        other lane's judge is checking now."""
+              ahead: bool = False) -> Optional[tuple[int, Planned]]:
+        """The first subject of the queue this lane may run (its GPU model), preferring one whose random
+        shapes no other lane's judge is checking now. `ahead`: none unless that subject's request can go
+        at once (a baseline, or a variant whose family the lane's worker holds), so the order stays."""
         with self._lock:
-            fits = [i for i, (_, s) in enumerate(queue)
-                    if (pinned is None or pinned.get(s.case.key, model) == model)
-                    and (not family_loaded or s.role != "variant" or lane.can_send(s.family))]
-            if not fits:
+            chosen = fallback = None
+            for i, (_, s) in enumerate(queue):
+                if pinned is not None and pinned.get(s.case.key, model) != model:
+                    continue
+                if not self._shapes.elsewhere(s, lane):
+                    chosen = i
+                    break
+                fallback = i if fallback is None else fallback
+            index = chosen if chosen is not None else fallback
+            if index is None:
                 return None
-            index = next((i for i in fits if not self._shapes.elsewhere(queue[i][1], lane)), fits[0])
+            s = queue[index][1]
+            if ahead and s.role == "variant" and not lane.can_send(s.family):
+                return None
             planned, s = queue.pop(index)
             if pinned is not None:
                 pinned.setdefault(s.case.key, model)
@@ -228,12 +237,16 @@ class Runner:
     def _send_ahead(self, lane: Lane, queue: list, pinned: Optional[dict[str, str]],
                     model: str) -> Optional[tuple[int, Planned]]:
         """The next subject for this lane, its request sent now, behind the one the worker serves. With
-        several lanes, not for the last two subjects a lane: those go to whichever lane is free first, so
-        that no lane still holds two when the others have none."""
-        keep = 0 if len(self.lanes) == 1 else 2 * len(self.lanes)
-        if self._stop.is_set() or len(queue) <= keep or not lane.can_send():
+        several lanes only while every lane is busy (one that is free or still starting takes the next
+        subject itself: the longest first) and not for the last two subjects a lane, so that no lane
+        holds two while another has none."""
+        if self._stop.is_set() or not lane.can_send():
             return None
-        taken = self._take(lane, queue, pinned, model, family_loaded=True)
+        if len(self.lanes) > 1:
+            with self._lock:
+                if len(self._busy) < len(self.lanes) or len(queue) <= 2 * len(self.lanes):
+                    return None
+        taken = self._take(lane, queue, pinned, model, ahead=True)
         if taken is not None:
             lane.send(self._request(taken[1]))
         return taken
@@ -246,6 +259,13 @@ class Runner:
                  ) -> tuple[Result, Optional[tuple[int, Planned]]]:
         """One subject's result, and the next subject whose request went ahead of its answer (from the
         queue `more` gives, if any). `sent`: this one's request went ahead already."""
+        try:
+            return self._judged(lane, s, sent, more)
+        finally:
+            self._shapes.release(s, lane)
+
+    def _judged(self, lane: Lane, s: Planned, sent: bool,
+                more: Optional[tuple[list, Optional[dict[str, str]], str]]) -> tuple[Result, Optional[tuple[int, Planned]]]:
         if not sent and s.role == "variant":
             failure = self._build(lane, s.family)
             if failure:
@@ -256,13 +276,18 @@ class Runner:
                 lane.send(self._request(s))
                 sent = True
         worker, ahead = lane.worker, None
-        if sent and more is not None:
-            ahead = self._send_ahead(lane, *more)
-        lane.on_status(f"{s.case.key}: {s.name}")
-        result = lane.subject(self._request(s) if not sent else {}, self.options.timeout,
-                              lambda reason: self._lost(s, lane.where(), reason), sent=sent)
+        with self._lock:
+            self._busy.add(lane)
+        try:
+            if sent and more is not None:
+                ahead = self._send_ahead(lane, *more)
+            lane.on_status(f"{s.case.key}: {s.name}")
+            result = lane.subject(self._request(s) if not sent else {}, self.options.timeout,
+                                  lambda reason: self._lost(s, lane.where(), reason), sent=sent)
+        finally:
+            with self._lock:
+                self._busy.discard(lane)
         self._shapes.note(s, result)
-        self._shapes.release(s, lane)
         if ahead is not None and lane.worker is not worker:  # replaced: what went ahead went with it
             self._give_back(lane, more[0], ahead)  # type: ignore[index]
             ahead = None

@@ -66,6 +66,8 @@ def describe_exit(code: Optional[int]) -> str:
 
 
 class ProcessWorker:
+    unanswered = 0  # requests sent and not yet answered (the caller may send one ahead: engine/scheduler.py)
+
     def __init__(self, command: Sequence[str], env: Optional[dict[str, str]] = None,
                  echo: Optional[Callable[[str], None]] = None, keep_log: bool = False) -> None:
         self.echo = echo
@@ -110,6 +112,7 @@ class ProcessWorker:
             self.echo(line)
 
     def send(self, message: dict[str, Any]) -> None:
+        self.unanswered += 1
         try:
             self.proc.stdin.write(json.dumps(message) + "\n")
             self.proc.stdin.flush()
@@ -144,6 +147,7 @@ class ProcessWorker:
             if item.get("type") == "status":
                 on_status(str(item.get("text", "")))
                 continue
+            self.unanswered = max(0, self.unanswered - 1)
             return item
 
     def _exit_code(self) -> Optional[int]:
@@ -178,8 +182,9 @@ class ProcessWorker:
             pass
 
     def close(self) -> None:
-        """Ask it to exit; kill it if it does not within a few seconds."""
-        if self.proc.poll() is None:
+        """Ask it to exit; kill it if it does not within a few seconds, or at once when a request waits
+        behind the one it serves (it would start that subject before it read the exit)."""
+        if self.proc.poll() is None and self.unanswered <= 1:
             self.send(protocol.request(protocol.Exit()))
             try:
                 self.proc.wait(timeout=5)

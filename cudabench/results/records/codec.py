@@ -141,10 +141,7 @@ def _record_value(raw: Any, kind: Kind) -> Any:
     if kind.form == "mapping":
         return tuple((k, _record_value(v, kind.inner)) for k, v in raw.items())
     if kind.form == "list":
-        inner = kind.inner
-        if inner.form == "scalar":  # as _record_value does for each, without a call per sample
-            return tuple(map(inner.inner, raw)) if inner.inner in (int, float) else tuple(raw)
-        return tuple(_record_value(v, inner) for v in raw)
+        return tuple(_record_value(v, kind.inner) for v in raw)
     if kind.form == "record":
         return from_data(kind.inner, raw)
     if kind.form == "scalar" and kind.inner in (int, float):
