@@ -1,5 +1,5 @@
-// Complex arithmetic and in-register DFTs shared by the on-chip FFTs of timex_fft.cu and
-// timex_fft_long.cu (float2 = one complex number).
+// Complex arithmetic and in-register DFTs shared by the on-chip FFTs of timex_fft.cu,
+// timex_fft_warp.cu and timex_fft_long.cu (float2 = one complex number).
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -19,6 +19,16 @@ __device__ __forceinline__ float2 cmul_conj(float2 a, float2 b) {  // conj(a) * 
   return make_float2(a.x * b.x + a.y * b.y, a.x * b.y - a.y * b.x);
 }
 __device__ __forceinline__ float2 add(float2 a, float2 b) { return make_float2(a.x + b.x, a.y + b.y); }
+// *to += v for a complex number in global or shared memory: one vector atomic from sm_90 on, two
+// scalar ones before it (atomicAdd(float2*) exists only there)
+__device__ __forceinline__ void atomic_add(float2* to, float2 v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  atomicAdd(to, v);
+#else
+  atomicAdd(&to->x, v.x);
+  atomicAdd(&to->y, v.y);
+#endif
+}
 __device__ __forceinline__ float2 sub(float2 a, float2 b) { return make_float2(a.x - b.x, a.y - b.y); }
 // times SIGN·i
 template <int SIGN>

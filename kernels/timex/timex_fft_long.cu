@@ -151,15 +151,6 @@ __device__ void multiply_packed(float2* buf, const float2* __restrict__ W, const
   __syncthreads();
 }
 
-__device__ __forceinline__ void atomic_add(float2* to, float2 v) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  atomicAdd(to, v);  // one vector atomic (sm_90) instead of two
-#else
-  atomicAdd(&to->x, v.x);
-  atomicAdd(&to->y, v.y);
-#endif
-}
-
 template <int M>
 constexpr int held_points = M / BlockPlan<M>::G;
 

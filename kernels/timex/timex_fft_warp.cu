@@ -193,7 +193,7 @@ warp_backward(const S* __restrict__ k, const S* __restrict__ g, const float2* __
 #pragma unroll
   for (int m = 0; m < N / LANES; ++m) {
     const int f = lane + LANES * m;
-    atomicAdd(s + f, cmul_conj(kept[f], v[m]));
+    atomic_add(s + f, cmul_conj(kept[f], v[m]));
     v[m] = cmul_conj(__ldg(ww + f), v[m]);
   }
   warp_fft<N, 1, false, true>(v, buf, TableTwiddles<1>{table}, lane);
