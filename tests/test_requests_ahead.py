@@ -165,12 +165,14 @@ def test_with_several_gpus_nothing_goes_ahead_while_a_lane_is_free_or_still_star
             self.sent = request
 
     runner = Runner(RunOptions(), lambda gpu: None, gpus=[None, None])
-    lane = Ready()
+    lane, other = Ready(), object()
     queue = [(n, Planned("add2", Case("add2", (("n", n),)), "v", "variant")) for n in range(10)]
-    runner._busy = {lane}
+    runner._active, runner._busy = {lane, other}, {lane}  # the other lane is free, or still starting
     assert runner._send_ahead(lane, queue, {}, "") is None and len(queue) == 10
-    runner._busy = {lane, object()}
+    runner._busy = {lane, other}
     assert runner._send_ahead(lane, queue, {}, "")[0] == 0 and lane.sent["op"] == "subject"
+    runner._active, runner._busy = {lane}, {lane}  # the other lane left the run (its worker could not start)
+    assert runner._send_ahead(lane, queue, {}, "")[0] == 1
     del queue[4:]  # the last two subjects a lane go to whichever lane is free first
     assert runner._send_ahead(lane, queue, {}, "") is None
 

@@ -49,6 +49,7 @@ class Runner:
         self._stop = threading.Event()
         self._positions: list[int] = []        # each result's place in the plan
         self._busy: set[Lane] = set()          # lanes whose worker is judging a subject now
+        self._active: set[Lane] = set()        # lanes still in the run (starting or serving), several GPUs
 
     def _lane(self, gpu: Optional[Gpu], start_worker: StartWorker) -> Lane:
         prefix = f"GPU {gpu.index}: " if gpu is not None and len(self.gpus) > 1 else ""
@@ -169,6 +170,8 @@ class Runner:
 
     def _lane_thread(self, lane: Lane, gpu: Optional[Gpu], queue: list, pinned: dict[str, str],
                      errors: list, durations: Durations) -> None:
+        with self._lock:
+            self._active.add(lane)
         try:
             lane.ready()
             self._serve(lane, queue, pinned, gpu.name if gpu is not None else lane.environment.get("gpu", ""),
@@ -178,6 +181,9 @@ class Runner:
                 errors.append(exc)
                 if not isinstance(exc, WorkerStartError):
                     self._stop.set()
+        finally:
+            with self._lock:
+                self._active.discard(lane)
 
     def _serve(self, lane: Lane, queue: list, pinned: Optional[dict[str, str]] = None, model: str = "",
                durations: Optional[Durations] = None) -> None:
@@ -237,14 +243,14 @@ class Runner:
     def _send_ahead(self, lane: Lane, queue: list, pinned: Optional[dict[str, str]],
                     model: str) -> Optional[tuple[int, Planned]]:
         """The next subject for this lane, its request sent now, behind the one the worker serves. With
-        several lanes only while every lane is busy (one that is free or still starting takes the next
-        subject itself: the longest first) and not for the last two subjects a lane, so that no lane
-        holds two while another has none."""
+        several lanes only while every lane still in the run is busy (one that is free or still starting
+        takes the next subject itself: the longest first; one whose worker could not start has left) and
+        not for the last two subjects a lane, so that no lane holds two while another has none."""
         if self._stop.is_set() or not lane.can_send():
             return None
         if len(self.lanes) > 1:
             with self._lock:
-                if len(self._busy) < len(self.lanes) or len(queue) <= 2 * len(self.lanes):
+                if not self._active <= self._busy or len(queue) <= 2 * len(self.lanes):
                     return None
         taken = self._take(lane, queue, pinned, model, ahead=True)
         if taken is not None:
