@@ -196,13 +196,11 @@ class Lane:
         return (worker is not None and hasattr(worker, "send") and hasattr(worker, "wait")
                 and (family is None or family in self._loaded))
 
-    def send(self, request: dict[str, Any]) -> Worker:
+    def send(self, request: dict[str, Any]) -> None:
         """Put a subject request in the worker's channel (see can_send); its answer is awaited later with
-        `subject(..., sent=True)`, in the order the requests went. The worker it went to."""
-        worker = self.worker
-        assert worker is not None
-        worker.send(request)  # type: ignore[attr-defined]
-        return worker
+        `subject(..., sent=True)`, in the order the requests went."""
+        assert self.worker is not None
+        self.worker.send(request)  # type: ignore[attr-defined]
 
     def subject(self, request: dict[str, Any], timeout: float, lost: Callable[[str], Result],
                 sent: bool = False) -> Result:

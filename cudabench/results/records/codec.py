@@ -109,8 +109,6 @@ def _plain(value: Any, kind: Kind) -> Any:
     if kind.form == "mapping":
         return {k: _plain(v, kind.inner) for k, v in value}
     if kind.form == "list":
-        if kind.inner.form == "scalar":  # samples: thousands of floats a result, each its own value
-            return list(value)
         return [_plain(v, kind.inner) for v in value]
     if kind.form == "record":
         return to_data(value)
