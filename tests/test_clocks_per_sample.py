@@ -167,3 +167,16 @@ def test_the_notes_name_the_reasons_and_say_when_every_sample_was_throttled():
     assert "2 of 4 samples left out: taken while the GPU was throttled (SW power cap, SW thermal slowdown)" in note
     plain = replace(base, measurement=replace(base.measurement, sample_clocks=half[2][:1]))
     assert not [line for line in terminal.notes([plain]) if "throttled" in line]
+
+
+def test_batches_under_one_reading_are_one_run_so_a_thousand_single_samples_make_a_few_records():
+    """A timer of one call per batch takes a batch per sample; the poll reads the clocks every 50 ms.
+    Consecutive batches that took the same reading are one record, with the same samples kept or left out
+    as one record per batch would give."""
+    samples = [1.0] * 1000
+    batches = [(i, 1, (i + 0.5) * 1e-4) for i in range(1000)]             # 0.1 s of samples
+    readings = [(0.0, reading(1980)), (0.05, reading(1600, POWER_CAP)), (0.1, reading(1980))]
+    kept, left_out, clocks = split_throttled(samples, batches, readings)
+    assert [(c.first, c.count, c.sm_mhz, c.throttled) for c in clocks] == [
+        (0, 250, 1980, False), (250, 500, 1600, True), (750, 250, 1980, False)]
+    assert len(kept) == 500 and len(left_out) == 500

@@ -4,7 +4,6 @@ Read-only: cudabench never changes clocks or power limits."""
 
 from __future__ import annotations
 
-import bisect
 import statistics
 import threading
 import time
@@ -100,22 +99,32 @@ THROTTLE_MASK = sum(THROTTLE_REASONS)  # a power cap, thermal limit, hardware sl
 def split_throttled(samples: Sequence[float], batches: Sequence[tuple[int, int, float]],
                     readings: Sequence[tuple[float, Any]]) -> tuple[tuple[float, ...], tuple[float, ...],
                                                                     tuple[SampleClocks, ...]]:
-    """(kept samples, samples left out as throttled, the clocks of each batch). `batches`: (first
-    sample, count, perf_counter at its end); `readings`: (perf_counter, ClockReading) from the poll.
-    Each batch takes the reading nearest its end. Where every sample was throttled, all are kept
-    (there is nothing else to report) and the clocks say so."""
+    """(kept samples, samples left out as throttled, the clocks of each run of samples). `batches`:
+    (first sample, count, perf_counter at its end), in the order taken; `readings`: (perf_counter,
+    ClockReading) from the poll, in time order. Each batch takes the reading nearest its end, and
+    consecutive batches that took the same reading are one run: a timer of one call per batch takes
+    a thousand batches a subject, and the poll a reading every 50 ms (a record per batch was 100 KB
+    of every hot reply). Where every sample was throttled, all are kept (there is nothing else to
+    report) and the clocks say so."""
     if not readings or not batches:
         return tuple(samples), (), ()
-    times = [t for t, _ in readings]
-    clocks = []
+    runs: list[list] = []  # [first, count, reading index]
+    nearest = 0
     for first, count, end in batches:
-        i = bisect.bisect_left(times, end)
-        nearest = min((j for j in (i - 1, i) if 0 <= j < len(times)), key=lambda j: abs(times[j] - end))
-        reading = readings[nearest][1]
+        count = min(count, len(samples) - first)
+        if count <= 0:
+            continue
+        while nearest + 1 < len(readings) and abs(readings[nearest + 1][0] - end) < abs(readings[nearest][0] - end):
+            nearest += 1
+        if runs and runs[-1][2] == nearest and runs[-1][0] + runs[-1][1] == first:
+            runs[-1][1] += count
+        else:
+            runs.append([first, count, nearest])
+    clocks = []
+    for first, count, index in runs:
+        reading = readings[index][1]
         reasons = int(getattr(reading, "reasons", 0))
-        clocks.append(SampleClocks(first, min(count, len(samples) - first), float(reading.sm_mhz), reasons,
-                                   bool(reasons & THROTTLE_MASK)))
-    clocks = [c for c in clocks if c.count > 0]
+        clocks.append(SampleClocks(first, count, float(reading.sm_mhz), reasons, bool(reasons & THROTTLE_MASK)))
     throttled = {i for c in clocks if c.throttled for i in range(c.first, c.first + c.count)}
     if len(throttled) == len(samples):
         return tuple(samples), (), tuple(clocks)

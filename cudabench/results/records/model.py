@@ -140,7 +140,7 @@ class Measurement:
     calls_per_sample: int = 1
     clocks: tuple[tuple[str, float], ...] = ()
     extra: tuple[tuple[str, float], ...] = ()   # mode-specific figures (e.g. per-call launch cost)
-    sample_clocks: tuple[SampleClocks, ...] = later(())   # per batch of samples, in the order taken
+    sample_clocks: tuple[SampleClocks, ...] = later(())   # per run of samples under one reading, in order
     throttled_samples: tuple[float, ...] = later(())      # left out of samples: taken while throttled
 
     @written
