@@ -66,6 +66,20 @@ WARM_BELOW = 2e-3
 SCRATCH_COPIES = 4
 
 
+# The stream-order probe holds the stream at least this long, and at least ORDER_HOLD_TIMES an eager call
+# (its warm-up call with its synchronize, which is at least the host's time to issue it) and a timed call:
+# the write-back and the call must be queued while the stream is still held, or work on another stream
+# could start after the write-back and pass. The floor covers the host's own jitter (a page fault, the
+# scheduler); the fixed 5 ms it replaces was 0.2 s of a 45-subject sweep, mostly an idle GPU.
+ORDER_HOLD_FLOOR = 1e-3
+ORDER_HOLD_TIMES = 3
+
+
+def order_hold(hot_median: float, eager_seconds: float) -> float:
+    """Seconds the stream-order probe holds the current stream before the write-back (at most 1 s)."""
+    return min(1.0, max(ORDER_HOLD_FLOOR, ORDER_HOLD_TIMES * max(hot_median, eager_seconds)))
+
+
 def _replayed() -> Any:
     raise AssertionError("a graph timer replays what it captured; it never calls what it is handed")
 
@@ -259,6 +273,7 @@ class BlindRunner:
         s.timer = timer
         median = summarize(m.samples).median
         s.hot_median = median * m.calls_per_sample
+        s.eager_seconds = m.warmup_seconds / max(1, m.warmup_calls)
         reply = {"measurement": measurement_to_dict(m), "sampling_seconds": sampling, "cupti": None,
                  "lanes": shared_lanes(s.lanes)}
         short = m.timing == "sync" and median < settings.kernel_time_below
@@ -293,10 +308,10 @@ class BlindRunner:
         copies."""
         s = self._opened()
         s.last = {}
-        hold = max(5e-3, 3 * s.hot_median)
+        hold = order_hold(s.hot_median, s.eager_seconds)
         self.sync()
         if self.device == "cuda":
-            torch.cuda._sleep(sleep_cycles(min(hold, 1.0)))
+            torch.cuda._sleep(sleep_cycles(hold))
         with torch.no_grad():
             for k, v in s.pristine[0].items():
                 s.inputs[k].copy_(v)
