@@ -22,10 +22,10 @@ runner = CliRunner()
 def test_command_line_over_suite_over_defaults():
     suite = TimingPolicy(timing="events", repeat=30, noise=0.01)
     none = TimingPolicy()
-    assert effective_timing(none, suite) == TimingPolicy("events", False, 30, None, 0.01, 2.0, "25ms", 300.0)
+    assert effective_timing(none, suite) == TimingPolicy("events", False, 30, None, 0.01, 2.0, "10ms", 300.0)
     assert effective_timing(TimingPolicy(timing="cupti", min_time=1.0), suite) == TimingPolicy(
-        "cupti", False, None, 1.0, 0.01, 2.0, "25ms", 300.0)
-    assert effective_timing(none, None) == TimingPolicy("sync", False, None, None, 0.005, 2.0, "25ms", 300.0)
+        "cupti", False, None, 1.0, 0.01, 2.0, "10ms", 300.0)
+    assert effective_timing(none, None) == TimingPolicy("sync", False, None, None, 0.005, 2.0, "10ms", 300.0)
 
 
 def test_the_sweep_plans_every_shape_and_skips_what_cannot_run(registry, tmp_path):
