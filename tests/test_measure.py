@@ -199,7 +199,7 @@ def test_the_stream_order_probe_holds_the_stream_past_three_eager_calls_and_a_fl
     """The write-back and the call must be queued while the stream is held: the hold outlasts three of
     the slower of a timed call and an eager call with its synchronize (a graph replay can be far shorter
     than the eager call the probe makes), never less than the floor, never more than a second."""
-    from cudabench.measure.blind import ORDER_HOLD_FLOOR, order_hold
+    from cudabench.measure.stream_order import ORDER_HOLD_FLOOR, order_hold
 
     assert order_hold(20e-6, 50e-6) == ORDER_HOLD_FLOOR
     assert order_hold(20e-6, 2e-3) == pytest.approx(6e-3)    # a host-heavy eager call, a 20 µs replay

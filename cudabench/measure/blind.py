@@ -44,7 +44,8 @@ from cudabench.measure.opened import Opened
 from cudabench.measure.poison import poison
 from cudabench.measure.settings import Settings
 from cudabench.measure.subject import case_inputs
-from cudabench.measure.timers import CuptiRound, make_timer, sleep_cycles
+from cudabench.measure.stream_order import eager_seconds, order_probe
+from cudabench.measure.timers import CuptiRound, make_timer
 from cudabench.measure.transport import share, share_outputs
 from cudabench.results.exporters.json_document import measurement_to_dict
 from cudabench.results.records.model import Case
@@ -64,20 +65,6 @@ WARM_BELOW = 2e-3
 # Blocks of each output's size poisoned before a judged call: the output's own, and scratch of that
 # size the op takes beside it (uninitialised memory it reads then differs from call to call)
 SCRATCH_COPIES = 4
-
-
-# The stream-order probe holds the stream at least this long, and at least ORDER_HOLD_TIMES an eager call
-# (its warm-up call with its synchronize, which is at least the host's time to issue it) and a timed call:
-# the write-back and the call must be queued while the stream is still held, or work on another stream
-# could start after the write-back and pass. The floor covers the host's own jitter (a page fault, the
-# scheduler); the fixed 5 ms it replaces was 0.2 s of a 45-subject sweep, mostly an idle GPU.
-ORDER_HOLD_FLOOR = 1e-3
-ORDER_HOLD_TIMES = 3
-
-
-def order_hold(hot_median: float, eager_seconds: float) -> float:
-    """Seconds the stream-order probe holds the current stream before the write-back (at most 1 s)."""
-    return min(1.0, max(ORDER_HOLD_FLOOR, ORDER_HOLD_TIMES * max(hot_median, eager_seconds)))
 
 
 def _replayed() -> Any:
@@ -273,12 +260,12 @@ class BlindRunner:
         s.timer = timer
         median = summarize(m.samples).median
         s.hot_median = median * m.calls_per_sample
-        s.eager_seconds = m.warmup_seconds / max(1, m.warmup_calls)
         reply = {"measurement": measurement_to_dict(m), "sampling_seconds": sampling, "cupti": None,
                  "lanes": shared_lanes(s.lanes)}
         short = m.timing == "sync" and median < settings.kernel_time_below
         if on_gpu and (short or settings.integrity or s.family.report_launches):
             reply["cupti"] = cupti_pass(call, timer, m, short, self.timer_factory, self.sync, flush)
+        s.eager_seconds = eager_seconds(m.warmup_seconds, m.warmup_calls, workload.forward, self.sync)
         return reply
 
     def round(self) -> dict:
@@ -303,25 +290,11 @@ class BlindRunner:
         return {"samples": [c.seconds for c in calls], "busy": [c.busy for c in calls]}
 
     def order(self) -> dict:
-        """Hold the current stream busy, write the first inputs back on it, call, and copy the outputs
-        on it: only work ordered on the current stream sees the right inputs and is done before the
-        copies."""
+        """The stream-order probe (cudabench.measure.stream_order)."""
         s = self._opened()
         s.last = {}
-        hold = order_hold(s.hot_median, s.eager_seconds)
-        self.sync()
-        if self.device == "cuda":
-            torch.cuda._sleep(sleep_cycles(hold))
-        with torch.no_grad():
-            for k, v in s.pristine[0].items():
-                s.inputs[k].copy_(v)
-            if s.grad_out is not None:
-                s.grad_out.copy_(s.pristine[1])
-        got = s.workload().call()
-        copies = {k: (v.detach().clone() if torch.is_tensor(v) else v) for k, v in got.items()}
-        self.sync()
-        s.last = copies
-        return {"outputs": share_outputs(copies)}
+        s.last = order_probe(s, self.sync, self.device == "cuda")
+        return {"outputs": share_outputs(s.last)}
 
     def finish(self) -> dict:
         """Restore the process state; report what the subject left behind."""

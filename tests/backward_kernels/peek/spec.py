@@ -10,6 +10,7 @@ The stand-in extension counts the elements each call computes, for a timer that 
 """
 
 import gc
+import time
 
 import torch
 
@@ -37,6 +38,7 @@ def upstream_gradient():
 class Product(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, w, ext, ahead):
+        time.sleep(getattr(ext, "forward_seconds", 0.0))  # a forward slow to issue (the stream-order hold)
         ext.work += x.numel()
         ctx.save_for_backward(w)
         ctx.ext, ctx.ahead = ext, None
