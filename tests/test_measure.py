@@ -195,13 +195,17 @@ def test_an_fft_subject_is_bounded_by_its_own_work_not_the_direct_sum(registry):
             assert flops < family.work(shape, "fwd")[0] / 100
 
 
-def test_the_stream_order_probe_holds_the_stream_past_three_eager_calls_and_a_floor():
-    """The write-back and the call must be queued while the stream is held: the hold outlasts three of
-    the slower of a timed call and an eager call with its synchronize (a graph replay can be far shorter
-    than the eager call the probe makes), never less than the floor, never more than a second."""
-    from cudabench.measure.stream_order import ORDER_HOLD_FLOOR, order_hold
+def test_the_stream_order_probe_holds_three_timed_calls_and_a_floor_and_asks_again_when_its_hold_ran_out():
+    """The write-back and the call must be queued while the stream is held. The probe holds three timed
+    calls (at least 1 ms, at most 1 s) and says how long the queueing took; where that outlasted the hold,
+    the judge asks again with four times that long, up to the cap."""
+    from cudabench.measure.stream_order import ORDER_HOLD_FLOOR, again_hold, order_hold
 
-    assert order_hold(20e-6, 50e-6) == ORDER_HOLD_FLOOR
-    assert order_hold(20e-6, 2e-3) == pytest.approx(6e-3)    # a host-heavy eager call, a 20 µs replay
-    assert order_hold(5e-3, 1e-3) == pytest.approx(15e-3)
-    assert order_hold(2.0, 0.0) == 1.0
+    assert order_hold(20e-6) == ORDER_HOLD_FLOOR
+    assert order_hold(5e-3) == pytest.approx(15e-3)
+    assert order_hold(2.0) == 1.0
+    assert order_hold(20e-6, asked=0.08) == pytest.approx(0.08)    # the judge's second probe
+    assert order_hold(20e-6, asked=5.0) == 1.0
+    assert again_hold(0.4e-3, 1e-3) is None                          # queued in time: the probe stands
+    assert again_hold(2e-3, 1e-3) == pytest.approx(8e-3)             # a host-heavy call, a 20 µs replay
+    assert again_hold(0.5, 0.1) == 1.0 and again_hold(2.0, 1.0) is None

@@ -66,7 +66,10 @@ class SubjectHandler:
                           Settings(**request["settings"]), [(list(s), d) for s, d in request["outputs"]])
         if op in ("call", "forward"):
             return getattr(r, op)(bool(request.get("eager", False)))
-        if op in ("poison", "round", "samples", "peak", "hot", "order", "finish"):
+        if op == "order":
+            hold = request.get("hold")
+            return r.order(None if hold is None else float(hold))
+        if op in ("poison", "round", "samples", "peak", "hot", "finish"):
             return getattr(r, op)()
         raise ValueError(f"unknown request {op!r}")
 

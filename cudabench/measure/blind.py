@@ -44,7 +44,7 @@ from cudabench.measure.opened import Opened
 from cudabench.measure.poison import poison
 from cudabench.measure.settings import Settings
 from cudabench.measure.subject import case_inputs
-from cudabench.measure.stream_order import eager_seconds, order_probe
+from cudabench.measure.stream_order import order_probe
 from cudabench.measure.timers import CuptiRound, make_timer
 from cudabench.measure.transport import share, share_outputs
 from cudabench.results.exporters.json_document import measurement_to_dict
@@ -265,7 +265,6 @@ class BlindRunner:
         short = m.timing == "sync" and median < settings.kernel_time_below
         if on_gpu and (short or settings.integrity or s.family.report_launches):
             reply["cupti"] = cupti_pass(call, timer, m, short, self.timer_factory, self.sync, flush)
-        s.eager_seconds = eager_seconds(m.warmup_seconds, m.warmup_calls, workload.forward, self.sync)
         return reply
 
     def round(self) -> dict:
@@ -289,12 +288,13 @@ class BlindRunner:
         calls, s.round = s.round.end(), None
         return {"samples": [c.seconds for c in calls], "busy": [c.busy for c in calls]}
 
-    def order(self) -> dict:
-        """The stream-order probe (cudabench.measure.stream_order)."""
+    def order(self, hold: Optional[float] = None) -> dict:
+        """The stream-order probe (cudabench.measure.stream_order), holding the stream `hold` seconds
+        when the judge asks for a longer hold than the first probe's."""
         s = self._opened()
         s.last = {}
-        s.last = order_probe(s, self.sync, self.device == "cuda")
-        return {"outputs": share_outputs(s.last)}
+        s.last, held, issued = order_probe(s, self.sync, self.device == "cuda", hold)
+        return {"outputs": share_outputs(s.last), "hold": held, "issued": issued}
 
     def finish(self) -> dict:
         """Restore the process state; report what the subject left behind."""

@@ -19,6 +19,7 @@ from cudabench.measure.judged_calls import SubjectError, SubjectLost
 from cudabench.measure.lanes import Lanes, lane_outputs, lane_seeds, overlap, shares_memory
 from cudabench.measure.processes import ProcessWatch
 from cudabench.measure.settings import shapes_key
+from cudabench.measure.stream_order import again_hold
 from cudabench.measure.subject import Phases, figure, own_work
 from cudabench.measure.transport import open_shared
 from cudabench.results.records.model import Case, Check, IntegrityCheck, Result
@@ -166,20 +167,29 @@ class IntegrityPass:
         return IntegrityCheck("shapes", "pass", f"also right at {texts}")
 
     def stream_order(self, reference: dict, check: Check) -> IntegrityCheck:
-        # the inputs hold a new draw: only a call ordered after the subject process writes the first
-        # values back on its stream sees them
-        self.write(self.judge.draw(self.family, self.case, secrets.randbits(62), self.first))
-        try:
-            reply = self.ask({"op": "order"})
-        except SubjectError as exc:
-            return integrity.failed_call("stream-order", exc)
-        opened, problems = self._open_outputs(reply["outputs"])
-        if problems:
-            return IntegrityCheck("stream-order", "not run", "its outputs could not be read")
-        got = {k: t.clone() for k, t in opened.items()}
-        self.judge.sync()
-        return integrity.from_check("stream-order", compare(got, reference, self.tolerance), check.worst,
-                                    integrity.ORDER_WHAT)
+        """The stream-order probe (cudabench.measure.stream_order): the inputs hold a new draw, so only a
+        call ordered after the subject process writes the first values back on its stream sees them. A
+        probe whose hold ran out before its call was queued is made again with a longer hold (once)."""
+        request: dict = {"op": "order"}
+        for attempt in range(2):
+            self.write(self.judge.draw(self.family, self.case, secrets.randbits(62), self.first))
+            try:
+                reply = self.ask(request)
+            except SubjectError as exc:
+                return integrity.failed_call("stream-order", exc)
+            opened, problems = self._open_outputs(reply["outputs"])
+            if problems:
+                return IntegrityCheck("stream-order", "not run", "its outputs could not be read")
+            got = {k: t.clone() for k, t in opened.items()}
+            self.judge.sync()
+            verdict = integrity.from_check("stream-order", compare(got, reference, self.tolerance), check.worst,
+                                           integrity.ORDER_WHAT)
+            hold = again_hold(float(reply.get("issued", 0.0)), float(reply.get("hold", 1.0)))
+            if verdict.failed or hold is None:
+                return verdict
+            request = {"op": "order", "hold": hold}
+        return replace(verdict, detail=f"{verdict.detail} (its call was still being queued when the stream's hold "
+                                       "ended, twice: it waits for the stream itself?)".strip())
 
     # ---- what a call's outputs and inputs may not be -----------------------------------------------
 

@@ -28,10 +28,11 @@ class Warmup:
     """Untimed calls before sampling: at least `calls`, and at least `seconds` of them.
     Returns (calls done, seconds spent, the median seconds per call seen). By the time it runs, the
     subject's check has loaded its module and made its first calls; the warm-up is for the caches
-    and clocks. 100 ms cost a 45-subject sweep 4.5 s, as much as its sampling; neither 100 against
-    25 ms (triton's do_bench) nor 25 against 10 ms moved a median beyond what two runs of one setting
-    differ by, on the H100: the timex sweep (events), attention forward and backward (events), matmul
-    and add2 (sync) (docs/benchmarks/warm.md, twenty-fourth session)."""
+    and clocks. 100 ms cost a 45-subject sweep 4.5 s, as much as its sampling. On the H100, neither 100
+    against 25 ms (triton's do_bench) nor 25 against 10 ms moved a median by more than two runs at one
+    setting differ by (for short sync calls, whose host part moves between runs, about as much): the
+    timex sweep and attention forward and backward under events, matmul and add2 under sync
+    (docs/benchmarks/warm.md, twenty-fourth session)."""
 
     calls: int = 3
     seconds: float = 0.010

@@ -31,7 +31,6 @@ class Opened:
         self.gen = torch.Generator(device=inputs_device(inputs)).manual_seed(settings.seed ^ 0x5EED)
         self.first_call = True
         self.hot_median = 0.0
-        self.eager_seconds = 0.0        # an eager call (and a backward's forward) with its synchronize: set by `hot`
         self.lanes: list[tuple[dict, Any]] = []  # a graph's other calls' inputs (cudabench.measure.lanes)
 
     def workload(self) -> Any:

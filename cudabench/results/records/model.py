@@ -117,7 +117,8 @@ def throttle_names(reasons: int) -> list[str]:
 @dataclass(frozen=True)
 class SampleClocks:
     """The GPU's SM clock and throttle reasons (NVML's bitmask) while a run of consecutive samples was
-    taken: the poll reading nearest the end of their batch."""
+    taken: the poll reading nearest the end of each of their batches (consecutive batches that took the
+    same reading are one run)."""
 
     first: int                  # the index of the run's first sample, among all samples taken
     count: int
