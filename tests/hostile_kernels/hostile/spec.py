@@ -9,6 +9,7 @@ import ctypes
 import gc
 import os
 import sys
+import time
 
 import torch
 
@@ -41,6 +42,19 @@ def bind(mode):
         return op
 
     return make
+
+
+def bind_side_stream_late(ext):
+    """The side-stream mode after 3 ms on the host: a stream-order probe that held PyTorch's stream for less
+    finds the first inputs written back before its work starts, unless the probe notices that its hold ran
+    out and holds longer (cudabench.measure.stream_order)."""
+    def op(x):
+        time.sleep(0.003)
+        y = empty_like(x)
+        ext.hostile(x, y, SIDE_STREAM)
+        return y
+
+    return op
 
 
 def bind_cached(ext):
@@ -528,6 +542,8 @@ FAMILY = Family(
            bind(HONEST)),
         _v("hostile-side-stream", "launches on its own non-blocking stream, never joined to PyTorch's current "
            "stream and never synchronized", bind(SIDE_STREAM)),
+        _v("hostile-side-stream-late", "the side-stream launch after 3 ms on the host, past a short stream-order "
+           "hold", bind_side_stream_late),
         _v("hostile-cached", "skips the work when called twice: the same input pointer returns the output "
            "stored by the first call, launching nothing", bind_cached),
         _v("hostile-crash", "writes to an illegal address: sticky 'illegal memory access' error in the CUDA "
