@@ -6,7 +6,9 @@ kills the process that started it (a Dask worker, say) and `kill-parent-once` do
 first time in a run ($FAKE_MARKER names the file that says it happened), `shapes-fail` fails its
 random-shapes check unless its request carries another GPU's verdict (its detail then says so); any
 other name gets an ok result. Its GPU is $FAKE_GPU_NAME (default "fake GPU"), UUID $CUDA_VISIBLE_DEVICES (default
-"pid-" and its parent's process id); with $FAKE_FAIL_START set it cannot start.
+"pid-" and its parent's process id); with $FAKE_FAIL_START set it cannot start. `exit-for-good` exits as `exit`
+does after half a second, first creating the file $FAKE_NO_RESTART names: a worker started after that takes a
+second, then cannot start.
 
     python tests/fake_worker.py [slow-start]"""
 
@@ -54,6 +56,10 @@ def main():
         if op == "exit":
             return
         if op == "hello":
+            if os.environ.get("FAKE_NO_RESTART") and os.path.exists(os.environ["FAKE_NO_RESTART"]):
+                time.sleep(1.0)
+                send({"type": "error", "message": f"no CUDA device on {UUID} any more"})
+                continue
             if os.environ.get("FAKE_FAIL_START"):
                 send({"type": "error", "message": f"no CUDA device on {UUID}"})
                 continue
@@ -73,7 +79,10 @@ def main():
                 os._exit(0)
             if name == "hang":
                 time.sleep(3600)
-            elif name == "exit":
+            elif name in ("exit", "exit-for-good"):
+                if name == "exit-for-good":
+                    time.sleep(0.5)  # the other lanes' workers have started by then
+                    open(os.environ["FAKE_NO_RESTART"], "w").close()
                 sys.stderr.write("about to exit\n")
                 sys.stderr.flush()
                 os._exit(3)

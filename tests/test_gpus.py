@@ -102,6 +102,18 @@ def test_a_gpu_that_cannot_start_leaves_the_work_to_the_others(registry):
         run(registry, [H200_0, H200_1], [["a"]], fail=(0, 1))
 
 
+def test_a_subject_given_back_by_a_gpu_that_failed_after_the_others_left_runs_on_one_that_works(registry, tmp_path,
+                                                                                                monkeypatch):
+    """One lane's worker dies on a subject (at 0.5 s) and cannot start again (a second later); it took the last
+    subject meanwhile and gives it back, after the other lane (busy until 0.8 s) found the queue empty and left. That subject runs on
+    the GPU that still works, not recorded as 'no worker could start'."""
+    monkeypatch.setenv("FAKE_NO_RESTART", str(tmp_path / "gone"))
+    results, _ = run(registry, [H200_0, H200_1], [["exit-for-good", "sleep-0.8", "last"]])
+    status = {r.subject: (r.status, r.error or "") for r in results}
+    assert status["exit-for-good"][0] == "ERROR" and status["sleep-0.8"] == ("ok", "")
+    assert status["last"] == ("ok", ""), status["last"]
+
+
 def test_longest_expected_first(registry):
     family = registry.family("timex")
     small, large = (Case("timex", (("B", b), ("C", 64), ("T", 256)), "fwdbwd") for b in (2, 32))

@@ -90,6 +90,10 @@ class Lane:
                                    "Run `cudabench doctor` to see what this machine is missing, or run with "
                                    "--no-warm.") from None
 
+    def model(self, gpu: Any) -> str:
+        """The GPU model this lane's subjects are pinned by: its `Gpu`'s name, else what its worker said."""
+        return gpu.name if gpu is not None else self.environment.get("gpu", "")
+
     def ready(self) -> Worker:
         """The worker, started and greeted (its environment and ceilings are then known). The time
         from its launch counts as start-up."""

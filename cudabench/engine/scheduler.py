@@ -50,6 +50,7 @@ class Runner:
         self._positions: list[int] = []        # each result's place in the plan
         self._busy: set[Lane] = set()          # lanes whose worker is judging a subject now
         self._active: set[Lane] = set()        # lanes still in the run (starting or serving), several GPUs
+        self._failed: set[Lane] = set()        # lanes whose worker could not start (again)
 
     def _lane(self, gpu: Optional[Gpu], start_worker: StartWorker) -> Lane:
         prefix = f"GPU {gpu.index}: " if gpu is not None and len(self.gpus) > 1 else ""
@@ -163,6 +164,12 @@ class Runner:
         other = next((e for e in errors if not isinstance(e, WorkerStartError)), None)
         if other is not None:
             raise other
+        for lane, gpu in zip(self.lanes, self.gpus):  # given back by a lane that failed after the others left
+            if queue and lane not in self._failed:
+                try:
+                    self._serve(lane, queue, pinned, lane.model(gpu), durations)
+                except WorkerStartError as error:
+                    starts.append(error)
         for position, s in list(queue):  # left when every lane of its GPU model failed to start
             self._record(self._lost(s, {}, f"no worker could start on a {pinned.get(s.case.key, 'GPU')}: "
                                            + "; ".join(e.message for e in starts)), position)
@@ -174,12 +181,13 @@ class Runner:
             self._active.add(lane)
         try:
             lane.ready()
-            self._serve(lane, queue, pinned, gpu.name if gpu is not None else lane.environment.get("gpu", ""),
-                        durations)
+            self._serve(lane, queue, pinned, lane.model(gpu), durations)
         except BaseException as exc:  # noqa: BLE001 - handed to the main thread, which re-raises
             if not self._stop.is_set():
                 errors.append(exc)
-                if not isinstance(exc, WorkerStartError):
+                if isinstance(exc, WorkerStartError):
+                    self._failed.add(lane)
+                else:
                     self._stop.set()
         finally:
             with self._lock:
