@@ -151,29 +151,31 @@ class Runner:
             for thread in threads:
                 while thread.is_alive():
                     thread.join(0.2)
+            starts = self._after_lanes(errors, queue, pinned, durations)
         except KeyboardInterrupt:
             self._stop.set()
             self.close()
             raise
-        interrupt = next((e for e in errors if isinstance(e, KeyboardInterrupt)), None)
-        if interrupt is not None:
-            raise interrupt
+        for position, s in list(queue):  # left when every lane of its GPU model failed to start
+            self._record(self._lost(s, {}, f"no worker could start on a {pinned.get(s.case.key, 'GPU')}: "
+                                           + "; ".join(e.message for e in starts)), position)
+        queue.clear()
+
+    def _after_lanes(self, errors: list, queue: list, pinned: dict[str, str], durations: Durations) -> list:
+        """Raise the lanes' errors (start errors only if no lane started); serve what a failed lane gave back."""
+        other = [e for e in errors if not isinstance(e, WorkerStartError)]  # a Ctrl-C first
+        if other:
+            raise next((e for e in other if isinstance(e, KeyboardInterrupt)), other[0])
         starts = [e for e in errors if isinstance(e, WorkerStartError)]
         if starts and len(starts) == len(self.lanes):
             raise starts[0]  # no GPU could start a worker: the same error as on one GPU
-        other = next((e for e in errors if not isinstance(e, WorkerStartError)), None)
-        if other is not None:
-            raise other
-        for lane, gpu in zip(self.lanes, self.gpus):  # given back by a lane that failed after the others left
+        for lane, gpu in zip(self.lanes, self.gpus):
             if queue and lane not in self._failed:
                 try:
                     self._serve(lane, queue, pinned, lane.model(gpu), durations)
                 except WorkerStartError as error:
                     starts.append(error)
-        for position, s in list(queue):  # left when every lane of its GPU model failed to start
-            self._record(self._lost(s, {}, f"no worker could start on a {pinned.get(s.case.key, 'GPU')}: "
-                                           + "; ".join(e.message for e in starts)), position)
-        queue.clear()
+        return starts
 
     def _lane_thread(self, lane: Lane, gpu: Optional[Gpu], queue: list, pinned: dict[str, str],
                      errors: list, durations: Durations) -> None:
