@@ -144,14 +144,18 @@ class ProcessWatch:
         self._thread: Optional[threading.Thread] = None
 
     def tree(self) -> set[int]:
-        """The running processes below the subject process, and the orphans reparented to this one."""
+        """The running processes below the subject process, and the orphans reparented to this one. Each
+        is taken as running when it is listed: a member of a chain that forks and exits lives a few ms,
+        less than reaping the hundreds of zombies such a chain leaves here takes on a loaded machine
+        (CI saw a look find no running member of a live chain)."""
         pid, ours = self.subject()
-        found = descendants([pid]) if pid is not None else set()
+        found = {p for p in descendants([pid]) if running(p)} if pid is not None else set()
         if pid != os.getpid():
             orphans = children(os.getpid()) - ours - {pid}
-            self._reap(orphans)
-            found |= orphans | descendants(orphans)
-        return {p for p in found - ours if running(p)}
+            alive = {p for p in orphans if running(p)}
+            self._reap(orphans - alive)
+            found |= alive | {p for p in descendants(alive) if running(p)}
+        return found - ours
 
     @staticmethod
     def _reap(orphans: set[int]) -> None:
