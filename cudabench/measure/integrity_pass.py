@@ -171,7 +171,7 @@ class IntegrityPass:
         call ordered after the subject process writes the first values back on its stream sees them. A
         probe whose hold ran out before its call was queued is made again with a longer hold (once)."""
         request: dict = {"op": "order"}
-        for attempt in range(2):
+        for _ in range(2):
             self.write(self.judge.draw(self.family, self.case, secrets.randbits(62), self.first))
             try:
                 reply = self.ask(request)
