@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from cudabench.device import nvml_loaded
+from cudabench.measure.unchanged import Unchanged
 from cudabench.measure.watched import WatchedObjects
 
 CU_LIMIT_PERSISTING_L2_CACHE_SIZE = 0x06  # CUlimit in cuda.h
@@ -224,6 +225,8 @@ class StateGuard:
         self.functions = _harness_functions()
         self.members = _cudabench_attributes()  # snapshot once the harness's modules are loaded
         self.library = _library_functions()
+        self.owners = _library_owners()
+        self.unchanged = self._snapshot()
         self.settings = _settings(cuda)
         self.pristine = {name: read() for name, (read, _) in self.settings.items()}
         self._cleared = False            # the persisting-L2 limit was set to 0 for this subject
@@ -248,7 +251,32 @@ class StateGuard:
         driver.cuCtxResetPersistingL2Cache()
         _clear_stream_window(driver)
 
+    def _snapshot(self) -> Unchanged:
+        """What `restore` compares first: every watched entry, and the names of the tensor classes,
+        the harness's classes and its modules (an entry added to one is found by the full walk)."""
+        namespaces = [o for o in self.owners.values() if inspect.isclass(o)] + [o for o, _, _ in self.members.values()]
+        return Unchanged([*self.members.values(), *self.library.values()], namespaces, "cudabench")
+
     def restore(self) -> Leftover:
+        same = self.unchanged.holds() and all(getattr(owner, attr) is original
+                                               for owner, attr, original in self.functions.values())
+        patched = [] if same else self._restore_functions()
+        patched += self.objects.restore()
+        changed = []
+        for name, (read, write) in self.settings.items():
+            now = read()
+            if now != self.pristine[name]:
+                if not (self._cleared and name == "persisting-L2 limit" and now == 0):  # cold timing's own 0
+                    changed.append(f"{name}: {_show(self.pristine[name])} -> {_show(now)}")
+                write(self.pristine[name])
+        if self.persisting_set:
+            changed.append(f"persisting-L2 limit: raised to {_show(self.persisting_set)} during cold timing")
+        self._cleared, self.persisting_set = False, 0
+        return Leftover(tuple(patched), tuple(changed))
+
+    def _restore_functions(self) -> list[str]:
+        """The full walk: every function, member and namespace entry that differs, put back and named;
+        then a new snapshot."""
         patched = []
         for name, (owner, attr, original) in self.functions.items():
             if getattr(owner, attr) is not original:
@@ -267,7 +295,7 @@ class StateGuard:
                 continue
             setattr(owner, attr, original)
             patched.append(name)
-        for owner_name, owner in _library_owners().items():  # an entry added to a tensor class shadows
+        for owner_name, owner in self.owners.items():  # an entry added to a tensor class shadows
             if not inspect.isclass(owner):                      # what its base defines (__rmul__, say)
                 continue
             for attr in [a for a in vars(owner) if f"{owner_name}.{a}" not in self.library]:
@@ -283,18 +311,8 @@ class StateGuard:
                 patched.append(name)
             else:  # a module imported since the snapshot: taken as it is
                 self.members[name] = (owner, attr, value)
-        patched += self.objects.restore()
-        changed = []
-        for name, (read, write) in self.settings.items():
-            now = read()
-            if now != self.pristine[name]:
-                if not (self._cleared and name == "persisting-L2 limit" and now == 0):  # cold timing's own 0
-                    changed.append(f"{name}: {_show(self.pristine[name])} -> {_show(now)}")
-                write(self.pristine[name])
-        if self.persisting_set:
-            changed.append(f"persisting-L2 limit: raised to {_show(self.persisting_set)} during cold timing")
-        self._cleared, self.persisting_set = False, 0
-        return Leftover(tuple(patched), tuple(changed))
+        self.unchanged = self._snapshot()
+        return patched
 
 
 def _show(value: Any) -> str:
