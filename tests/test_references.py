@@ -22,7 +22,7 @@ def timex_loops(w, k, eps, g):
     return out, gw, gk
 
 
-@pytest.mark.parametrize("B, C, T", [(2, 3, 5), (1, 2, 8), (3, 1, 1)])
+@pytest.mark.parametrize("B, C, T", [(2, 3, 5), (1, 2, 8), (3, 1, 1), (1, 2, 32), (2, 1, 33)])  # transforms 2 to 128 long
 def test_timex_reference_forward_and_gradients_match_the_loops(registry, B, C, T):
     family = registry.family("timex")
     gen = torch.Generator().manual_seed(B * 100 + C * 10 + T)

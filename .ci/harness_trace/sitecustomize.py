@@ -16,7 +16,7 @@ if os.environ.get("CB_TRACE"):
         "cudabench.cli.run": ["execute"],
         "cudabench.cli.run_outputs": ["BackgroundSaver.close"],
         "cudabench.engine.worker": ["Handler._subject", "Handler._build", "Handler.handle"],
-        "cudabench.measure.judge": ["Judge.run", "Session.run", "Session.timed", "Session.ask", "Session.release",
+        "cudabench.measure.judge": ["Judge.run", "Judge.sync", "Session.run", "Session.timed", "Session.ask", "Session.release",
                                     "Session.write", "Session._same_inputs", "Session.finish_quietly",
                                     "Session.take", "Session.settle", "Session.judged_call",
                                     "release_cached", "open_shared", "Judge.draw", "Judge.reference"],
@@ -30,8 +30,17 @@ if os.environ.get("CB_TRACE"):
         "cudabench.engine.subject_worker": ["SubjectHandler.handle"],
         "cudabench.measure.blind": ["BlindRunner.open", "BlindRunner.hot", "BlindRunner.finish",
                                     "BlindRunner.call", "BlindRunner.peak", "BlindRunner.poison",
-                                    "BlindRunner.round", "BlindRunner.samples", "BlindRunner.order"],
+                                    "BlindRunner.round", "BlindRunner.samples", "BlindRunner.order",
+                                    "BlindRunner._warm", "BlindRunner.sync"],
         "cudabench.results.exporters.json_document": ["result_to_dict"],
+        # the parts of a judged call (session 25)
+        "cudabench.measure.lanes": ["write_lane"],
+        "cudabench.measure.poison": ["poison"],
+        "cudabench.measure.timers": ["EventTimer.samples"],
+        "cudabench.engine.workers": ["ProcessWorker.wait", "ProcessWorker.send"],
+        "cudabench.engine.channel": ["Channel.send"],
+        "cudabench.measure.state": ["StateGuard.restore"],
+        "cudabench.measure.memory": ["release_cached"],
     }
     EVENTS = [[os.getpid(), os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "x", "process start",
                time.time(), time.time(), ""]]

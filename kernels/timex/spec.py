@@ -102,8 +102,13 @@ def reference(w, k, eps):
     """The fp64 reference: the product of spectra (fft_conv below). In float64 it is exact to about
     1e-15 of the output's norm, and it costs O(T log T): the direct convolution in float64 took
     seconds per case at the seed shape, with its backward (cuDNN has no fast float64 path).
-    tests/test_references.py checks it against the defining loops."""
-    return fft_conv(w, k, eps)
+    tests/test_references.py checks it against the defining loops.
+
+    Its transforms are a power of two long (any length from 2T - 1 keeps the wrap-around out). A first
+    cuFFT plan of another length took 30-460 ms on the H100 (median 43-96 ms), against about 1 ms for a
+    power of two, and the random shapes each variant is checked at draw new lengths every run: 1.5 s
+    against 0.06 s for the 16 shapes of a sweep (.ci/sessions/probe25_fft_plans.py)."""
+    return fft_conv(w, k, eps, n=1 << (2 * k.shape[-1] - 1).bit_length())
 
 
 def conv1d_baseline():
@@ -114,12 +119,13 @@ def compiled_conv1d_baseline():
     return compiled(direct)  # Inductor, compiled at the first call (the check, before timing)
 
 
-def fft_conv(w, k, eps):
-    """Causal convolution as a product of spectra: zero-padding to 2T keeps the circular
-    wrap-around out of the first T outputs."""
+def fft_conv(w, k, eps, n=None):
+    """Causal convolution as a product of spectra: zero-padding to n points (2T by default, at least
+    2T - 1) keeps the circular wrap-around out of the first T outputs."""
     T = k.shape[-1]
-    spectrum = torch.fft.rfft(k, n=2 * T) * torch.fft.rfft(w.flip(-1), n=2 * T)
-    return eps + torch.fft.irfft(spectrum, n=2 * T)[..., :T]
+    n = 2 * T if n is None else n
+    spectrum = torch.fft.rfft(k, n=n) * torch.fft.rfft(w.flip(-1), n=n)
+    return eps + torch.fft.irfft(spectrum, n=n)[..., :T]
 
 
 def fft_conv_baseline(w, k, eps):
