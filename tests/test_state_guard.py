@@ -2,6 +2,8 @@
 subject that changed nothing the guard answers from the quick check alone; after any change the full
 walk must still find it, put it back and name it, whatever kind of change it is."""
 
+import types
+
 import pytest
 import torch
 import torch.nn.functional
@@ -22,6 +24,9 @@ CHANGES = {
     "a harness constant replaced": (judged_calls, "FRESH_SLACK", 10.0, "cudabench.measure.judged_calls.FRESH_SLACK"),
     "a PyTorch function replaced": (torch.nn.functional, "conv1d", lambda *a, **k: None, "torch.nn.functional.conv1d"),
     "an operator added to the tensor class": (torch.Tensor, "__rmatmul__", lambda *a: 0, "torch.Tensor.__rmatmul__"),
+    # the timers read the clock through their module's own global `time`
+    "a module a harness module calls through replaced": (timers, "time", types.SimpleNamespace(perf_counter=lambda: 0.0),
+                                                         "cudabench.measure.timers.time"),
 }
 
 
@@ -61,3 +66,4 @@ def test_a_name_a_module_gains_is_taken_as_it_is_then_watched():
         assert timers.added_later is first
     finally:
         del timers.added_later
+

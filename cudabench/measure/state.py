@@ -111,20 +111,24 @@ def _torch_own_wrapper(value: Any, original: Any) -> bool:
     return False
 
 
+def _cudabench_modules() -> list[tuple[str, Any]]:
+    return [(name, m) for name, m in list(sys.modules.items())
+            if m is not None and (name == "cudabench" or name.startswith("cudabench."))]
+
+
 def _cudabench_attributes() -> dict[str, tuple[Any, str, Any]]:
     """name -> (owner, attribute, value) for every function, class, method and constant of the
     cudabench modules loaded in this process: all a subject could patch to steer the harness from
     inside its own process (its timers, its loop, its poison, its reports). Compared by identity."""
     found: dict[str, tuple[Any, str, Any]] = {}
-    for name, module in list(sys.modules.items()):
-        if module is None or not (name == "cudabench" or name.startswith("cudabench.")):
-            continue
+    for name, module in _cudabench_modules():
         for attr, value in list(vars(module).items()):
             if attr.startswith("__"):
                 continue
             # public constants only: a private module global such as a cache is filled lazily
             constant = isinstance(value, CONSTANTS) and attr.isupper() and not attr.startswith("_")
-            if inspect.isfunction(value) or inspect.isclass(value) or constant:
+            # a module too: the timers call time.perf_counter through their own global `time`
+            if inspect.isfunction(value) or inspect.isclass(value) or inspect.ismodule(value) or constant:
                 found[f"{name}.{attr}"] = (module, attr, value)
             if inspect.isclass(value) and getattr(value, "__module__", None) == name:
                 for member, v in list(vars(value).items()):
@@ -252,10 +256,14 @@ class StateGuard:
         _clear_stream_window(driver)
 
     def _snapshot(self) -> Unchanged:
-        """What `restore` compares first: every watched entry, and the names of the tensor classes,
-        the harness's classes and its modules (an entry added to one is found by the full walk)."""
-        namespaces = [o for o in self.owners.values() if inspect.isclass(o)] + [o for o, _, _ in self.members.values()]
-        return Unchanged([*self.members.values(), *self.library.values()], namespaces, "cudabench")
+        """What `restore` compares first: every watched entry; the names of the tensor classes and of
+        every class a cudabench module defines; every name and value of the cudabench modules (an
+        entry added to one, or a value of another type, is found by the full walk)."""
+        modules = _cudabench_modules()
+        classes = [v for name, m in modules for v in vars(m).values()
+                   if inspect.isclass(v) and getattr(v, "__module__", None) == name]
+        namespaces = [o for o in self.owners.values() if inspect.isclass(o)] + classes
+        return Unchanged([*self.members.values(), *self.library.values()], namespaces, [m for _, m in modules])
 
     def restore(self) -> Leftover:
         same = self.unchanged.holds() and all(getattr(owner, attr) is original
