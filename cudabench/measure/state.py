@@ -268,7 +268,7 @@ class StateGuard:
     def restore(self) -> Leftover:
         same = self.unchanged.holds() and all(getattr(owner, attr) is original
                                                for owner, attr, original in self.functions.values())
-        patched = [] if same else self._restore_functions()
+        patched = [] if same else self._walk()
         patched += self.objects.restore()
         changed = []
         for name, (read, write) in self.settings.items():
@@ -282,7 +282,7 @@ class StateGuard:
         self._cleared, self.persisting_set = False, 0
         return Leftover(tuple(patched), tuple(changed))
 
-    def _restore_functions(self) -> list[str]:
+    def _walk(self) -> list[str]:
         """The full walk: every function, member and namespace entry that differs, put back and named;
         then a new snapshot."""
         patched = []
@@ -304,7 +304,7 @@ class StateGuard:
             setattr(owner, attr, original)
             patched.append(name)
         for owner_name, owner in self.owners.items():  # an entry added to a tensor class shadows
-            if not inspect.isclass(owner):                      # what its base defines (__rmul__, say)
+            if not inspect.isclass(owner):             # what its base defines (__rmul__, say)
                 continue
             for attr in [a for a in vars(owner) if f"{owner_name}.{a}" not in self.library]:
                 if not attr.startswith("_") or attr.startswith("__"):
