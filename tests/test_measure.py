@@ -127,7 +127,7 @@ def test_the_cupti_timer_refuses_a_session_whose_call_ranges_are_not_its_calls(m
 
     events = [Activity(CALL_RANGE, False, 0.0, 100.0, True), Activity("k1", True, 10.0, 50.0),
               Activity(CALL_RANGE, False, 200.0, 300.0, True), Activity("k1", True, 210.0, 250.0)]
-    monkeypatch.setattr(timers, "cupti_session", lambda: contextlib.nullcontext())
+    monkeypatch.setattr(timers, "cupti_session", lambda **how: contextlib.nullcontext())
     monkeypatch.setattr(timers, "ranged_call", lambda call, before_each=None: call())
     monkeypatch.setattr(timers, "recorded", lambda prof: list(events))
     timer = timers.CuptiTimer()
@@ -151,6 +151,29 @@ def test_recorded_reads_a_kineto_session_without_building_function_events():
     assert len(call) == 1 and not call[0].on_gpu and call[0].annotation and call[0].end > call[0].start
     assert any(e.name == "aten::add_" and call[0].start <= e.start <= call[0].end for e in events)
     assert prof._function_events is None  # never built
+
+
+def test_a_ranges_session_records_the_call_ranges_and_none_of_the_ops_inside():
+    """The timers' sessions observe only record_function ranges on the host: a cuDNN baseline's dozens of
+    ops per call are neither timed by the profiler nor read back, and the call ranges are all there."""
+    import torch
+    from torch.autograd.profiler import record_function
+
+    from cudabench.measure.cupti_activity import CALL_RANGE, cupti_session, recorded
+
+    with cupti_session(host="ranges") as prof:
+        for _ in range(3):
+            with record_function(CALL_RANGE):
+                torch.ones(8).add_(1)
+    names = [e.name for e in recorded(prof) if not e.on_gpu]
+    assert names.count(CALL_RANGE) == 3
+    assert not [n for n in names if n.startswith("aten::")]
+    with cupti_session(host="ops") as prof:  # the default keeps them (nsys-like pictures, the lesson)
+        torch.ones(8).add_(1)
+    assert any(e.name == "aten::add_" for e in recorded(prof))
+    with pytest.raises(ValueError, match="host must be one of"):
+        with cupti_session(host="some"):
+            pass
 
 
 def test_recorded_keeps_nanoseconds_of_epoch_timestamps():

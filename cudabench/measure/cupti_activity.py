@@ -102,18 +102,57 @@ def gpu_activity(events: list[Activity], ranges: set[str]) -> list[Activity]:
     return [e for e in events if e.on_gpu and not e.annotation and e.name not in ranges]
 
 
+HOST = ("ops", "ranges", "none")  # what a session records on the host beside the GPU's activity
+
+
 @contextlib.contextmanager
-def cupti_session(host_ops: bool = True) -> Iterator[Any]:
-    """CPU ranges and GPU activity recorded through Kineto and CUPTI; read them after the block
-    with `recorded`. Without `host_ops` only the GPU's activity and the CUDA API calls are kept,
-    which leaves the host's calls nearly as fast as unprofiled. torch.autograd.profiler.profile directly: torch.profiler.profile wraps it but first
-    imports Inductor's configuration, seconds of Python on a cold machine that every worker paid."""
+def cupti_session(host: str = "ops") -> Iterator[Any]:
+    """GPU activity and the CUDA API calls recorded through Kineto and CUPTI, with on the host (`host`):
+    every op ("ops"), only the record_function ranges ("ranges": the harness's call ranges, without the
+    dozens of ops a cuDNN baseline runs per call, each of which the profiler times and records), or
+    nothing ("none", which leaves the host's calls nearly as fast as unprofiled). Read the events
+    after the block with `recorded`. torch.autograd.profiler.profile directly: torch.profiler.profile
+    wraps it but first imports Inductor's configuration, seconds of Python on a cold machine that
+    every worker paid."""
     from torch.autograd.profiler import profile
 
+    if host not in HOST:
+        raise ValueError(f"host must be one of {HOST}, not {host!r}")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the profiler's notes about its own cycles
-        with profile(use_kineto=True, use_device="cuda", use_cpu=host_ops) as prof:
-            yield prof
+        if host == "ranges":
+            with _ranges_session() as prof:
+                yield prof
+        else:
+            with profile(use_kineto=True, use_device="cuda", use_cpu=host == "ops") as prof:
+                yield prof
+
+
+@contextlib.contextmanager
+def _ranges_session() -> Iterator[Any]:
+    """A session that observes only user scopes (record_function) on the host: torch's profiler,
+    started as its context manager starts it, with the scopes it has no argument for."""
+    from torch._C._profiler import RecordScope
+    from torch.autograd import _disable_profiler, _enable_profiler, _prepare_profiler
+    from torch.autograd.profiler import profile
+
+    settings = profile(use_kineto=True, use_device="cuda", use_cpu=True)  # its config, never entered
+    config, activities = settings.config(), settings.kineto_activities
+    _prepare_profiler(config, activities)
+    _enable_profiler(config, activities, {RecordScope.USER_SCOPE})
+    session = _Recorded()
+    try:
+        yield session
+    finally:
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()  # as the context manager does: the last kernels' records arrive
+        session.kineto_results = _disable_profiler()
+
+
+class _Recorded:
+    """What `recorded` reads of a session: Kineto's results once it ended."""
+
+    kineto_results: Any = None
 
 
 def ranged_call(call: Call, before_each: Hook = None) -> Any:

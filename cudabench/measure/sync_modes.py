@@ -141,7 +141,7 @@ def timeline(call: Call, iterations: int, warmup: int, busy_ms: float) -> list[d
     sync, now = torch.cuda.synchronize, time.time_ns
     modes, marks = [], []  # (mode, start ns, end ns); (mode, kind, start ns, end ns)
     sync()
-    with cupti_session(host_ops=False) as prof:
+    with cupti_session(host="none") as prof:
         # Primer: a session's first API calls and launches take milliseconds (CUPTI sets itself up),
         # which would stretch the first mode's picture.
         torch.cuda._sleep(1000)
