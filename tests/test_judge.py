@@ -18,7 +18,7 @@ import torch
 
 from cudabench.engine.subject_worker import SubjectHandler
 from cudabench.measure import judge as judge_module
-from cudabench.measure import judged_calls
+from cudabench.measure import judged_calls, taken
 from cudabench.measure.settings import Settings
 from cudabench.results.records.model import Case, IntegrityCheck
 from cudabench.spec.registry import discover
@@ -485,9 +485,9 @@ def test_the_outputs_of_a_round_are_compared_after_its_last_call(registry, monke
         calls[0] += request.get("op") == "call"
         return original(self, request)
 
-    real = judge_module.compare
+    real = taken.compare
     monkeypatch.setattr(SubjectHandler, "handle", counted)
-    monkeypatch.setattr(judge_module, "compare", lambda *a, **k: at.append(calls[0]) or real(*a, **k))
+    monkeypatch.setattr(taken, "compare", lambda *a, **k: at.append(calls[0]) or real(*a, **k))
     r = judge_one(registry, "hostile-honest", fuzz=0)
     assert r.status == "ok", failed(r)
     assert set(at) == {1, 1 + judged_calls.FRESH_CALLS}, at  # the first check, then after the round

@@ -281,6 +281,58 @@ class StandInSubject:
         self.closed = True
 
 
+def test_the_judge_works_while_the_subject_process_answers_and_always_takes_the_answer():
+    """ask_while: the request goes out, the judge's own work (a new draw) runs while the subject process
+    answers, then its answer is taken, also when that work fails (else the next request would read this
+    one's answer); a worker in the judge's own process answers first."""
+    from cudabench.engine.subject_link import SubjectLink
+    from cudabench.engine.workers import InlineWorker, WorkerLost
+    from cudabench.measure.judge import SubjectLost
+
+    log = []
+
+    class Piped(StandInSubject):
+        lost, last = False, ""
+
+        def send(self, message):
+            self.last = message["op"]
+            if self.last != "hello":
+                log.append(("sent", self.last))
+
+        def wait(self, timeout, on_status=None):
+            if self.last == "hello":
+                return {"type": "ready"}
+            log.append(("answered",))
+            if self.lost:
+                raise WorkerLost("it died")
+            return {"type": "poison"}
+
+    worker = Piped()
+    link = SubjectLink(lambda: worker, {"op": "hello"})
+    assert link.ask_while({"op": "poison"}, 10, lambda: log.append(("work",)) or 7) == ({"type": "poison"}, 7)
+    assert log == [("sent", "poison"), ("work",), ("answered",)]
+    log.clear()
+    with pytest.raises(ZeroDivisionError):
+        link.ask_while({"op": "poison"}, 10, lambda: 1 / 0)
+    assert log == [("sent", "poison"), ("answered",)]
+    worker.lost = True
+    with pytest.raises(SubjectLost, match="it died"):
+        link.ask_while({"op": "poison"}, 10, lambda: None)
+    assert link.worker is None  # dropped: the next subject gets a fresh process
+
+    class Handler:
+        def handle(self, request):
+            if request["op"] == "hello":
+                return {"type": "ready"}
+            log.append(("handled", request["op"]))
+            return {"type": request["op"]}
+
+    log.clear()
+    inline = SubjectLink(lambda: InlineWorker(Handler()), {"op": "hello"})
+    assert inline.ask_while({"op": "poison"}, 10, lambda: log.append(("work",)) or 3) == ({"type": "poison"}, 3)
+    assert log == [("handled", "poison"), ("work",)]
+
+
 def test_a_subject_process_started_for_the_next_run_gets_that_runs_hello():
     """It was started (and greeted) with the last run's hello; a run with other options (--nvtx, say)
     sends its own before the first subject."""

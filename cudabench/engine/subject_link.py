@@ -8,10 +8,12 @@ from __future__ import annotations
 import os
 import sys
 import time
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, TypeVar
 
 from cudabench.engine.workers import HELLO_TIMEOUT, ProcessWorker, Worker, WorkerLost
 from cudabench.measure.judge import SubjectLost
+
+T = TypeVar("T")
 
 
 def alive(worker: Worker) -> bool:
@@ -117,8 +119,26 @@ class SubjectLink:
 
     def ask(self, request: dict[str, Any], timeout: float) -> dict[str, Any]:
         worker = self._ready(timeout)
+        return self._answer(lambda: worker.request(request, timeout, self.on_status))
+
+    def ask_while(self, request: dict[str, Any], timeout: float, work: Callable[[], T]) -> tuple[dict[str, Any], T]:
+        """`ask`, with `work` done in this process while the subject process answers (a worker in this
+        process answers first). The answer is taken even when `work` fails, so the next request's
+        answer is its own."""
+        worker = self._ready(timeout)
+        if not hasattr(worker, "send"):
+            return self.ask(request, timeout), work()
+        end = time.monotonic() + timeout
+        worker.send(request)
         try:
-            reply = worker.request(request, timeout, self.on_status)
+            value = work()
+        finally:
+            reply = self._answer(lambda: worker.wait(max(end - time.monotonic(), 1e-3), self.on_status))
+        return reply, value
+
+    def _answer(self, reply_of: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        try:
+            reply = reply_of()
         except WorkerLost as lost:
             self.drop()
             raise SubjectLost(lost.reason) from None

@@ -40,18 +40,19 @@ import torch
 
 from cudabench import nvtx
 from cudabench.measure import kinds
-from cudabench.measure.check import compare, output_specs, reference_results
+from cudabench.measure.check import output_specs, reference_results
 from cudabench.measure.integrity_pass import IntegrityPass
 from cudabench.measure.cupti_pass import with_kernel_time
 from cudabench.measure.judged_calls import HOST_BOUND, SYNC_HOST_SHARE, JudgedCalls, SubjectError, SubjectLost
-from cudabench.measure.lanes import Draw, Lanes, Taken, lane_outputs, write_lane
+from cudabench.measure.lanes import Draw, Lanes, write_lane
 from cudabench.measure.memory import release_cached
 from cudabench.measure.settings import Settings, shapes_key
 from cudabench.measure.subject import Phases, case_inputs, work_of
 from cudabench.measure.serial_calls import SerialCalls
+from cudabench.measure.taken import TakenCalls
 from cudabench.measure.transport import TransportError, forget_inline, open_shared
 from cudabench.results.exporters.json_document import case_to_dict, measurement_from_dict
-from cudabench.results.records.model import Case, Check, IntegrityCheck, Result
+from cudabench.results.records.model import Case, IntegrityCheck, Result
 from cudabench.results.records.stats import summarize
 from cudabench.spec.family import Family
 from cudabench.spec.registry import Registry
@@ -62,6 +63,9 @@ class SubjectProcess(Protocol):
 
     def ask(self, request: dict[str, Any], timeout: float) -> dict[str, Any]:
         """The reply to one request; raises SubjectLost."""
+
+    def ask_while(self, request: dict[str, Any], timeout: float, work: Callable[[], Any]) -> tuple[dict[str, Any], Any]:
+        """`ask`, and what `work` returned, done here while the subject process answers."""
 
 
 class Judge:
@@ -141,7 +145,7 @@ class Judge:
         return replace(result, phases=tuple(phases.seconds.items()))
 
 
-class Session(IntegrityPass, JudgedCalls, SerialCalls):
+class Session(TakenCalls, IntegrityPass, JudgedCalls, SerialCalls):
     """One subject being judged: its draws, the subject's shared inputs, the verdicts so far."""
 
     def __init__(self, judge: Judge, family: Family, case: Case, base: Result, settings: Settings,
@@ -161,10 +165,21 @@ class Session(IntegrityPass, JudgedCalls, SerialCalls):
     # ---- talking to the subject process ------------------------------------------------------------
 
     def ask(self, request: dict[str, Any]) -> dict[str, Any]:
+        return self._replied(self.judge.subject.ask(request, self._remaining()))
+
+    def ask_while(self, request: dict[str, Any], work: Callable[[], Any]) -> tuple[dict[str, Any], Any]:
+        """`ask`, and `work` done here while the subject process answers it."""
+        reply, value = self.judge.subject.ask_while(request, self._remaining(), work)
+        return self._replied(reply), value
+
+    def _remaining(self) -> float:
         remaining = self.deadline - time.monotonic()
         if remaining <= 0:
             raise SubjectLost("timed out (the kernel may not terminate)")
-        reply = self.judge.subject.ask(request, remaining)
+        return remaining
+
+    @staticmethod
+    def _replied(reply: dict[str, Any]) -> dict[str, Any]:
         if reply.get("type") == "error":
             raise SubjectError(str(reply.get("message", reply)), bool(reply.get("skip")))
         return reply
@@ -279,60 +294,3 @@ class Session(IntegrityPass, JudgedCalls, SerialCalls):
                 and statistics.median(busy) < share * result.stats.median:
             return "cupti"
         return timing  # under cupti too, a round is one CUPTI session: see BlindRunner.round
-
-    def judged_call(self, draw: Draw, reference: Optional[dict], keep_outputs: bool = False, eager: bool = False,
-                    tolerance: Optional[float] = None, same: bool = False,
-                    every_lane: bool = False) -> tuple[Check, list[IntegrityCheck]]:
-        """One judged call taken and settled at once (`take`, `settle`)."""
-        taken = self.take(draw, eager=eager, same=same)
-        if keep_outputs and not taken.problems:
-            self.first_outputs = taken.got[taken.lane]
-        return self.settle(taken, reference, tolerance, every_lane)
-
-    def take(self, draw: Draw, eager: bool = False, same: bool = False) -> Taken:
-        """Poison the outputs' memory, write the draw, make one call, and take what it did: its outputs
-        (every lane's, cloned here), what they may not be (kinds, aliasing, lanes sharing memory) and
-        whether it changed its inputs. Every call is taken alike, checked or not: what the judge does
-        right after a call cannot tell the subject which calls it reads (`settle` reads them later). A
-        graph replay with lanes gets the draw in a lane picked at random and new values (or on `same`
-        their last ones) in the others (cudabench.measure.lanes)."""
-        lanes = None if eager else self.lanes  # drawn before the subject is asked anything: alike for all
-        lane = lanes.pick(draw, same, self.new_draw) if lanes is not None else 0
-        self.ask({"op": "poison"})
-        if lanes is not None:
-            lanes.write()
-            self.judge.sync()
-        elif self.case.direction == "bwd":  # the stored forward first, then the gradient its backward gets
-            self.write(draw, grad=False)
-            self.ask({"op": "forward", "eager": eager} if eager else {"op": "forward"})
-            self.write(draw, inputs=False)
-        else:
-            self.write(draw)
-        reply = self.ask({"op": "call", "eager": eager} if eager else {"op": "call"})
-        self.last_sample = reply.get("sample")
-        held = lanes.held if lanes is not None else [draw]
-        got, problems = [], []
-        for i, values in enumerate(held):
-            outputs = reply["outputs"] if lanes is None else lane_outputs(reply, i, lanes.count)
-            if outputs is None:
-                raise SubjectLost("the subject process broke the protocol: a replay without every call's outputs")
-            opened, found = self._open_outputs(outputs, i)
-            mutated = "" if found else self._mutated(values, i)
-            problems += found + ([IntegrityCheck("inputs", "fail", f"it mutates its inputs: {mutated}")] if mutated else [])
-            got.append({k: t.clone() for k, t in opened.items()})
-        if lanes is not None and not problems:
-            problems = self._lanes_apart(reply)
-        self.judge.sync()
-        return Taken(lane, got, list(held), problems)
-
-    def settle(self, taken: Taken, reference: Optional[dict], tolerance: Optional[float] = None,
-               every_lane: bool = False) -> tuple[Check, list[IntegrityCheck]]:
-        """A taken call judged: its lane's outputs against `reference` (to `tolerance`, by default the
-        family's), with `every_lane` each other lane's too against its own values' reference (the worst
-        lane's check is the call's); unread without a reference or with problems."""
-        if reference is None or taken.problems:
-            return Check((), self.tolerance), taken.problems
-        check = compare(taken.got[taken.lane], reference, self.tolerance if tolerance is None else tolerance)
-        if every_lane:
-            check = self._every_lane(taken, check)
-        return check, []

@@ -124,21 +124,21 @@ class JudgedCalls:
             repeat = j.reference(family, case, self.first, keep=self.keep_reference) if "repeat" in plan else None
         for step in plan:
             fresh = step in ("new", "checked", "kind")
-            draw, reference = previous, None  # "same": the last call's values, written again
-            if step == "kind":
-                draw, reference = kind_draw, kind_reference
-            elif fresh:  # a checked call draws too, and drops it: every new call pauses alike
-                draw = j.draw(family, case, secrets.randbits(62), self.first)
-            elif step == "repeat":
-                draw = self.first
-            tolerance = kind_tolerance if step == "kind" else None
-            if step == "checked":
+            draw, reference, tolerance = previous, None, None  # "same": the last call's values, written again
+            # a new call's values are drawn while the subject process poisons; a checked call draws too, and
+            # drops it: every new call pauses alike
+            meanwhile = self.new_draw if step in ("new", "checked") else None
+            if step == "new":
+                draw = None
+            elif step == "kind":
+                draw, reference, tolerance = kind_draw, kind_reference, kind_tolerance
+            elif step == "checked":
                 draw, reference, tolerance = checked.pop()
             elif step == "repeat":
-                reference = repeat
+                draw, reference = self.first, repeat
             self.last_sample = None
-            taken = self.take(draw, eager=eager_repeat and step == "repeat", same=not fresh)
-            previous = draw
+            taken = self.take(draw, eager=eager_repeat and step == "repeat", same=not fresh, meanwhile=meanwhile)
+            previous = taken.drawn
             found.problems += taken.problems
             timed.append(("new" if fresh else "same", self.last_sample))
             if reference is not None:

@@ -34,10 +34,11 @@ class Draw:
 
 class Taken:
     """A judged call as the judge took it right after it ran: the lane it reads, every lane's outputs
-    (cloned in the judge's memory), the values each lane held, and what was wrong with the call."""
+    (cloned in the judge's memory), the values each lane held, what was wrong with the call, and the
+    values the judge drew for it (those of the lane it reads)."""
 
-    def __init__(self, lane: int, got: list[dict], held: list[Draw], problems: list) -> None:
-        self.lane, self.got, self.held, self.problems = lane, got, held, problems
+    def __init__(self, lane: int, got: list[dict], held: list[Draw], problems: list, drawn: Draw) -> None:
+        self.lane, self.got, self.held, self.problems, self.drawn = lane, got, held, problems, drawn
 
 
 # ---- the subject process's side ------------------------------------------------------------------------
