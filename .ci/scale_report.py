@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Optional
 
 MODES = ("one", "all", "dask")
-GOAL_SHARE = 0.9  # the goal: a speedup of at least this share of the GPU count
+GOAL_SHARE = 0.9  # issue 33's goal: a speedup of at least this share of the GPU count (issue 28's: 0.95)
 RUN_FILE = re.compile(r"^(?P<sweep>.+)-(?P<mode>one|all|dask)-(?P<repeat>\d+)\.json$")
 
 
@@ -136,7 +136,7 @@ def times(ratio: Optional[float]) -> str:
     return f"{ratio:.2f}×" if ratio else "—"
 
 
-def report(sweep: str, runs: list[Run], gpus: int) -> str:
+def report(sweep: str, runs: list[Run], gpus: int, goal_share: float = GOAL_SHARE) -> str:
     ones = [r for r in runs if r.mode == "one"]
     if not ones:
         return f"### {sweep}\n\nNo one-GPU run: nothing to compare with.\n"
@@ -151,7 +151,7 @@ def report(sweep: str, runs: list[Run], gpus: int) -> str:
             pooled.setdefault(k, []).append(v)
     base = {k: statistics.mean(v) for k, v in pooled.items()}
     noise = deviations(ones[0].medians(), ones[1].medians()) if len(ones) > 1 else []
-    goal = GOAL_SHARE * gpus
+    goal = goal_share * gpus
     lines = [f"### {sweep}", "",
              f"{len(ones[0].results)} subjects{skipped_note(ones[0])}. Run-to-run spread of the one-GPU runs (median / largest "
              f"|median one-1 / one-2 - 1|): {spread(noise)}.", "",
@@ -186,6 +186,9 @@ def main(argv: Optional[list[str]] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("logs", type=Path)
     parser.add_argument("--gpus", type=int, help="the host's GPU count (default: the most any run used)")
+    parser.add_argument("--goal-share", type=float, default=GOAL_SHARE,
+                        help="the goal as a share of the GPU count (default 0.9, issue 33's; issue 28 asks 0.95: "
+                             "1.9x on two GPUs)")
     args = parser.parse_args(argv)
     sweeps = load(args.logs)
     if not sweeps:
@@ -193,7 +196,7 @@ def main(argv: Optional[list[str]] = None) -> None:
     gpus = args.gpus or max(len(r.per_gpu()) for runs in sweeps.values() for r in runs)
     print(f"{gpus} GPUs\n")
     for sweep, runs in sweeps.items():
-        print(report(sweep, runs, gpus))
+        print(report(sweep, runs, gpus, args.goal_share))
 
 
 if __name__ == "__main__":
