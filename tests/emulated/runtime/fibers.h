@@ -38,6 +38,7 @@ Fiber& current_fiber();
 void warp_barrier();                     // suspend until every lane of the current warp has arrived
 void group_barrier();                    // suspend until every thread of the current warpgroup has arrived
 void yield_round();                      // suspend until the next round of warps (a polling wait)
+void polled_through();                   // a polling wait ended: the fiber goes on (progress)
 void reset_warp_state(unsigned threads); // at the start of each block
 void reset_hopper_state();               // mbarriers and wgmma queues (hopper_ops.cpp), at a block's start
 void report_hopper_leftovers();          // wgmma products never waited for, at a block's end

@@ -197,13 +197,17 @@ void mbar_arrive(uint64_t* bar, uint32_t tx_bytes) {
   // a plain arrival (a consumer freeing a buffer) lets every other warp run first: a buffer freed too early
   // is refilled (and, with TMA landing at its phase, poisoned) before this thread's next step, as a fast
   // producer would do it
-  if (tx_bytes == 0) detail::yield_round();
+  if (tx_bytes == 0) {
+    detail::yield_round();
+    detail::polled_through();
+  }
 }
 
 bool mbar_done(uint64_t* bar, uint32_t parity) { return (barrier_at(bar, "mbarrier.try_wait").completed & 1) != (long)(parity & 1); }
 
 void mbar_wait(uint64_t* bar, uint32_t parity) {
   while (!mbar_done(bar, parity)) detail::yield_round();
+  detail::polled_through();
   // the boxes of the phases this wait has seen complete become visible now, and not before: a thread that
   // reads a TMA destination without such a wait reads the poison
   Mbarrier& b = barrier_at(bar, "mbarrier.try_wait");
@@ -233,6 +237,7 @@ long named_barrier_arrive(int id, unsigned count) {
 void named_barrier_sync(int id, unsigned count) {
   const long generation = named_barrier_arrive(id, count);
   while (named_barriers[id].generation == generation) detail::yield_round();
+  detail::polled_through();
 }
 
 void tma_load(void* dst, const CUtensorMap* map, uint64_t* bar, const int* coords, int rank) {

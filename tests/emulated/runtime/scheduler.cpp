@@ -62,7 +62,11 @@ std::vector<long> group_generation;  // warpgroups (128 threads): wgmma's exchan
 std::vector<unsigned> at_group_barrier;
 long current_round = 0;
 long last_progress_round = 0;            // the last round in which a fiber did more than poll
-constexpr long POLLING_ROUNDS_LIMIT = 100000;  // rounds of nothing but polling waits: a deadlock
+// Rounds of nothing but polling waits whose conditions stayed false: a deadlock. Only a fiber that goes on
+// changes what a polling wait reads (an arrival, a barrier's generation, a box landing), so one such round
+// is followed by another like it; two, for good measure. (Counting only resumptions from other waits as
+// progress took 100,000 rounds here: a planted deadlock took over two minutes to report.)
+constexpr long POLLING_ROUNDS_LIMIT = 2;
 constexpr unsigned GROUP = 128;
 
 void fiber_main() {
@@ -196,6 +200,8 @@ void group_barrier() {
 }
 
 void yield_round() { suspend(Waiting::Yield, current_round); }
+
+void polled_through() { last_progress_round = current_round; }
 
 }  // namespace detail
 
