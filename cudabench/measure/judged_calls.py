@@ -19,11 +19,10 @@ from cudabench.spec.family import UNIT_ROUNDOFF, Family
 if TYPE_CHECKING:
     from cudabench.measure.lanes import Draw
 
-# Judged calls on new input values after the hot loop, and on the previous call's values written again.
-# Six of each (eight until 2026-11-28): five timed samples each once the call on another kind and the
-# repeat are set aside. A cache makes every call on the same values faster, which a median of five shows
-# as a median of seven did; the honest ratios seen with seven (below) leave the slack room for the wider
-# spread of five, and a timing failure must come again in a second round.
+# Judged calls on new input values after the hot loop, and on the previous call's values written again: six
+# of each (eight until 2026-11-28), five timed a side once the other kind and the repeat are set aside. A cache
+# makes every call on the same values faster, which a median of five shows as one of seven did; the honest
+# ratios seen with seven (below) leave the slack room for five's wider spread, and a failure needs two rounds.
 NEW_DRAWS = 6
 SAME_DRAWS = 6
 FRESH_CALLS = NEW_DRAWS + SAME_DRAWS
