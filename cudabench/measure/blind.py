@@ -165,7 +165,7 @@ class BlindRunner:
         return {}
 
     def _warm(self, s: Opened) -> None:
-        """A judged call follows a pause (the judge drawing, computing references, writing), after
+        """A judged call follows a pause (the judge taking the last call, writing; it draws while this runs), after
         which the GPU is not what the hot loop left it: on an H200 an honest attention backward took
         351 µs back to back and 675 µs after 2 ms idle, its data gone from L2 or its clocks down. A
         call of the op just before, on the values the subject last saw, puts it back; a cache of the

@@ -130,16 +130,25 @@ def cupti_session(host: str = "ops") -> Iterator[Any]:
 
 @contextlib.contextmanager
 def _ranges_session() -> Iterator[Any]:
-    """A session that observes only user scopes (record_function) on the host: torch's profiler,
-    started as its context manager starts it, with the scopes it has no argument for."""
-    from torch._C._profiler import RecordScope
-    from torch.autograd import _disable_profiler, _enable_profiler, _prepare_profiler
+    """A session that observes only user scopes (record_function) on the host: torch's profiler with its
+    context manager's configuration and the scopes that has no argument for. Unlike the context manager
+    it runs no on-start callbacks and leaves `torch.autograd.profiler._is_profiler_enabled` False, so
+    Inductor's code takes its unprofiled path, as in the hot loop. A torch whose internals differ gets
+    the context manager with every host op ("ops")."""
     from torch.autograd.profiler import profile
 
-    settings = profile(use_kineto=True, use_device="cuda", use_cpu=True)  # its config, never entered
-    config, activities = settings.config(), settings.kineto_activities
-    _prepare_profiler(config, activities)
-    _enable_profiler(config, activities, {RecordScope.USER_SCOPE})
+    settings = profile(use_kineto=True, use_device="cuda", use_cpu=True)  # its configuration, never entered
+    try:
+        from torch._C._profiler import RecordScope
+        from torch.autograd import _disable_profiler, _enable_profiler, _prepare_profiler
+
+        config, activities = settings.config(), settings.kineto_activities
+        _prepare_profiler(config, activities)
+        _enable_profiler(config, activities, {RecordScope.USER_SCOPE})
+    except (ImportError, AttributeError, TypeError):
+        with profile(use_kineto=True, use_device="cuda", use_cpu=True) as prof:
+            yield prof
+        return
     session = _Recorded()
     try:
         yield session

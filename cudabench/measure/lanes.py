@@ -35,7 +35,7 @@ class Draw:
 class Taken:
     """A judged call as the judge took it right after it ran: the lane it reads, every lane's outputs
     (cloned in the judge's memory), the values each lane held, what was wrong with the call, and the
-    values the judge drew for it (those of the lane it reads)."""
+    values it was given: the new draw (in the lane it reads), or on a same step the values written again."""
 
     def __init__(self, lane: int, got: list[dict], held: list[Draw], problems: list, drawn: Draw) -> None:
         self.lane, self.got, self.held, self.problems, self.drawn = lane, got, held, problems, drawn

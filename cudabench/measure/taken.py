@@ -45,6 +45,8 @@ class TakenCalls:
         else:
             made = self.ask_while({"op": "poison"}, meanwhile)[1]
             draw = made if draw is None else draw
+        if draw is None:
+            raise ValueError("a judged call needs its values, or a draw to make them meanwhile")
         if lanes is not None:
             lanes.write()
             self.judge.sync()
