@@ -115,6 +115,29 @@ def test_a_figure_that_depends_on_unchanged_inputs_in_full_or_in_part_is_invalid
     assert "fresh-output" not in failed(r)  # its outputs are right: only its hot figure lies
 
 
+def test_a_cache_that_also_skips_work_on_some_new_calls_is_caught_every_time(registry):
+    """hostile-partial-skip keeps 15 % of its last output on same values and on about half of the new ones:
+    the new calls' median is fast only when most of them skip, and then a read one is wrong. With two of
+    eight new calls read it passed about once in 40-60 tries; with all but two of six read, never."""
+    for _ in range(12):
+        r = judge_one(registry, "hostile-partial-skip")
+        assert r.status in ("INVALID", "FAIL"), (r.status, r.integrity)
+        assert r.status == "FAIL" or {"fresh-output", "fresh-inputs"} & set(failed(r)), r.integrity
+
+
+@pytest.mark.parametrize("with_kind", [True, False])
+def test_fewer_than_half_the_timed_new_calls_go_unread(with_kind):
+    """The timed new calls are the plain new ones and the checked ones (another kind's call is not timed): a
+    median of them that is fast needs a fast read one, so a subject cannot skip its work on unread calls alone."""
+    session = judged_calls.JudgedCalls()
+    session.judge = type("Judge", (), {"_rng": random.Random(1)})()
+    for _ in range(200):
+        plan = session._plan(with_kind=with_kind)
+        timed_new = [step for step in plan if step in ("new", "checked")]
+        assert 2 * plan.count("new") < len(timed_new), plan
+        assert plan.count("kind") == with_kind and plan.count("repeat") == 1
+
+
 class Alternating(random.Random):
     """The judge's secret order at its least lucky for it: new and same draws alternating."""
 

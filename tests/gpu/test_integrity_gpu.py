@@ -97,6 +97,7 @@ ATTACKS = {
     "hostile-flag": {"fresh-output"},
     "hostile-memo": {"fresh-inputs", "hot-loop", "impossible"},
     "hostile-partial": {"fresh-inputs", "hot-loop", "impossible"},
+    "hostile-partial-skip": {"fresh-output", "fresh-inputs", "hot-loop", "impossible"},
     "hostile-mutate": {"inputs"},
     "hostile-alias": {"output"},
     "hostile-strided": {"output"},

@@ -8,6 +8,7 @@ import concurrent.futures
 import ctypes
 import gc
 import os
+import random
 import sys
 import time
 
@@ -195,6 +196,27 @@ def bind_partial(ext):
     outputs are always right; only its hot figure is not what a caller with new inputs pays."""
     half = lambda x: x.numel() // 2  # noqa: E731
     return _content_cache(ext, lambda x: x[:half(x)], lambda x, y: ext.hostile(x[half(x):], y[half(x):], HONEST))
+
+
+def bind_partial_skip(ext):
+    """Keeps the first 15 % of its last output while a sample of that part's inputs is unchanged, and also on
+    about half of the calls whose inputs changed (wrong there): a cache that skips work on some new calls as
+    well, so that the median of the calls on new values can be as fast as the cached ones. Only the calls the
+    judge reads catch it: more than half of the timed new calls must be read (judged_calls.CHECKED_DRAWS)."""
+    state = {}
+
+    def op(x):
+        cut = (x.numel() * 3) // 20
+        key, y = _sample(x[:cut]), state.get("y")
+        if y is not None and y.shape == x.shape and (torch.equal(key, state["key"]) or random.random() < 0.5):
+            ext.hostile(x[cut:], y[cut:], HONEST)
+        else:
+            y = state["y"] = empty_like(x)
+            ext.hostile(x, y, HONEST)
+        state["key"] = key
+        return y
+
+    return op
 
 
 def bind_mutate(ext):
@@ -564,6 +586,8 @@ FAMILY = Family(
            "kernel", bind_memo),
         _v("hostile-partial", "keeps half of its last output while a sample of that half's inputs is unchanged, "
            "computing the other half", bind_partial),
+        _v("hostile-partial-skip", "keeps 15 % of its last output while that part's inputs are unchanged, and on "
+           "about half of the calls on new values", bind_partial_skip),
         _v("hostile-mutate", "right output, then zeros written into half of its input", bind_mutate),
         _v("hostile-alias", "computes in place and returns its input", bind_alias),
         _v("hostile-strided", "right values as every other element of a double-size buffer", bind_strided),
