@@ -96,8 +96,8 @@ def test_the_honest_subject_and_the_baseline_stay_ok(registry, name, role):
 
 def test_work_done_only_on_calls_it_takes_for_checked_is_caught_on_random_timed_calls(registry, monkeypatch):
     # hostile-flag also sniffs for NaN in its fresh output; the host's malloc may hand it memory
-    # another test NaN-filled, so here every new draw is checked (on a GPU two are: see
-    # docs/benchmarks/h100-integrity.md)
+    # another test NaN-filled, so here every new draw is checked (on a GPU all but two are: see
+    # judged_calls.CHECKED_DRAWS)
     monkeypatch.setattr(judged_calls, "CHECKED_DRAWS", judged_calls.NEW_DRAWS - 1)  # and one other kind
     r = judge_one(registry, "hostile-flag")
     assert r.status == "INVALID"
