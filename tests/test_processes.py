@@ -62,7 +62,8 @@ def test_a_process_that_keeps_forking_is_stopped_then_ended_whole(late):
         hopper = "import os, time\\nwhile True:\\n    if os.fork():\\n        os._exit(0)\\n    time.sleep(0.002)"
         chain = subprocess.Popen(["python3", "-c", hopper], start_new_session=True,  # the judge's orphan at once
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(0.5)
+        watch.watch()  # as while a subject is timed, a look every POLL seconds: one look alone missed the chain
+        time.sleep(0.5)  # once in 16 here (each member lives 2 ms, and the look reads hundreds of zombies first)
         seen = watch.stop()
         time.sleep(0.3)
         left = [p for p in descendants([os.getpid()]) if running(p) and p != subject.pid]
