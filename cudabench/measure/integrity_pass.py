@@ -274,16 +274,38 @@ class IntegrityPass:
 
     def _mutated(self, draw: Draw, lane: int = 0) -> str:
         """Which inputs differ from the values the judge wrote, bit for bit, and in how many elements ('' when
-        none); one read back for all of them (each a synchronisation, after every judged call)."""
+        none); one read back for all of them."""
+        pending = self._mutation_counts(draw, lane)
+        self.judge.sync()
+        return described(pending)
+
+    def _mutation_counts(self, draw: Draw, lane: int = 0) -> "MutationCounts":
+        """`_mutated`'s comparison queued, its counts copied to host memory without waiting: read them with
+        `described` after the judge's next synchronize (a judged call's last), so the comparison costs no
+        synchronisation of its own."""
         mapped, mapped_grad = self._lane(lane)
         pairs = [(k, t, draw.inputs[k]) for k, t in mapped.items()]
         if mapped_grad is not None:
             pairs.append(("the upstream gradient", mapped_grad, draw.grad_out))
         if not pairs:
-            return ""
-        counts = torch.stack([(_bits(t) != _bits(want)).sum() for _, t, want in pairs]).tolist()
-        return "; ".join(f"{name} changed in {bad} of {t.numel()} elements"
-                         for (name, t, _), bad in zip(pairs, counts) if bad)
+            return [], None
+        counts = torch.stack([(_bits(t) != _bits(want)).sum() for _, t, want in pairs])
+        if counts.is_cuda:
+            host = torch.empty(counts.shape, dtype=counts.dtype, pin_memory=True)
+            counts = host.copy_(counts, non_blocking=True)
+        return [(name, t.numel()) for name, t, _ in pairs], counts
+
+
+MutationCounts = tuple  # (each input's name and size, their changed elements' counts in host memory, once synchronised)
+
+
+def described(pending: MutationCounts) -> str:
+    """The inputs a judged call changed, from `_mutation_counts` once the judge has synchronised."""
+    names, counts = pending
+    if counts is None:
+        return ""
+    return "; ".join(f"{name} changed in {bad} of {size} elements"
+                     for (name, size), bad in zip(names, counts.tolist()) if bad)
 
 
 def _bits(t: torch.Tensor) -> torch.Tensor:

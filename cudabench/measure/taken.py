@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any, Callable, Optional
 
 from cudabench.measure.check import compare
+from cudabench.measure.integrity_pass import described
 from cudabench.measure.judged_calls import SubjectLost
 from cudabench.measure.lanes import Draw, Taken, lane_outputs
 from cudabench.results.records.model import Check, IntegrityCheck
@@ -59,18 +60,21 @@ class TakenCalls:
         reply = self.ask({"op": "call", "eager": eager} if eager else {"op": "call"})
         self.last_sample = reply.get("sample")
         held = lanes.held if lanes is not None else [draw]
-        got, problems = [], []
+        got, problems, pending = [], [], []
         for i, values in enumerate(held):
             outputs = reply["outputs"] if lanes is None else lane_outputs(reply, i, lanes.count)
             if outputs is None:
                 raise SubjectLost("the subject process broke the protocol: a replay without every call's outputs")
             opened, found = self._open_outputs(outputs, i)
-            mutated = "" if found else self._mutated(values, i)
-            problems += found + ([IntegrityCheck("inputs", "fail", f"it mutates its inputs: {mutated}")] if mutated else [])
+            problems += found
+            if not found:
+                pending.append(self._mutation_counts(values, i))
             got.append({k: t.clone() for k, t in opened.items()})
+        self.judge.sync()  # the clones made and the inputs compared: one synchronisation a call
+        for mutated in filter(None, map(described, pending)):
+            problems.append(IntegrityCheck("inputs", "fail", f"it mutates its inputs: {mutated}"))
         if lanes is not None and not problems:
             problems = self._lanes_apart(reply)
-        self.judge.sync()
         return Taken(lane, got, list(held), problems, draw)
 
     def settle(self, taken: Taken, reference: Optional[dict], tolerance: Optional[float] = None,
