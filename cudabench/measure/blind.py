@@ -308,7 +308,9 @@ class BlindRunner:
         self.close()
         del s  # the subject's outputs and a graph's pool go with it, before the release
         if self.device == "cuda":
-            release_cached()  # a warm process between runs holds no subject's peak
+            # a large peak handed back at once; the garbage and the blocks the judge still maps are collected
+            # when the next subject opens (the judge lets them go after this), or the process ends with the run
+            release_cached(collect=False)
         return {"patched": list(leftover.patched) + hooks, "changed": list(leftover.changed), "threads": threads}
 
     def close(self) -> None:
