@@ -15,16 +15,19 @@ from cudabench.measure.stop import FixedCount
 from cudabench.results.records.model import Measurement
 from cudabench.results.records.stats import summarize
 
-# About this long of calls (at least 5, at most 20), after 3 untimed calls (1 for a call over a
-# millisecond). Its figures are medians of stable per-call counts and times; a sweep's 9 ms conv1d
-# spent 0.2 s a case in it at 20 calls.
-CUPTI_PASS_SECONDS = 0.05
+# About this long of calls (at least 3, at most 10), after 3 untimed calls (1 for a call over a
+# millisecond) and the session's primer. Its figures are medians of per-call counts and times that are
+# stable (the timed-window check allows 20 %); a sweep's 9 ms conv1d spent 0.2 s a case in it at 20
+# calls. Until 2026-11-28 0.05 s, 5 to 20 calls: the 45-subject sweep spent 1.0 s of its 10.8 here.
+CUPTI_PASS_SECONDS = 0.02
+CUPTI_PASS_CALLS = (3, 10)
 
 
 def cupti_pass_calls(median: float, short: bool) -> tuple[int, Warmup]:
     """How many calls the pass times, and its untimed calls before them; `short`: a sync call whose
     kernel time is reported beside its figure (30 calls)."""
-    count = 30 if short else max(5, min(20, int(CUPTI_PASS_SECONDS / max(median, 1e-6))))
+    fewest, most = CUPTI_PASS_CALLS
+    count = 30 if short else max(fewest, min(most, int(CUPTI_PASS_SECONDS / max(median, 1e-6))))
     return count, Warmup(1 if median > 1e-3 else 3, 0.0)
 
 
