@@ -133,9 +133,10 @@ def _clock_event_reasons(nv: Any, handle: Any) -> int:
     return 0
 
 
-def read_clocks(index: Optional[int] = None) -> Optional[ClockReading]:
-    """SM and memory clocks, max SM clock, temperature and power of the current device (NVML's
-    `index`, by default the one gpu_identity finds), or None."""
+def nvml_device(index: Optional[int] = None) -> Optional[tuple[Any, Any]]:
+    """pynvml and the handle of the current device (NVML's `index`, by default the one gpu_identity
+    finds), or None: resolved once for a series of readings (finding the handle costs more than a
+    reading)."""
     nv = nvml_loaded()
     if nv is None:
         return None
@@ -144,9 +145,20 @@ def read_clocks(index: Optional[int] = None) -> Optional[ClockReading]:
 
         if index is None:
             _, uuid = gpu_identity() if torch.cuda.is_available() else (-1, "")
-            h = nv.nvmlDeviceGetHandleByUUID(uuid) if uuid else nv.nvmlDeviceGetHandleByIndex(0)
-        else:
-            h = nv.nvmlDeviceGetHandleByIndex(index)
+            return nv, nv.nvmlDeviceGetHandleByUUID(uuid) if uuid else nv.nvmlDeviceGetHandleByIndex(0)
+        return nv, nv.nvmlDeviceGetHandleByIndex(index)
+    except Exception:
+        return None
+
+
+def read_clocks(index: Optional[int] = None, device: Optional[tuple[Any, Any]] = None) -> Optional[ClockReading]:
+    """SM and memory clocks, max SM clock, temperature and power of the current device (NVML's
+    `index`, by default the one gpu_identity finds; or `device`, from nvml_device), or None."""
+    found = device if device is not None else nvml_device(index)
+    if found is None:
+        return None
+    nv, h = found
+    try:
         return ClockReading(
             sm_mhz=nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM),
             mem_mhz=nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_MEM),

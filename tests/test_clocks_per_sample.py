@@ -180,3 +180,52 @@ def test_batches_under_one_reading_are_one_run_so_a_thousand_single_samples_make
     assert [(c.first, c.count, c.sm_mhz, c.throttled) for c in clocks] == [
         (0, 250, 1980, False), (250, 500, 1600, True), (750, 250, 1980, False)]
     assert len(kept) == 500 and len(left_out) == 500
+
+
+def test_the_monitor_does_not_hold_up_the_timed_block_while_it_finds_the_device(monkeypatch):
+    """Finding the NVML device and reading it take milliseconds a subject (12 ms on the H200, counted as
+    sampling until 2026-11-28): the block starts at once, the first reading is the thread's."""
+    import threading
+
+    from cudabench.measure import clocks
+
+    found, go = threading.Event(), threading.Event()
+
+    def slow_device():
+        go.wait(10)
+        found.set()
+        return ("nvml", "handle")
+
+    monkeypatch.setattr(clocks, "nvml_device", slow_device)
+    monkeypatch.setattr(clocks, "read_clocks", lambda device=None: reading(1980) if device else None)
+    with ClockMonitor() as monitor:
+        assert not found.is_set()   # the block runs while the device is still being found
+        go.set()
+    assert monitor.before == reading(1980) and monitor.after == reading(1980)
+
+
+def test_a_monitor_without_nvml_reads_nothing(monkeypatch):
+    from cudabench.measure import clocks
+
+    monkeypatch.setattr(clocks, "nvml_device", lambda: None)
+    with ClockMonitor() as monitor:
+        pass
+    assert monitor.before is None and monitor.after is None and monitor.during == []
+
+
+def test_the_timers_preparation_counts_as_warm_up_not_as_sampling():
+    """A graph's capture is untimed work before the first sample: measure's warm-up seconds hold it,
+    so the worker's sampling phase (the block's time less the warm-up) is the samples alone."""
+    import time
+
+    class SlowToPrepare:
+        name, batch = "graph", 1
+
+        def prepare(self, call, estimate):
+            time.sleep(0.05)
+
+        def samples(self, call, count, before_each=None):
+            return [1e-3] * count
+
+    m = measure(lambda: None, SlowToPrepare(), FixedCount(3), Warmup(calls=1, seconds=0.0), lambda: None)
+    assert m.warmup_seconds >= 0.05

@@ -10,14 +10,16 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Optional, Sequence
 
-from cudabench.device import ClockReading, read_clocks
+from cudabench.device import ClockReading, nvml_device, read_clocks
 from cudabench.results.records.model import THROTTLE_REASONS, Measurement, SampleClocks
 
 
 
 @dataclass
 class ClockMonitor:
-    """Context manager: polls NVML every `interval` seconds on a thread while the block runs."""
+    """Context manager: NVML readings on a thread while the block runs, one when it starts and one every
+    `interval` seconds; one more as it ends. The block does not wait for the first: finding the device
+    and reading it take milliseconds, which the warm-up at the start of a timed block covers."""
 
     interval: float = 0.05
     before: Optional[ClockReading] = None
@@ -27,17 +29,20 @@ class ClockMonitor:
     batches: list[tuple[int, int, float]] = field(default_factory=list)  # (first sample, count, end)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: Optional[threading.Thread] = None
+    _device: Any = None                                   # nvml_device(), found by the thread
 
     def __enter__(self) -> "ClockMonitor":
-        self.before = read_clocks()
-        if self.before is not None:
-            self._thread = threading.Thread(target=self._poll, daemon=True)
-            self._thread.start()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+        self._thread.start()
         return self
 
     def _poll(self) -> None:
+        self._device = nvml_device()
+        if self._device is None:
+            return
+        self.before = read_clocks(device=self._device)
         while not self._stop.wait(self.interval):
-            reading = read_clocks()
+            reading = read_clocks(device=self._device)
             if reading is not None:
                 self.times.append(time.perf_counter())
                 self.during.append(reading)
@@ -55,7 +60,8 @@ class ClockMonitor:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
-        self.after = read_clocks()
+        if self._device is not None:
+            self.after = read_clocks(device=self._device)
 
     def pairs(self) -> tuple[tuple[str, float], ...]:
         """Flat readings for the results file."""

@@ -56,9 +56,11 @@ def measure(call: Call, timer: Timer, rule: StopRule, warmup: Warmup, sync: Call
     size (never more than the rule can still want: a CUPTI batch is a profiler session) until `rule` stops. `before_each` (e.g. an L2 flush) runs outside the timed region.
     `on_batch(first, count)` is told of each batch as it ends (the clock monitor marks its time)."""
     warm_calls, warm_seconds, estimate = warmup.run(call, sync)
+    prepared = time.perf_counter()
     timer.prepare(call, estimate)
     samples: list[float] = []
     start = time.perf_counter()
+    warm_seconds += start - prepared  # untimed too: the timer's preparation (a graph's capture) counts as warm-up
     reason: Optional[str] = None
     while reason is None:
         most = rule.most(len(samples))

@@ -135,7 +135,7 @@ class Measurement:
     samples: tuple[float, ...]
     timing: str                 # sync | events | graph | cupti | a demonstration mode
     warmup_calls: int
-    warmup_seconds: float
+    warmup_seconds: float       # the untimed calls before sampling and the timer's preparation (measure.loop)
     stop_reason: str
     cache: str = "hot"          # hot | cold (L2 flushed before each call)
     calls_per_sample: int = 1
