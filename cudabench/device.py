@@ -179,16 +179,4 @@ def read_clocks(index: Optional[int] = None, device: Optional[NvmlDevice] = None
         )
     except Exception:
         return None
-    nv, h = found
-    try:
-        return ClockReading(
-            sm_mhz=nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM),
-            mem_mhz=nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_MEM),
-            sm_max_mhz=nv.nvmlDeviceGetMaxClockInfo(h, nv.NVML_CLOCK_SM),
-            temperature_c=nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU),
-            power_w=nv.nvmlDeviceGetPowerUsage(h) / 1000.0,
-            reasons=_clock_event_reasons(nv, h),
-        )
-    except Exception:
-        return None
 
