@@ -98,8 +98,7 @@ class SubjectHandler:
             x = torch.ones(2, device="cuda", requires_grad=True)
             (x * 2).sum().backward()
             torch.cuda.synchronize()
-        self.runner = BlindRunner(registry, self.device, self.timer_factory or make_timer, on_status=self.on_status,
-                                  set_aside=self.freeze_startup)
+        self.runner = BlindRunner(registry, self.device, self.timer_factory or make_timer, on_status=self.on_status)
         self.runner.modules.update(self.modules)
         watched = self.runner.guard.objects
         watched.watch(self)

@@ -28,7 +28,6 @@ What it reports is what this process saw; the judge decides what it means."""
 from __future__ import annotations
 
 import contextlib
-import gc
 import sys
 import time
 from typing import Any, Callable, Optional
@@ -76,12 +75,11 @@ class BlindRunner:
     """A subject process's state between requests. `device="cpu"` runs the logic without a GPU."""
 
     def __init__(self, registry: Registry, device: str = "cuda", timer_factory: Callable[[str], Any] = make_timer,
-                 on_status: Callable[[str], None] = lambda s: None, set_aside: bool = False) -> None:
+                 on_status: Callable[[str], None] = lambda s: None) -> None:
         from cudabench.measure.state import StateGuard
 
         self.registry = registry
         self.device = device
-        self.set_aside = set_aside  # a process of its own (the subject process): see open
         self.timer_factory = timer_factory
         self.on_status = on_status
         self.modules: dict[str, Any] = {}
@@ -136,7 +134,10 @@ class BlindRunner:
         subject cannot run here (the judge records it as skipped)."""
         self.close()
         self.guard.restore()  # pristine, whatever an earlier subject that never finished left
-        self._fresh_heap()
+        if self.device == "cuda":
+            # blocks of the last subject the judge mapped are freed only once collected: counted in
+            # the baseline, they would later be subtracted from this subject's peak
+            release_cached()
         family = self.registry.family(family_name)
         self.threads.open(str(family.folder.resolve()) + "/")
         if role == "baseline":
@@ -148,19 +149,6 @@ class BlindRunner:
         self._held_from = allocated_bytes() if self.device == "cuda" else 0
         shared = {k: share(v) for k, v in inputs.items() if torch.is_tensor(v)}
         return {"inputs": shared, "grad_out": None if grad_out is None else share(grad_out)}
-
-    def _fresh_heap(self) -> None:
-        """Before a subject opens: blocks of the last subject the judge mapped are freed only once collected
-        (counted in the baseline, they would later be subtracted from this subject's peak). In a process of
-        its own (`set_aside`), what survived is then set aside as the start-up's heap is (SubjectHandler.hello),
-        so that the next collection walks what one subject made, not every subject's before it (5 ms an open
-        on the H200). What is set aside is never collected: the process ends with its run."""
-        if self.device == "cuda":
-            release_cached()
-        elif self.set_aside:
-            gc.collect()
-        if self.set_aside:
-            gc.freeze()
 
     def poison(self) -> dict:
         """Before a judged call, and before the judge writes its inputs (so that the inputs, not the
@@ -322,9 +310,10 @@ class BlindRunner:
         self.close()
         del s  # the subject's outputs and a graph's pool go with it, before the release
         if self.device == "cuda":
-            # a large peak handed back at once; the garbage and the blocks the judge still maps are collected
-            # when the next subject opens (the judge lets them go after this), or the process ends with the run
-            release_cached(collect=False)
+            # a warm process between runs holds no subject's peak. A collection, not only the allocator's
+            # release: under graph timing the timer's lanes close over the subject (a cycle) and hold the
+            # graph's pool and the lanes' inputs (a review of ff3e145, which had dropped it)
+            release_cached()
         return {"patched": list(leftover.patched) + hooks, "changed": list(leftover.changed), "threads": threads}
 
     def close(self) -> None:
