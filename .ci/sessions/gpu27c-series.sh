@@ -4,22 +4,14 @@
 # then the after tree traced on one GPU
 source <(sed -n "1,/^steps=/p" .ci/gpu | head -n -1)
 source .ci/ab-sweep
+source .ci/trace-sweep
 nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader | tee "$LOGS/gpus.txt"
 git log --oneline -1 > "$LOGS/head.txt" 2>/dev/null
 step build cudabench build -k timex
 step probe-nvml python3 .ci/sessions/probe27_nvml.py
 ab_unpack scratch/before27.tar
 ab_sweeps configs/timex-sweep.toml 2 all
-T=$LOGS/trace-one; mkdir -p "$T"
-export CB_TRACE=$T PYTHONPATH=$PWD/.ci/harness_trace:${PYTHONPATH:-}
-export XDG_RUNTIME_DIR=/tmp/xdg-trace; mkdir -m 700 -p $XDG_RUNTIME_DIR
-step traced-one-warm cudabench run --config configs/timex-sweep.toml
-rm -f "$T"/*
-step traced-one cudabench run --config configs/timex-sweep.toml --json "$LOGS/traced.json"
-cudabench workers --stop > /dev/null 2>&1; sleep 3
-unset CB_TRACE
-export PYTHONPATH=${PYTHONPATH#$PWD/.ci/harness_trace:}
-python3 .ci/harness_trace/report.py "$T" > "$LOGS/trace-report-one.txt" 2>&1
+trace_sweep configs/timex-sweep.toml
 printf '  %s\n' "${SUMMARY[@]}"
 ab_summary
 cat "$LOGS/probe-nvml.log"
