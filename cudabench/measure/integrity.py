@@ -15,6 +15,8 @@ failure makes the subject INVALID.
                    check's bit for bit, or within the nondeterminism the subject declares (atomics);
                    output memory is poisoned with new random values each time, so an output that
                    reads uninitialised or unwritten memory differs
+    distribution   one of those calls draws its values from another input kind (outliers, constant, ...)
+                   and must match its fp64 reference too (a kernel tuned to one distribution)
     output         every output a plain dense tensor of the case's dtype, on its device, sharing
                    no memory with an input (a lazy subclass, a view of an input, the wrong dtype)
     inputs         the inputs hold, after a call, the values the judge wrote before it
@@ -43,7 +45,7 @@ failure makes the subject INVALID.
 from __future__ import annotations
 
 import statistics
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from cudabench.measure import processes
 from cudabench.results.records.model import Check, IntegrityCheck
@@ -227,6 +229,24 @@ def hot_loop(hot: Any, same: Any, slack: float, absolute: float) -> IntegrityChe
                                                   "faster than judged calls of the same work, beyond the noise "
                                                   "(it behaves differently when it is not checked)")
     return IntegrityCheck("hot-loop", "pass", detail)
+
+
+def distribution(kind: Optional[str], check: Optional[Check], why_not: str, tolerance: float) -> IntegrityCheck:
+    """The judged call on another input kind: right on it too, or tuned to one distribution. `tolerance`:
+    the family's, said beside the call's own where rounding widened it."""
+    if kind is None:
+        return IntegrityCheck("distribution", "not run", why_not)
+    if check is None:
+        return IntegrityCheck("distribution", "not run", f"the call on {kind} inputs could not be read")
+    why = "a float32 sum of equal terms" if kind == "constant" else "what its kernels' rounding errs on this draw"
+    widened = (f" (tolerance {check.tolerance:.3g}, widened from the family's {tolerance:g} for {why})"
+               if check.tolerance > tolerance else "")
+    if check.passed:
+        return IntegrityCheck("distribution", "pass", f"right on {kind} inputs too (drawn at random), "
+                                                      f"error {check.worst:.1e}{widened}")
+    return IntegrityCheck("distribution", "fail", f"wrong on {kind} inputs (drawn at random): error "
+                                                  f"{check.worst:.3g} > tolerance {check.tolerance:.3g}{widened} "
+                                                  "(tuned to one input distribution?)")
 
 
 def determinism(first: dict, again: dict, allowed: float) -> IntegrityCheck:

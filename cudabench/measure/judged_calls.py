@@ -91,7 +91,7 @@ class JudgedCalls:
             timing = _confirmed(timing, self._timing_verdicts(second.samples, result))
             problems = problems + second.problems
         out = [self._fresh_verdict(errors, result), *timing, self._determinism(first.repeat),
-               _kind_verdict(kind, first.kind_check, why_not, self.family.tolerance_for(self.case.dtype))]
+               integrity.distribution(kind, first.kind_check, why_not, self.family.tolerance_for(self.case.dtype))]
         return out + _dedupe(problems)
 
     def _plan(self, with_kind: bool = False) -> list[str]:
@@ -223,13 +223,14 @@ class JudgedCalls:
         return None, None, None, None, "no other input kind is one an honest kernel can get right at this case"
 
     def _first_kind(self) -> tuple[Optional[str], Optional[Draw], Optional[dict], Optional[float], str]:
+        from cudabench.measure.kinds import held_to
         j, family, case = self.judge, self.family, self.case
         kind = family.input_kinds[0]
         kind_case = replace(case, inputs=kind)
         with self.phases("integrity/references"):
             draw = j.draw(family, kind_case, secrets.randbits(62), self.first)
             reference = j.reference(family, kind_case, draw, keep=False)
-        return kind, draw, reference, family.tolerance_for(case.dtype), ""
+        return kind, draw, reference, held_to(family, kind_case), ""
 
     def _fresh_verdict(self, checks: list[Check], result: Result) -> IntegrityCheck:
         if not checks:
@@ -317,23 +318,6 @@ def _confirmed(first: list[IntegrityCheck], second: list[IntegrityCheck]) -> lis
             out.append(replace(later, detail=f"{later.detail} (a second round of judged calls; the first "
                                              f"flagged it: {c.detail})"))
     return out
-
-
-def _kind_verdict(kind: Optional[str], check: Optional[Check], why_not: str, tolerance: float) -> IntegrityCheck:
-    """The judged call on another input kind: right on it too, or tuned to one distribution. `tolerance`:
-    the family's, said beside the call's own where rounding widened it."""
-    if kind is None:
-        return IntegrityCheck("distribution", "not run", why_not)
-    if check is None:
-        return IntegrityCheck("distribution", "not run", f"the call on {kind} inputs could not be read")
-    widened = (f" (tolerance {check.tolerance:.3g}, widened from the family's {tolerance:g} for what its "
-               "kernels' rounding errs on this draw)") if check.tolerance > tolerance else ""
-    if check.passed:
-        return IntegrityCheck("distribution", "pass", f"right on {kind} inputs too (drawn at random), "
-                                                      f"error {check.worst:.1e}{widened}")
-    return IntegrityCheck("distribution", "fail", f"wrong on {kind} inputs (drawn at random): error "
-                                                  f"{check.worst:.3g} > tolerance {check.tolerance:.3g}{widened} "
-                                                  "(tuned to one input distribution?)")
 
 
 def _dedupe(checks: list[IntegrityCheck]) -> list[IntegrityCheck]:

@@ -12,6 +12,7 @@ from typing import Any, Callable, Iterator, Optional
 from cudabench import nvtx
 from cudabench.errors import CheckFailedError
 from cudabench.measure.check import check_workload, reference_results
+from cudabench.measure.kinds import held_to
 from cudabench.measure.workload import make_workload
 from cudabench.results.records.model import Case, Check, Result
 from cudabench.spec.build import build
@@ -165,12 +166,12 @@ class Bench:
             inputs, grad_out = case_inputs(family, case, seed, self.device)
             reference = self.reference(family, case, seed, inputs, grad_out)
             workload = make_workload(op, inputs, case.direction, family.grad_inputs, grad_out)
-            check = check_workload(workload, reference, family.tolerance_for(case.dtype), case.dtype)
+            check = check_workload(workload, reference, held_to(family, case), case.dtype)
         except (RuntimeError, ValueError, TypeError) as exc:  # a binding's TORCH_CHECK, a CUDA error, OOM
             raise CheckFailedError(f"{name} failed at {case.shape_text} ({case.direction}): {first_line(exc)}") from None
         if not check.passed:
             raise CheckFailedError(f"{name} fails the correctness check at {case.shape_text} ({case.direction}): "
-                                   f"error {check.worst:.3g} > tolerance {family.tolerance_for(case.dtype):g}; not timing it.",
+                                   f"error {check.worst:.3g} > tolerance {check.tolerance:g}; not timing it.",
                                    f"`cudabench run --kernel {name}` shows each output's error.")
         return workload.call, check
 

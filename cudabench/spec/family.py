@@ -103,6 +103,9 @@ class Family:
     # precision (attention's P and dS feed tensor cores): a call on another input kind is held to what
     # this errs on its draw (cudabench.measure.kinds.rounding_allowance)
     rounded_reference: Optional[Op] = None
+    # the most terms one output's sum adds at a shape and direction (timex's forward: T, matmul: K): a draw
+    # of equal terms (the constant kind) is held to that many float32 roundoffs at least (kinds.held_to)
+    reduction: Optional[Callable[[Shape, str], int]] = None
     extra_cuda_cflags: tuple[str, ...] = ()
     feature_archs: tuple[str, ...] = ()       # arch-specific targets, e.g. sm_90a: a build for sm_90 is made for it
     dtypes: tuple[str, ...] = FLOAT32         # precisions its inputs come in (make_inputs' float32, cast)

@@ -223,6 +223,12 @@ HEAD_DIM = Constraint("D in (64, 128)", lambda s: s["D"] in (64, 128),
 HEADS_FIT = Constraint("B*H <= 65535", lambda s: s["B"] * s["H"] <= 65535,
                        "B·H must be at most 65535: one grid row per batch and head")
 
+
+def reduction(shape, direction: str) -> int:
+    """The longest sum an output takes: P·V over the keys (the gradients over the queries), Q·Kᵀ over D."""
+    return max(shape["N"], shape["D"])
+
+
 FAMILY = Family(
     name="attention",
     summary="scaled dot-product attention softmax(QKᵀ/√D)·V, causal or not, forward and backward",
@@ -267,6 +273,7 @@ FAMILY = Family(
     # gradient subtracts rowsum(dO∘O) from dO·Vᵀ, which cancels: 5e-5 leaves room for both and still
     # fails any wrong index or missing mask by orders of magnitude.
     tolerance=5e-5,
+    reduction=reduction,
     # `large` scales v only: logits near overflow make every flash kernel's stored log-sum-exp cancel
     # (exp of a difference of two 1e36 numbers) in the backward, a limit of the algorithm, not a bug
     large_inputs=("v",),

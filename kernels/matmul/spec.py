@@ -81,6 +81,12 @@ WGMMA_TILES = Constraint(f"M % 128 == 0, N % {WGMMA_BN} == 0, K % 64 == 0",
                         f"M must be a multiple of 128, N of {WGMMA_BN} and K of 64: whole 128×{WGMMA_BN}×64 tiles, "
                         "no edge code")
 
+
+def reduction(shape, direction: str) -> int:
+    """The longest sum an output takes: K products."""
+    return shape["K"]
+
+
 FAMILY = Family(
     name="matmul",
     summary="C = A·B, float32, row-major",
@@ -107,4 +113,5 @@ FAMILY = Family(
     bound="sgemm",
     feature_archs=("sm_90a",),  # matmul-wgmma's wgmma and setmaxnreg exist only there
     tolerance=1e-5,
+    reduction=reduction,
 )

@@ -178,6 +178,12 @@ B_GROUP = Constraint(f"B % {BF} == 0", lambda s: s["B"] % BF == 0,
                      f"B must be a multiple of {BF}: one v4 block serves {BF} batch rows "
                      f"forward ({BB} backward)")
 
+
+def reduction(shape, direction: str) -> int:
+    """The longest sum an output takes: out[t] sums T products; gw sums over the batch and time."""
+    return shape["T"] * (1 if direction == "fwd" else shape["B"])
+
+
 FAMILY = Family(
     name="timex",
     summary="RWKV TimeX causal depthwise convolution, forward and backward",
@@ -226,5 +232,6 @@ FAMILY = Family(
     bound="fma",
     input_kinds=("uniform", "rwkv"),
     tolerance=1e-5,
+    reduction=reduction,
     feature_archs=("sm_90a",),  # timex-wgmma's wgmma and TMA exist only there
 )
