@@ -368,11 +368,13 @@ def test_after_a_run_the_spare_process_takes_over_and_a_new_spare_starts():
     assert made[0].closed and [w.n for w in made] == [1, 2, 3] and not made[2].asked
     link.rehello({"op": "hello", "run": 2})
     assert link.ask({"op": "open"}, 10)["by"] == 2
+    assert made[2].sent == [] and not made[2].asked  # a waiting spare is not greeted: no GPU work beside run 2
     link.renew()                                    # the end of run 2: spare 3 takes over, 4 is the new spare
     assert made[1].closed and len(made) == 4 and not made[2].closed
+    assert made[2].sent == [{"op": "hello", "run": 2}]  # greeted as it takes over, with the hello of then,
+    assert made[3].sent == [] and not made[3].asked
     link.rehello({"op": "hello", "run": 3})
     assert link.ask({"op": "open"}, 10)["by"] == 3
-    assert made[2].sent == [{"op": "hello", "run": 1}]  # greeted at its start with the hello of then,
     assert made[2].asked[0] == {"op": "hello", "run": 3}  # and with its own run's before its first subject
     link.close()
     assert all(w.closed for w in made)
@@ -481,3 +483,22 @@ def test_a_spare_that_died_while_it_waited_is_replaced_at_the_hand_over():
         assert len(started) == 4  # the first, the dead spare, its replacement, and a new spare
     finally:
         link.close()
+
+
+def test_a_spare_subject_process_does_no_gpu_work_until_its_hello(monkeypatch):
+    """A spare waits beside another subject process's run on the same GPU: it imports, and makes its CUDA
+    context, first CUDA backward and first CUPTI session only with its hello, which comes as it takes over
+    (at the end of a run). Started with --spare; the subject process of now is not."""
+    import torch
+
+    from cudabench.engine import preload as preloading
+    from cudabench.engine.subject_link import subject_command
+
+    warmed = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(preloading, "warm_gpu", lambda profiler=False: warmed.append(profiler))
+    preloading.preload(profiler=True, gpu=False)
+    assert warmed == []
+    preloading.preload(profiler=True)
+    assert warmed == [True]
+    assert subject_command(spare=True)[-1] == "--spare" and "--spare" not in subject_command()

@@ -22,14 +22,16 @@ def alive(worker: Worker) -> bool:
     return proc is None or proc.poll() is None
 
 
-def subject_command(python: str = sys.executable) -> list[str]:
-    return [python, "-m", "cudabench.engine.subject_worker"]
+def subject_command(python: str = sys.executable, spare: bool = False) -> list[str]:
+    return [python, "-m", "cudabench.engine.subject_worker", *(["--spare"] if spare else [])]
 
 
 class SubjectLink:
     def __init__(self, start: Callable[[], Worker], hello: dict[str, Any],
-                 on_status: Callable[[str], None] = lambda s: None) -> None:
+                 on_status: Callable[[str], None] = lambda s: None,
+                 start_spare: Optional[Callable[[], Worker]] = None) -> None:
         self.start = start
+        self.start_spare = start_spare or start  # a process that does no GPU work before its hello
         self.hello = hello
         self.on_status = on_status
         self.worker: Optional[Worker] = None
@@ -41,8 +43,10 @@ class SubjectLink:
 
     @classmethod
     def process(cls, hello: dict[str, Any], on_status: Callable[[str], None]) -> "SubjectLink":
-        return cls(lambda: ProcessWorker(subject_command(), echo=lambda line: print(line, file=sys.stderr)),
-                   hello, on_status)
+        def start(spare: bool = False) -> Worker:
+            return ProcessWorker(subject_command(spare=spare), echo=lambda line: print(line, file=sys.stderr))
+
+        return cls(start, hello, on_status, start_spare=lambda: start(spare=True))
 
     def launch(self) -> None:
         """Start the process and send its hello without waiting for the answer."""
@@ -54,19 +58,26 @@ class SubjectLink:
         """A new process, its hello sent (where it takes one without a request)."""
         worker = self.start()
         self.started += 1
+        return worker, self._greeting(worker)
+
+    def _greeting(self, worker: Worker) -> dict[str, Any]:
         if not hasattr(worker, "send"):
-            return worker, {}
+            return {}
         worker.send(self.hello)
-        return worker, self.hello
+        return self.hello
 
     def renew(self) -> None:
         """The current process ends. The spare takes its place (started a run ago, so a run that comes
-        straight after finds it ready), and a new spare starts. No subject runs in a spare before it
-        takes over, so no run's subjects share a process with an earlier run's."""
+        straight after finds it imported) and is greeted now: its CUDA context and first GPU calls are
+        made while no subject is timed (the end of a run; a run that comes at once waits for its answer
+        before its first subject). A new spare starts, which does no GPU work until it takes over in
+        turn. No subject runs in a spare before it takes over, so no run's subjects share a process with
+        an earlier run's."""
         self.drop()
         spare, self.spare = self.spare, None
         if spare is not None and alive(spare[0]):
-            self.worker, self._sent = spare
+            self.worker = spare[0]
+            self._sent = self._greeting(self.worker)
             self._greeted = None if self._sent else False
         else:  # none, or it died while it waited (killed, out of memory): a fresh one
             if spare is not None:
@@ -76,9 +87,11 @@ class SubjectLink:
 
     def keep_spare(self) -> None:
         """Start the spare now, if there is none (a worker that will serve several runs starts it with
-        its first, so that even its second run finds one ready)."""
+        its first, so that even its second run finds one ready). It is not greeted until it takes over:
+        until then it only imports, beside the runs of the process it will replace."""
         if self.spare is None:
-            self.spare = self._started()
+            self.spare = (self.start_spare(), {})
+            self.started += 1
 
     def _ready(self, timeout: float) -> Worker:
         self.launch()

@@ -94,6 +94,9 @@ class SubjectHandler:
             self.runner.guard.objects.accept(self.runner, "registry")
             return {"type": "ready", "pid": os.getpid()}
         if self.device == "cuda":
+            from cudabench.engine.preload import warm_gpu
+
+            warm_gpu(profiler=True)  # a spare's first GPU work (engine/preload.py); done already otherwise
             # autograd's device threads start at the first CUDA backward: now, so none is a subject's
             x = torch.ones(2, device="cuda", requires_grad=True)
             (x * 2).sum().backward()
@@ -156,7 +159,7 @@ class SpinningLines:
 def main() -> None:
     from cudabench.engine.channel import Channel, serve
     from cudabench.engine.sealed import seal
-    from cudabench.engine.worker import preload
+    from cudabench.engine.preload import preload
 
     seal()  # before any subject's code: no other process of the user writes into this one's pipes
     # torch.compile compiles here, not in a pool of worker processes: a process the subject process
@@ -171,7 +174,7 @@ def main() -> None:
     handler.companions = (channel, channel.stream, buffer, getattr(buffer, "raw", None), requests,
                           json._default_encoder, json._default_decoder)
     try:
-        preload(profiler=True)
+        preload(profiler=True, gpu="--spare" not in sys.argv[1:])  # a spare: no GPU work while it waits
         serve(channel, handler, requests)
     except KeyboardInterrupt:
         pass

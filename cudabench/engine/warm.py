@@ -232,7 +232,7 @@ def main(argv: Optional[list[str]] = None) -> None:
     handler = None
     why = "failed"
     try:
-        from cudabench.engine.worker import preload
+        from cudabench.engine.preload import preload
 
         handler = load_handler(args.handler)
         if not args.handler:

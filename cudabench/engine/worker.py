@@ -12,7 +12,7 @@ the context is broken it says so and exits, and the parent starts a fresh one.
 Its own stdout is kept for messages: file descriptor 1 is pointed at stderr, so a kernel's printf
 or a library's chatter cannot garble the protocol."""
 
-# torch and the measurement code are imported by the request that needs them (preload() imports
+# torch and the measurement code are imported by the request that needs them (engine/preload.py imports
 # them ahead in a warm worker): a worker that cannot serve here answers its hello at once.
 
 from __future__ import annotations
@@ -277,32 +277,6 @@ def _plain(record: Any) -> dict[str, Any]:
 BUILD_TIMEOUT = 1800.0
 
 
-def preload(profiler: bool = False) -> None:
-    """Import torch and the measuring code, create the CUDA context and make a first backward before
-    the first request: the parent is still planning meanwhile (or, for a spare subject process, the
-    run before), so the hello finds them ready. With `profiler` (a subject process), also its first
-    CUPTI session, which costs several times a later one. A failure here is left for the hello to
-    report."""
-    try:
-        import torch
-
-        import cudabench.measure.blind  # noqa: F401
-        import cudabench.measure.judge  # noqa: F401
-
-        if torch.cuda.is_available():
-            x = torch.zeros(2, device="cuda", requires_grad=True)
-            # a first backward given its upstream gradient imports torch.fx and sympy: 3 s on the H100
-            # machine, which a run's first fwdbwd subject (or reference) paid as "check" time
-            torch.autograd.grad(x * 2, [x], torch.ones_like(x))
-            if profiler:
-                from cudabench.measure.cupti_activity import cupti_session
-
-                with cupti_session():
-                    (x * 2).sum().item()
-    except Exception:  # noqa: BLE001 - reported by the hello, which does the same steps
-        pass
-
-
 def main(argv: Optional[list[str]] = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m cudabench.engine.worker")
     parser.add_argument("--request", help="answer this one request (JSON) and exit")
@@ -314,6 +288,8 @@ def main(argv: Optional[list[str]] = None) -> None:
     handler = Handler(on_status=lambda text: channel.send({"type": "status", "text": text}),
                       eager_subject=not args.request, spare=args.keep_spare and not args.request)
     try:
+        from cudabench.engine.preload import preload
+
         preload()
         if args.request:
             profile = read_request(json.loads(args.request))

@@ -75,6 +75,40 @@ def gpu_memory_of_other_processes() -> list[int]:
     return [int(mib) for pid, uuid, mib in rows if int(pid) != os.getpid() and uuid == here]
 
 
+def compute_pids() -> set[int]:
+    """The processes holding a CUDA context on any GPU, as nvidia-smi lists them."""
+    import subprocess
+
+    if shutil.which("nvidia-smi") is None:
+        pytest.skip("no nvidia-smi to list the processes with a CUDA context")
+    out = subprocess.run(["nvidia-smi", "--query-compute-apps=pid", "--format=csv,noheader,nounits"],
+                         capture_output=True, text=True, check=True).stdout
+    return {int(line) for line in out.split() if line.strip().isdigit()}
+
+
+def children(pid: int) -> set[int]:
+    return {int(c) for task in Path(f"/proc/{pid}/task").iterdir() for c in (task / "children").read_text().split()}
+
+
+def test_the_spare_subject_process_makes_no_cuda_context_while_it_waits(tmp_path):
+    """The warm worker's spare waits beside the next run's subjects on the same GPU: a CUDA context made
+    then (and its first CUDA calls) would run beside timed calls. It gets one only as it takes over."""
+    import time
+
+    done, res = run(tmp_path, "-k", "add2", "--shape", "n=65536")
+    assert done["add2"]["status"] == "ok", res.output
+    [judge] = served()
+    if judge not in compute_pids():
+        pytest.skip("nvidia-smi lists processes of another PID namespace")
+    deadline = time.monotonic() + 60
+    while not (len(children(judge)) == 2 and children(judge) & compute_pids()):  # the new subject process greeted
+        assert time.monotonic() < deadline, (children(judge), compute_pids())
+        time.sleep(0.5)
+    time.sleep(8)  # past a spare's imports (about 4 s on the H100 host), after which it used to make its context
+    subjects = children(judge)
+    assert len(subjects) == 2 and len(subjects & compute_pids()) == 1, (subjects, compute_pids())
+
+
 def test_a_warm_worker_between_runs_holds_no_subject_peak(tmp_path):
     """attn-naive at N=8192 keeps 2 GiB score matrices: a warm process that kept its allocator's cache
     would sit on them, and a later subject beside it (another pool, a Dask worker) ran out of memory."""

@@ -1,0 +1,50 @@
+"""What a worker process does before its first request, so that the request finds it ready: torch and
+the measuring code imported, and (unless it is a spare subject process) its CUDA context made.
+
+A spare subject process (engine/subject_link.py) waits beside the run of another subject process on the
+same GPU, so it does no GPU work while it waits: it imports, and makes a first backward on the CPU (torch
+imports torch.fx and sympy at the first backward given its upstream gradient: 3 s on the H100 machine).
+Its CUDA context, first CUDA backward and first CUPTI session come with its hello, which the judge sends
+when it takes over at the end of a run, with no subject timed on the GPU."""
+
+from __future__ import annotations
+
+_gpu_ready = False  # warm_gpu done in this process
+
+
+def preload(profiler: bool = False, gpu: bool = True) -> None:
+    """Import torch and the measuring code; with `gpu`, warm_gpu too. A failure here is left for the
+    hello to report (it does the same steps)."""
+    try:
+        import importlib
+
+        import torch
+
+        for name in ("cudabench.measure.blind", "cudabench.measure.judge"):
+            importlib.import_module(name)
+        if gpu and torch.cuda.is_available():
+            warm_gpu(profiler)
+        else:
+            x = torch.zeros(2, requires_grad=True)
+            torch.autograd.grad(x * 2, [x], torch.ones_like(x))
+    except Exception:  # noqa: BLE001 - reported by the hello
+        pass
+
+
+def warm_gpu(profiler: bool = False) -> None:
+    """The CUDA context and a first backward given its upstream gradient (a run's first fwdbwd subject
+    or reference paid its imports as "check" time); with `profiler` (a subject process) its first CUPTI
+    session, which costs several times a later one. Once per process."""
+    global _gpu_ready
+    if _gpu_ready:
+        return
+    import torch
+
+    x = torch.zeros(2, device="cuda", requires_grad=True)
+    torch.autograd.grad(x * 2, [x], torch.ones_like(x))
+    if profiler:
+        from cudabench.measure.cupti_activity import cupti_session
+
+        with cupti_session():
+            (x * 2).sum().item()
+    _gpu_ready = True
