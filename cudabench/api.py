@@ -24,6 +24,7 @@ from cudabench.device import require_gpu
 from cudabench.engine.plan import plan
 from cudabench.engine.request import checked, effective_timing, run_options
 from cudabench.engine.scheduler import Runner
+from cudabench.engine.sealed import sealed_while
 from cudabench.engine.start import start_runner
 from cudabench.engine.suite_file import TimingPolicy
 from cudabench.results.compare.render import describe
@@ -135,7 +136,7 @@ def bench(op: Any, *, inputs: Any, reference: Any, shapes: Sequence[Mapping[str,
     settings = {"timing": timing, "op": spec.op}
     runner = (start_runner(options, [kernels], settings, warm=warm) if start_worker is None
               else Runner(options, start_worker, [kernels], settings))
-    with runner:
+    with sealed_while(), runner:  # no subject's code may write into this process's pipes (docs/trust.md)
         runner.start()
         environment = from_data(Environment, runner.environment)
         runner.run(tasks)

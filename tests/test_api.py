@@ -209,3 +209,24 @@ def test_bench_checks_its_timing_settings_as_the_command_line_does(tmp_path, mon
         cudabench.bench("opbench.ops:fused_add", shapes=[{"n": 8}], timing="nope", **PATHS)
     with pytest.raises(ConfigError, match="max_time must be positive"):
         cudabench.bench("opbench.ops:fused_add", shapes=[{"n": 8}], max_time=-1.0, **PATHS)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl is Linux's")
+def test_the_caller_is_sealed_while_its_run_lasts_and_only_then(tmp_path, monkeypatch):
+    """The caller holds the pipes to the run's workers: while a subject's code runs, no process of the user
+    may open them through /proc (docs/trust.md). It is the user's own process, so it is open again after."""
+    from cudabench.engine.sealed import seal, sealed
+
+    monkeypatch.setenv("CUDABENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("CUDABENCH_DEBUG", raising=False)
+    seen = []
+
+    class Watched(ProcessWorker):
+        def send(self, message):
+            seen.append(sealed())
+            super().send(message)
+
+    seal(dumpable=1)  # (a CLI test before this one sealed the test process)
+    res = cudabench.bench(ops.fused_add, shapes=[{"n": 1024}], start_worker=lambda gpu: Watched(FAKE), **PATHS)
+    res.assert_correct()
+    assert seen and all(seen) and not sealed()
