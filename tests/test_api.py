@@ -215,7 +215,8 @@ def test_bench_checks_its_timing_settings_as_the_command_line_does(tmp_path, mon
 def test_the_caller_is_sealed_while_its_run_lasts_and_only_then(tmp_path, monkeypatch):
     """The caller holds the pipes to the run's workers: while a subject's code runs, no process of the user
     may open them through /proc (docs/trust.md). It is the user's own process, so it is open again after."""
-    from cudabench.engine.sealed import seal, sealed
+    from cudabench.engine import sealed as seal_module
+    from cudabench.engine.sealed import sealed
 
     monkeypatch.setenv("CUDABENCH_CACHE", str(tmp_path / "cache"))
     monkeypatch.delenv("CUDABENCH_DEBUG", raising=False)
@@ -226,7 +227,7 @@ def test_the_caller_is_sealed_while_its_run_lasts_and_only_then(tmp_path, monkey
             seen.append(sealed())
             super().send(message)
 
-    seal(dumpable=1)  # (a CLI test before this one sealed the test process)
+    seal_module._set_dumpable(1)  # (a CLI test before this one sealed the test process)
     res = cudabench.bench(ops.fused_add, shapes=[{"n": 1024}], start_worker=lambda gpu: Watched(FAKE), **PATHS)
     res.assert_correct()
     assert seen and all(seen) and not sealed()

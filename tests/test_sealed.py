@@ -69,3 +69,21 @@ try:
 except PermissionError:
     print("denied")
 """
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl is Linux's")
+def test_sealed_while_holds_until_the_last_block_ends_and_restores_what_was(monkeypatch):
+    """Two runs of the Python API at once (threads) or one inside another: sealed until both end, then as
+    before the first; a process sealed before stays sealed."""
+    monkeypatch.delenv("CUDABENCH_DEBUG", raising=False)
+    seal_module._set_dumpable(1)
+    with seal_module.sealed_while():
+        with seal_module.sealed_while():
+            assert seal_module.sealed()
+        assert seal_module.sealed()  # the outer run still holds its pipes
+    assert not seal_module.sealed()
+    seal_module.seal()
+    with seal_module.sealed_while():
+        pass
+    assert seal_module.sealed()
+    seal_module._set_dumpable(1)

@@ -43,8 +43,11 @@ def warm_gpu(profiler: bool = False) -> None:
     x = torch.zeros(2, device="cuda", requires_grad=True)
     torch.autograd.grad(x * 2, [x], torch.ones_like(x))
     if profiler:
-        from cudabench.measure.cupti_activity import cupti_session
+        try:
+            from cudabench.measure.cupti_activity import cupti_session
 
-        with cupti_session():
-            (x * 2).sum().item()
+            with cupti_session():
+                (x * 2).sum().item()
+        except Exception:  # noqa: BLE001 - the CUPTI pass reports a profiler that does not work here
+            pass
     _gpu_ready = True

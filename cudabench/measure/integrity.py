@@ -231,14 +231,16 @@ def hot_loop(hot: Any, same: Any, slack: float, absolute: float) -> IntegrityChe
     return IntegrityCheck("hot-loop", "pass", detail)
 
 
-def distribution(kind: Optional[str], check: Optional[Check], why_not: str, tolerance: float) -> IntegrityCheck:
+def distribution(kind: Optional[str], check: Optional[Check], why_not: str, tolerance: float,
+                 summed: float) -> IntegrityCheck:
     """The judged call on another input kind: right on it too, or tuned to one distribution. `tolerance`:
-    the family's, said beside the call's own where rounding widened it."""
+    the family's, said beside the call's own where it was widened: to `summed` for sums of equal terms
+    (kinds.held_to), beyond it for what rounding errs on the draw (kinds.rounding_allowance)."""
     if kind is None:
         return IntegrityCheck("distribution", "not run", why_not)
     if check is None:
         return IntegrityCheck("distribution", "not run", f"the call on {kind} inputs could not be read")
-    why = "a float32 sum of equal terms" if kind == "constant" else "what its kernels' rounding errs on this draw"
+    why = "what its kernels' rounding errs on this draw" if check.tolerance > summed else "a float32 sum of equal terms"
     widened = (f" (tolerance {check.tolerance:.3g}, widened from the family's {tolerance:g} for {why})"
                if check.tolerance > tolerance else "")
     if check.passed:

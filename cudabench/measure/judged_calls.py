@@ -91,8 +91,13 @@ class JudgedCalls:
             timing = _confirmed(timing, self._timing_verdicts(second.samples, result))
             problems = problems + second.problems
         out = [self._fresh_verdict(errors, result), *timing, self._determinism(first.repeat),
-               integrity.distribution(kind, first.kind_check, why_not, self.family.tolerance_for(self.case.dtype))]
+               integrity.distribution(kind, first.kind_check, why_not, self.family.tolerance_for(self.case.dtype),
+                                      self._summed(kind))]
         return out + _dedupe(problems)
+
+    def _summed(self, kind: Optional[str]) -> float:
+        from cudabench.measure.kinds import held_to
+        return held_to(self.family, replace(self.case, inputs=kind)) if kind else math.inf
 
     def _plan(self, with_kind: bool = False) -> list[str]:
         """A round's steps in an order only the judge knows: "new", "same", CHECKED_DRAWS "checked"
