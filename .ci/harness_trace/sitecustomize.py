@@ -35,7 +35,7 @@ if os.environ.get("CB_TRACE"):
         # the parts of a judged call (session 25)
         "cudabench.measure.lanes": ["write_lane"],
         "cudabench.measure.poison": ["poison"],
-        "cudabench.measure.timers": ["EventTimer.samples"],
+        "cudabench.measure.timers": ["EventTimer.samples", "CuptiTimer.samples", "EventTimer.prepare"],
         "cudabench.engine.workers": ["ProcessWorker.wait", "ProcessWorker.send"],
         "cudabench.engine.channel": ["Channel.send"],
         "cudabench.measure.state": ["StateGuard.restore"],
@@ -48,6 +48,9 @@ if os.environ.get("CB_TRACE"):
         "cudabench.measure.stream_order": ["order_probe"],
         "torch.cuda": ["ipc_collect", "empty_cache"],
         "cudabench.measure.check": ["compare", "relative_error"],
+        # inside the CUPTI pass (session 29)
+        "cudabench.measure.cupti_activity": ["recorded", "activity_per_call", "ranged_call"],
+        "torch.autograd": ["_prepare_profiler", "_enable_profiler", "_disable_profiler"],
     }
     EVENTS = [[os.getpid(), os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "x", "process start",
                time.time(), time.time(), ""]]
