@@ -517,7 +517,7 @@ def test_the_outputs_of_a_round_are_compared_after_its_last_call(registry, monke
 
 
 def test_a_first_round_failure_is_confirmed_by_either_timing_check_of_the_second():
-    from cudabench.measure.judged_calls import _confirmed
+    from cudabench.measure.rounds import confirmed as _confirmed
     from cudabench.results.records.model import IntegrityCheck as C
 
     first = [C("fresh-inputs", "fail", "new slower"), C("hot-loop", "pass", "ok")]

@@ -214,10 +214,12 @@ class Session(TakenCalls, IntegrityPass, JudgedCalls, SerialCalls):
                                          f"{case.dtype} (rounding alone errs past four tolerances): try another --seed")
         specs = output_specs(reference, case.dtype)
         self.watch_before()
+        request = {"op": "open", "family": family.name, "case": case_to_dict(case), "subject": base.subject,
+                   "role": base.role, "settings": settings.__dict__, "outputs": specs}
+        # the judged calls' draws and references are made while the subject process opens (5-7 ms a subject)
+        ahead = self.prepare_calls if settings.time and settings.integrity else (lambda: None)
         try:
-            opened = self.ask({"op": "open", "family": family.name, "case": case_to_dict(case),
-                               "subject": base.subject, "role": base.role, "settings": settings.__dict__,
-                               "outputs": specs})
+            opened, _ = self.ask_while(request, ahead)
         except SubjectError as exc:
             if exc.skip:
                 return replace(base, skipped=exc.message)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from cudabench.errors import CudabenchError
 from cudabench.measure import integrity
+from cudabench.measure.rounds import Prepared, Round, confirmed, dedupe
 from cudabench.results.records.model import Case, Check, IntegrityCheck, Result
 from cudabench.results.records.stats import summarize
 from cudabench.spec.family import UNIT_ROUNDOFF, Family
@@ -81,19 +82,39 @@ class JudgedCalls:
         stands only if that round fails one too. A pause before judged calls can slow an honest small
         call by more than the slack once in a while; a cache is slow on new values every time, and one
         that stops caching in the second round fails the hot-loop check."""
-        kind, kind_draw, kind_reference, kind_tolerance, why_not = self._other_kind()
-        first = self._round(self._plan(with_kind=kind is not None), kind_draw, kind_reference, kind_tolerance)
+        prepared, self.prepared = self.prepared, None
+        if prepared is None:
+            prepared = Prepared(self._other_kind())
+        kind, kind_draw, kind_reference, kind_tolerance, why_not = prepared.kind
+        first = self._round(self._plan(with_kind=kind is not None), kind_draw, kind_reference, kind_tolerance,
+                            prepared.checked)
         timing = self._timing_verdicts(first.samples, result)
         problems, errors = first.problems, first.errors
         if any(c.failed for c in timing):
             second = self._round(self._plan(), None, None)
             errors = errors + second.errors
-            timing = _confirmed(timing, self._timing_verdicts(second.samples, result))
+            timing = confirmed(timing, self._timing_verdicts(second.samples, result))
             problems = problems + second.problems
         out = [self._fresh_verdict(errors, result), *timing, self._determinism(first.repeat),
                integrity.distribution(kind, first.kind_check, why_not, self.family.tolerance_for(self.case.dtype),
                                       self._summed(kind))]
-        return out + _dedupe(problems)
+        return out + dedupe(problems)
+
+    prepared: Optional[Prepared] = None
+
+    def prepare_calls(self) -> None:
+        """The first round's draws and their fp64 references, made before the subject's first call: the
+        judge makes them while the subject process opens the subject, which they do not depend on (the
+        values stay secret; no call can tell them apart from the round's own). Should one fail, the round
+        makes them itself, as it always did, and fails there."""
+        try:
+            kind = self._other_kind()
+            with self.phases("integrity/references"):
+                checked = [self._checked_draw(self.new_draw()) for _ in range(CHECKED_DRAWS)]
+        except Exception:  # noqa: BLE001 - made again, and raised, where the round needs them
+            self.prepared = None
+            return
+        self.prepared = Prepared(kind, checked)
 
     def _summed(self, kind: Optional[str]) -> float:
         from cudabench.measure.kinds import held_to
@@ -115,7 +136,7 @@ class JudgedCalls:
         return plan
 
     def _round(self, plan: list[str], kind_draw: Optional[Draw], kind_reference: Optional[dict],
-               kind_tolerance: Optional[float] = None) -> "Round":
+               kind_tolerance: Optional[float] = None, checked: Optional[list] = None) -> Round:
         j, family, case = self.judge, self.family, self.case
         found = Round()
         # an eager repeat under graph timing: see BlindRunner.call
@@ -129,7 +150,8 @@ class JudgedCalls:
         # the checked draws and their references before the first call: a pause to compute one right
         # before a call would tell the subject (a kernel reading the GPU's clock) which calls are read
         with self.phases("integrity/references"):
-            checked = [self._checked_draw(self.new_draw()) for step in plan if step == "checked"]
+            if checked is None:
+                checked = [self._checked_draw(self.new_draw()) for step in plan if step == "checked"]
             repeat = j.reference(family, case, self.first, keep=self.keep_reference) if "repeat" in plan else None
         for step in plan:
             fresh = step in ("new", "checked", "kind")
@@ -294,41 +316,3 @@ class JudgedCalls:
 def other_input_kinds(family: Family, case: Case) -> list[str]:
     """The kinds a judged call may draw from instead of the case's own."""
     return [k for k in family.all_input_kinds if k != case.inputs]
-
-
-class Round:
-    """What one round of judged calls found."""
-
-    def __init__(self) -> None:
-        self.samples: dict[str, list[float]] = {"new": [], "same": []}
-        self.errors: list[Check] = []
-        self.problems: list[IntegrityCheck] = []
-        self.repeat: Optional[dict] = None
-        self.kind_check: Optional[Check] = None
-
-
-def _confirmed(first: list[IntegrityCheck], second: list[IntegrityCheck]) -> list[IntegrityCheck]:
-    """The first round's timing verdicts once a second round was run: a failure stands when the
-    second round fails either check (a cache that stops caching when it sees more judged calls than
-    usual fails hot-loop instead), and is cleared otherwise."""
-    again = [c for c in second if c.failed]
-    out = []
-    for c, later in zip(first, second):
-        if not c.failed:
-            out.append(c)
-        elif again:
-            out.append(replace(c, detail=f"{c.detail}; again in a second round of judged calls: "
-                                         f"{'; '.join(a.detail for a in again)}"))
-        else:
-            out.append(replace(later, detail=f"{later.detail} (a second round of judged calls; the first "
-                                             f"flagged it: {c.detail})"))
-    return out
-
-
-def _dedupe(checks: list[IntegrityCheck]) -> list[IntegrityCheck]:
-    seen, out = set(), []
-    for c in checks:
-        if (c.name, c.detail) not in seen:
-            seen.add((c.name, c.detail))
-            out.append(c)
-    return out
