@@ -1,9 +1,17 @@
 """The first round of judged calls draws its checked inputs and their fp64 references while the subject
 process opens the subject (JudgedCalls.prepare_calls), before any call: the same draws, made earlier."""
 
+import pytest
+
 from cudabench.measure import judge as judge_module
 from cudabench.measure import judged_calls
-from test_judge import judge_one, registry  # noqa: F401 - the hostile family's registry fixture
+from cudabench.spec.registry import discover
+from test_judge import HOSTILE, judge_one
+
+
+@pytest.fixture(scope="module")
+def registry():
+    return discover([HOSTILE])
 
 
 def record(monkeypatch):
@@ -29,7 +37,7 @@ def record(monkeypatch):
     return log
 
 
-def test_the_first_round_s_references_are_made_before_the_subject_s_first_call(registry, monkeypatch):  # noqa: F811
+def test_the_first_round_s_references_are_made_before_the_subject_s_first_call(registry, monkeypatch):
     log = record(monkeypatch)
     r = judge_one(registry, "hostile-honest")
     assert r.status == "ok", r.integrity
@@ -44,7 +52,7 @@ def test_the_first_round_s_references_are_made_before_the_subject_s_first_call(r
     assert checked.verdict == "pass" and f"{judged_calls.CHECKED_DRAWS + 1} timed calls checked" in checked.detail
 
 
-def test_draws_that_fail_ahead_are_made_by_the_round_as_before(registry, monkeypatch):  # noqa: F811
+def test_draws_that_fail_ahead_are_made_by_the_round_as_before(registry, monkeypatch):
     calls = {"n": 0}
     checked_draw = judged_calls.JudgedCalls._checked_draw
 
@@ -62,7 +70,7 @@ def test_draws_that_fail_ahead_are_made_by_the_round_as_before(registry, monkeyp
     assert round_of_calls.count("reference") >= judged_calls.CHECKED_DRAWS, log  # the round made its own
 
 
-def test_a_cache_is_still_caught_with_the_draws_made_ahead(registry):  # noqa: F811
+def test_a_cache_is_still_caught_with_the_draws_made_ahead(registry):
     r = judge_one(registry, "hostile-memo")
     assert r.status == "INVALID"
     assert any(c.failed for c in r.integrity), r.integrity
