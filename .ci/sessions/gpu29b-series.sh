@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# session 29 call B (x2): the trace commit before the prepared draws (before29.tar, `git archive HEAD~2` at
-# 0d6b5b1) against the working tree (after: the judged calls' draws made while the subject process opens),
+# session 29 call B (x2): the trace commit before the prepared draws (before29.tar: `git archive 3d155b7`,
+# the tree before it) against the working tree (after: the judged calls' draws made while the subject process opens),
 # alternately on one GPU and on both
 source <(sed -n "1,/^steps=/p" .ci/gpu | head -n -1)
 source .ci/ab-sweep
