@@ -63,7 +63,8 @@ class SubjectHandler:
             return r.build(build.family, build.arch)
         if op == "open":
             return r.open(request["family"], case_from_dict(request["case"]), request["subject"], request["role"],
-                          Settings(**request["settings"]), [(list(s), d) for s, d in request["outputs"]])
+                          Settings(**request["settings"]), [(list(s), d) for s, d in request["outputs"]],
+                          "young" if request.get("collect") == "young" else "full")
         if op in ("call", "forward"):
             return getattr(r, op)(bool(request.get("eager", False)))
         if op == "order":

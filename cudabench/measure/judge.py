@@ -84,6 +84,7 @@ class Judge:
         self._shapes_checked: dict[tuple, IntegrityCheck] = {}  # a variant's random shapes, once per run
         self._ill_conditioned: set[tuple[str, str]] = set()     # (case key, input kind) no kernel can pass
         self.processes_after: Optional[set[int]] = None         # the process tree when a subject's watch ended
+        self.finished_last = True  # the subject process's last subject finished (its full collection done)
 
     def sync(self) -> None:
         if self.device == "cuda":
@@ -215,7 +216,9 @@ class Session(TakenCalls, IntegrityPass, JudgedCalls, SerialCalls):
         specs = output_specs(reference, case.dtype)
         self.watch_before()
         request = {"op": "open", "family": family.name, "case": case_to_dict(case), "subject": base.subject,
-                   "role": base.role, "settings": settings.__dict__, "outputs": specs}
+                   "role": base.role, "settings": settings.__dict__, "outputs": specs,
+                   "collect": "young" if j.finished_last else "full"}
+        j.finished_last = False  # until this subject's finish is answered
         # the judged calls' draws and references are made while the subject process opens (5-7 ms a subject)
         ahead = self.prepare_calls if settings.time and settings.integrity else (lambda: None)
         try:

@@ -111,6 +111,7 @@ class JudgedCalls:
             kind = self._other_kind()
             with self.phases("integrity/references"):
                 checked = [self._checked_draw(self.new_draw()) for _ in range(CHECKED_DRAWS)]
+                self.judge.sync()  # none of it still on the GPU once the subject process is answered
         except Exception:  # noqa: BLE001 - made again, and raised, where the round needs them
             self.prepared = None
             return
