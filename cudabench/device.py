@@ -155,19 +155,10 @@ def nvml_device(index: Optional[int] = None) -> Optional[NvmlDevice]:
             _, uuid = gpu_identity() if torch.cuda.is_available() else (-1, "")
             h = nv.nvmlDeviceGetHandleByUUID(uuid) if uuid else nv.nvmlDeviceGetHandleByIndex(0)
         else:
-            uuid, h = "", nv.nvmlDeviceGetHandleByIndex(index)
-        key = uuid or f"index {index}"
-        if key not in _SM_MAX_MHZ:
-            _SM_MAX_MHZ[key] = nv.nvmlDeviceGetMaxClockInfo(h, nv.NVML_CLOCK_SM)
-        return NvmlDevice(nv, h, _SM_MAX_MHZ[key])
+            h = nv.nvmlDeviceGetHandleByIndex(index)
+        return NvmlDevice(nv, h, nv.nvmlDeviceGetMaxClockInfo(h, nv.NVML_CLOCK_SM))
     except Exception:
         return None
-
-
-# A device's maximum SM clock, asked once a process: the query took 1.4 ms of each clock monitor's 2.6 (one a
-# timed subject) on the H200. Only the number is kept: the handle and the library are found again each time,
-# through pynvml, whose functions the state guard watches.
-_SM_MAX_MHZ: dict[str, float] = {}
 
 
 def read_clocks(index: Optional[int] = None, device: Optional[NvmlDevice] = None) -> Optional[ClockReading]:

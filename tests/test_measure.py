@@ -130,7 +130,6 @@ def test_the_cupti_timer_refuses_a_session_whose_call_ranges_are_not_its_calls(m
     monkeypatch.setattr(timers, "cupti_session", lambda **how: contextlib.nullcontext())
     monkeypatch.setattr(timers, "ranged_call", lambda call, before_each=None: call())
     monkeypatch.setattr(timers, "recorded", lambda prof: list(events))
-    monkeypatch.setattr(timers.torch.cuda, "_sleep", lambda cycles: None)  # the session's primer kernel
     timer = timers.CuptiTimer()
     assert timer.samples(lambda: None, 2) == [40e-6, 40e-6] and timer.busy == [40e-6, 40e-6]
     events.append(Activity(CALL_RANGE, False, 120.0, 180.0, True))  # the subject's own, between two calls

@@ -74,3 +74,19 @@ def test_a_cache_is_still_caught_with_the_draws_made_ahead(registry):
     r = judge_one(registry, "hostile-memo")
     assert r.status == "INVALID"
     assert any(c.failed for c in r.integrity), r.integrity
+
+
+def test_a_subject_that_stops_before_its_judged_calls_leaves_no_prepared_draws_held(registry, monkeypatch):
+    """The draws made while the subject opens are dropped with the subject's other tensors when it fails its
+    check (the judge then hands its cached memory back)."""
+    sessions = []
+    release = judge_module.Session.release
+
+    def kept(self):
+        release(self)
+        sessions.append(self)
+
+    monkeypatch.setattr(judge_module.Session, "release", kept)
+    r = judge_one(registry, "hostile-alias")  # computes in place: it is not timed
+    assert r.status != "ok" and r.measurement is None
+    assert sessions and all(s.prepared is None for s in sessions)

@@ -63,8 +63,7 @@ class SubjectHandler:
             return r.build(build.family, build.arch)
         if op == "open":
             return r.open(request["family"], case_from_dict(request["case"]), request["subject"], request["role"],
-                          Settings(**request["settings"]), [(list(s), d) for s, d in request["outputs"]],
-                          "young" if request.get("collect") == "young" else "full")
+                          Settings(**request["settings"]), [(list(s), d) for s, d in request["outputs"]])
         if op in ("call", "forward"):
             return getattr(r, op)(bool(request.get("eager", False)))
         if op == "order":

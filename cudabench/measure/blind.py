@@ -129,17 +129,15 @@ class BlindRunner:
                 "directory": str(built.directory)}
 
     def open(self, family_name: str, case: Case, name: str, role: str, settings: Settings,
-             outputs: list, collect: str = "full") -> dict:
+             outputs: list) -> dict:
         """Bind the op, make the inputs from the seed and share them. Raises CudabenchError when the
-        subject cannot run here (the judge records it as skipped). `collect` "young": the judge saw the last
-        subject finish, whose full collection leaves only young garbage (a full one walks every object a
-        subject made since start-up: 2.7 ms a subject on the H200)."""
+        subject cannot run here (the judge records it as skipped)."""
         self.close()
         self.guard.restore()  # pristine, whatever an earlier subject that never finished left
         if self.device == "cuda":
             # blocks of the last subject the judge mapped are freed only once collected: counted in
             # the baseline, they would later be subtracted from this subject's peak
-            release_cached(generation=1 if collect == "young" else 2)
+            release_cached()
         family = self.registry.family(family_name)
         self.threads.open(str(family.folder.resolve()) + "/")
         if role == "baseline":

@@ -84,7 +84,6 @@ class Judge:
         self._shapes_checked: dict[tuple, IntegrityCheck] = {}  # a variant's random shapes, once per run
         self._ill_conditioned: set[tuple[str, str]] = set()     # (case key, input kind) no kernel can pass
         self.processes_after: Optional[set[int]] = None         # the process tree when a subject's watch ended
-        self.finished_last = True  # the subject process's last subject finished (its full collection done)
 
     def sync(self) -> None:
         if self.device == "cuda":
@@ -195,6 +194,7 @@ class Session(TakenCalls, IntegrityPass, JudgedCalls, SerialCalls):
     def release(self) -> None:
         self.mapped, self.mapped_grad, self.first_outputs, self.lanes = {}, None, {}, None
         self.first = None  # its draw's tensors, before the judge hands cached memory back
+        self.prepared = None  # a first round's draws and references that a subject stopped before
         forget_inline()
 
     def draw_tolerance(self, draw: Draw, reference: dict) -> float:
@@ -216,9 +216,7 @@ class Session(TakenCalls, IntegrityPass, JudgedCalls, SerialCalls):
         specs = output_specs(reference, case.dtype)
         self.watch_before()
         request = {"op": "open", "family": family.name, "case": case_to_dict(case), "subject": base.subject,
-                   "role": base.role, "settings": settings.__dict__, "outputs": specs,
-                   "collect": "young" if j.finished_last else "full"}
-        j.finished_last = False  # until this subject's finish is answered
+                   "role": base.role, "settings": settings.__dict__, "outputs": specs}
         # the judged calls' draws and references are made while the subject process opens (5-7 ms a subject)
         ahead = self.prepare_calls if settings.time and settings.integrity else (lambda: None)
         try:

@@ -105,13 +105,13 @@ class JudgedCalls:
     def prepare_calls(self) -> None:
         """The first round's draws and their fp64 references, made before the subject's first call: the
         judge makes them while the subject process opens the subject, which they do not depend on (the
-        values stay secret; no call can tell them apart from the round's own). Should one fail, the round
-        makes them itself, as it always did, and fails there."""
+        values stay secret; no call can tell them apart from the round's own). Leaving the phase synchronises:
+        none of it is still on the GPU when the subject is answered. Should one fail, the round makes them
+        itself, as it always did, and fails there."""
         try:
             kind = self._other_kind()
             with self.phases("integrity/references"):
                 checked = [self._checked_draw(self.new_draw()) for _ in range(CHECKED_DRAWS)]
-                self.judge.sync()  # none of it still on the GPU once the subject process is answered
         except Exception:  # noqa: BLE001 - made again, and raised, where the round needs them
             self.prepared = None
             return

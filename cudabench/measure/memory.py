@@ -39,21 +39,20 @@ def peak_memory(call: Callable[[], Any], sync: Callable[[], None], since: int) -
 RELEASE_ABOVE = 1 << 30
 
 
-def release_cached(collect: bool = True, generation: int = 2) -> None:
+def release_cached(collect: bool = True) -> None:
     """Hand the blocks PyTorch's allocator keeps cached back to the device when they pass
     RELEASE_ABOVE; with `collect`, first collect the garbage that still holds some and the IPC
     blocks another process stopped mapping (the subject process: its heap is set aside at start, so
     that is quick; the judge's is not, and its tensors go by reference counting). Between subjects,
     in each process: a warm process would otherwise sit on the largest subject's peak (8 GiB of eager
     attention's scores), and several on one GPU (warm workers, a Dask worker's) left a later subject
-    out of memory (4×H100, 2026-11-26). `generation`: the oldest generation collected (1: the two young
-    ones, enough right after a full collection: what became garbage since is young)."""
+    out of memory (4×H100, 2026-11-26)."""
     import gc
 
     import torch
 
     if collect:
-        gc.collect(generation)
+        gc.collect()
         torch.cuda.ipc_collect()
     if torch.cuda.memory_reserved() - torch.cuda.memory_allocated() > RELEASE_ABOVE:
         torch.cuda.empty_cache()

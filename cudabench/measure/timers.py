@@ -215,10 +215,10 @@ class CuptiTimer:
 
     def samples(self, call: Call, count: int, before_each: Hook = None, keep: bool = False) -> list[float]:
         with cupti_session(host="ranges") as prof:
-            # primer: CUPTI may miss activity at the very start of a session. A kernel of the harness's,
-            # not the subject's call: before a judged call (keep) that would hand it the judge's new
-            # input values before the timed call, and in the CUPTI pass it was one more call a subject
-            torch.cuda._sleep(1000)
+            # primer: CUPTI may miss activity at the very start of a session. A judged call (keep) is
+            # primed with a kernel of the harness's: calling the subject first would hand it the
+            # judge's new input values before the timed call
+            torch.cuda._sleep(1000) if keep else call()
             for _ in range(count):
                 value = ranged_call(call, before_each)
                 self.last = value if keep else None
