@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# session 29 call C (x2, 52e4e0b: the last commit that touches GPU code): integrity halves on GPU 0 and 1, warm
+# session 29 call C (x2, bb48ab1: the last commit that touches GPU code): integrity halves on GPU 0 and 1, warm
 # workers and the clock readings' tests on GPU 0, the timing-truth tests that use CUPTI on GPU 1
 source <(sed -n "1,/^steps=/p" .ci/gpu | head -n -1)
 T0=$(date +%s)
