@@ -114,6 +114,15 @@ ATTACKS = {
 }
 
 
+# Under sync its call is host-bound (its Python sampling makes its figure about 3x the honest one on the H200), so
+# its judged calls are timed by kernel time, where the 15 % it skips did not show (new 45-51 µs, same 48-50 µs:
+# .ci/sessions/probe29_partial_skip.py). Only a read call on new values catches it there (the 4 checked ones, the
+# other kind's, the repeat of the first values), each skipped with probability 1/2: it passes them all in about 1
+# run of 64 (the twenty-ninth session's matrix under sync caught it on `distribution` alone: its 4 checked calls had
+# all done their work). Passing them all, it is no faster than the honest subject: its skipping gained nothing.
+READ_ONLY_UNDER_SYNC = {"hostile-partial-skip"}
+
+
 @pytest.mark.parametrize("timing", ["sync", "events", "graph", "cupti"])
 def test_every_attack_class_is_flagged_beside_an_honest_subject_and_the_baseline(hostile, timing):
     results = run(hostile, ["hostile-honest", "hostile-peek", *ATTACKS], timing=timing)
@@ -128,6 +137,11 @@ def test_every_attack_class_is_flagged_beside_an_honest_subject_and_the_baseline
         # a binding that synchronises the host inside its call cannot be captured in a CUDA graph
         # (torch: "operation not permitted when stream is capturing"), nor share a tensor with another process
         caught = caught or (timing == "graph" and r.status == "ERROR" and "captur" in r.error)
+        if name in READ_ONLY_UNDER_SYNC and timing == "sync" and not caught:
+            # its skipped work hides in a host-bound call; it gains nothing there, or a read call catches it
+            assert r.status == "INVALID" or r.stats.median >= results["hostile-honest"].stats.median, \
+                (name, r.status, r.stats, r.invalid_because)
+            continue
         assert caught, (name, r.status, r.error, r.invalid_because)
 
 
