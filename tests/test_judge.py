@@ -307,13 +307,36 @@ def test_an_extension_is_watched_from_the_moment_it_is_made(registry):
     runner = BlindRunner(registry, "cpu")
     loaded, path, made = {}, Path("/tmp/timex_abc.so"), types.ModuleType("timex_ext")
     made.forward = abs
-    for tell in build.ON_LOAD:
-        tell(loaded, path, made)
+    build.tell_loaded(loaded, path, made)
     made.forward = lambda x: x
     loaded[path] = types.ModuleType("forged")
     patched = runner.guard.restore().patched
     assert set(patched) >= {"timex_ext.forward", f"the loaded extension {path}"}
     assert loaded[path] is made and made.forward is abs
+
+
+def test_a_runner_that_is_gone_is_no_longer_told_of_extensions_nor_kept_alive(registry):
+    """Each runner's guard watches the extensions made after it: a process that makes many runners (the
+    CPU tests, an in-process judge) must not keep every one of them, with its guard's snapshot, alive."""
+    import gc
+    import types
+    import weakref
+    from pathlib import Path
+
+    from cudabench.measure.blind import BlindRunner
+    from cudabench.spec import build
+
+    kept = BlindRunner(registry, "cpu")
+    before = len(build.ON_LOAD)
+    gone = [weakref.ref(BlindRunner(registry, "cpu")) for _ in range(3)]
+    gc.collect()
+    assert all(r() is None for r in gone)
+    loaded, path, made = {}, Path("/tmp/timex_gone.so"), types.ModuleType("timex_gone")
+    made.forward = abs
+    build.tell_loaded(loaded, path, made)
+    assert len(build.ON_LOAD) <= before  # the dead ones dropped as they were met
+    made.forward = len
+    assert "timex_gone.forward" in kept.guard.restore().patched  # the live one still watches
 
 
 def test_replacing_a_pytorch_function_a_later_subject_uses_is_seen_and_undone(registry):

@@ -90,7 +90,7 @@ class BlindRunner:
         # what a subject leaves in its place is compared; these change from one subject to the next
         # (the registry and the flusher are set by the harness only, which says so: see accept)
         self.guard.objects.watch(self, changing=("subject", "_held_from"))
-        build_module.ON_LOAD.append(self.guard.objects.watch_loaded)  # each extension as it is made
+        build_module.on_load(self.guard.objects.watch_loaded)  # each extension as it is made
 
     # ---- helpers ---------------------------------------------------------------------------------
 

@@ -111,7 +111,7 @@ class JudgedCalls:
         try:
             kind = self._other_kind()
             with self.phases("integrity/references"):
-                checked = [self._checked_draw(self.new_draw()) for _ in range(CHECKED_DRAWS)]
+                checked = self._checked_draws(CHECKED_DRAWS)
         except Exception:  # noqa: BLE001 - made again, and raised, where the round needs them
             self.prepared = None
             return
@@ -152,7 +152,7 @@ class JudgedCalls:
         # before a call would tell the subject (a kernel reading the GPU's clock) which calls are read
         with self.phases("integrity/references"):
             if checked is None:
-                checked = [self._checked_draw(self.new_draw()) for step in plan if step == "checked"]
+                checked = self._checked_draws(plan.count("checked"))
             repeat = j.reference(family, case, self.first, keep=self.keep_reference) if "repeat" in plan else None
         for step in plan:
             fresh = step in ("new", "checked", "kind")
@@ -202,6 +202,10 @@ class JudgedCalls:
     def new_draw(self) -> Draw:
         """New values of the case's own kind, from a seed only the judge knows."""
         return self.judge.draw(self.family, self.case, secrets.randbits(62), self.first)
+
+    def _checked_draws(self, count: int) -> list[tuple[Draw, Optional[dict], Optional[float]]]:
+        """`count` new draws of the case's own kind with their references and tolerances (`_checked_draw`)."""
+        return [self._checked_draw(self.new_draw()) for _ in range(count)]
 
     def _checked_draw(self, draw: Draw) -> tuple[Draw, Optional[dict], Optional[float]]:
         """A new draw of the case's own kind, its reference and tolerance: drawn again (KIND_DRAWS in all)

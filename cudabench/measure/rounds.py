@@ -4,17 +4,17 @@ ahead of it, and how a second round's timing verdicts combine with the first's."
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Optional
+from typing import NamedTuple, Optional
 
 from cudabench.results.records.model import Check, IntegrityCheck
 
 
-class Prepared:
+class Prepared(NamedTuple):
     """A first round's draws made ahead (JudgedCalls.prepare_calls): the other kind's call as `_other_kind`
     gives it, and the CHECKED_DRAWS checked draws with their references (None: made by the round)."""
 
-    def __init__(self, kind: tuple, checked: Optional[list] = None) -> None:
-        self.kind, self.checked = kind, checked
+    kind: tuple
+    checked: Optional[list] = None
 
 
 class Round:

@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import time
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
@@ -163,7 +164,24 @@ def folder_key(family: Family, arch: str, flags: tuple[str, ...]) -> str:
 PYTHON_API_VERSION = 1013  # the C API's PYTHON_API_VERSION, unchanged since Python 2.4
 KEEP_LOADED = 8  # content-named libraries kept per build folder
 _LOADED: dict[Path, Any] = {}  # loaded library -> its module, once per process
-ON_LOAD: list[Callable[[dict, Path, Any], None]] = []  # told of each module as it is made (the state guard)
+# told of each module as it is made (the state guard of each subject runner in this process), held weakly:
+# a runner that is gone is forgotten, not kept alive with its guard's snapshot (100 runners: 1M objects)
+ON_LOAD: list[weakref.WeakMethod] = []
+
+
+def on_load(method: Callable[[dict, Path, Any], None]) -> None:
+    """Tell the bound `method` of each module made from now on, for as long as its object lives."""
+    ON_LOAD.append(weakref.WeakMethod(method))
+
+
+def tell_loaded(loaded: dict, path: Path, made: Any) -> None:
+    """A module just made and put in `loaded[path]`, told to every living watcher."""
+    for ref in list(ON_LOAD):
+        tell = ref()
+        if tell is None:
+            ON_LOAD.remove(ref)
+        else:
+            tell(loaded, path, made)
 
 
 def build(family: Family, arch: Optional[str] = None, verbose: bool = False) -> BuildResult:
@@ -274,8 +292,7 @@ def _load(name: str, path: Path) -> Any:
             if api.PyModule_ExecDef(made, ctypes.cast(init(), ctypes.py_object).value) != 0:
                 raise BuildError(f"{path} failed to initialise.", "Delete it and build again.")
         _LOADED[path] = made
-        for tell in ON_LOAD:
-            tell(_LOADED, path, made)
+        tell_loaded(_LOADED, path, made)
     return _LOADED[path]
 
 
