@@ -352,6 +352,23 @@ def test_replacing_a_pytorch_function_a_later_subject_uses_is_seen_and_undone(re
     assert baseline.status == "ok", failed(baseline)
 
 
+def test_a_signal_timer_left_for_later_subjects_is_seen_and_stopped(registry):
+    """No thread and no patched function: a handler on an interval timer that would take half of every later
+    subject's time in the same process (the baseline's, to make a speedup against it look better)."""
+    import signal
+
+    r = judge_one(registry, "hostile-signal-timer", fuzz=0)
+    try:
+        assert r.status == "INVALID" and "the SIGALRM handler" in failed(r)["process-state"], r.integrity
+        assert "the real interval timer" in failed(r)["process-state"]
+        assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+        baseline = judge_one(registry, "torch", role="baseline", fuzz=0)
+        assert baseline.status == "ok", failed(baseline)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0.0)
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+
+
 def test_which_calls_are_checked_is_the_judges_secret(registry, monkeypatch):
     """The subject process receives the same request for every judged call, and no request or reply
     names a seed, a check or a reference."""

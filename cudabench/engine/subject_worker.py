@@ -101,6 +101,12 @@ class SubjectHandler:
             x = torch.ones(2, device="cuda", requires_grad=True)
             (x * 2).sum().backward()
             torch.cuda.synchronize()
+            from cudabench.measure.process_hooks import refuse_audit_hooks
+
+            refuse_audit_hooks()  # a subject process of its own (a test's process keeps its hooks)
+            # torch.compile raises it to this at its first compile: an honest compiled baseline changes nothing
+            sys.setrecursionlimit(max(sys.getrecursionlimit(), 2000))
+        # the state guard's snapshot of the pristine process: after everything above
         self.runner = BlindRunner(registry, self.device, self.timer_factory or make_timer, on_status=self.on_status)
         self.runner.modules.update(self.modules)
         watched = self.runner.guard.objects

@@ -175,10 +175,12 @@ def _bandwidth(ceilings: Any, nbytes: float, l2_bytes: int, cold: bool) -> tuple
     return ceilings.copy_bytes_per_s, "DRAM copy"
 
 
-def process_state(patched: Sequence[str], changed: Sequence[str], cold: bool) -> IntegrityCheck:
+def process_state(patched: Sequence[str], changed: Sequence[str], cold: bool, lasting: Sequence[str] = ()) -> IntegrityCheck:
+    if lasting:  # the next subject gets a new subject process
+        return IntegrityCheck("process-state", "fail", f"left {', '.join(lasting)}, which its process cannot undo")
     if patched:
-        return IntegrityCheck("process-state", "fail", f"replaced {', '.join(patched)}, which the timers rely on "
-                                                       "(restored for the next subject)")
+        return IntegrityCheck("process-state", "fail", f"replaced {', '.join(patched)}, which the timers or a "
+                                                       "later subject rely on (restored for the next subject)")
     persisting = [c for c in changed if c.startswith("persisting-L2")]
     if cold and persisting:
         return IntegrityCheck("process-state", "fail", f"{persisting[0]}: a persisting-L2 carve-out keeps its data "

@@ -48,7 +48,7 @@ class IntegrityPass:
         checks.append(integrity.impossible(figure(result), flops, nbytes, j.ceilings, l2, settings.cold, case.dtype))
         with self.phases("integrity/process state"):
             left = self.finish()
-        checks.append(integrity.process_state(left["patched"], left["changed"], settings.cold))
+        checks.append(integrity.process_state(left["patched"], left["changed"], settings.cold, left.get("lasting", ())))
         checks.append(integrity.threads_left(left["threads"], trusted=self.base.role == "baseline"))
         if self.watch is not None:
             self.watch.pause()

@@ -12,7 +12,7 @@ handles) is not seen."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 
 def allocated_bytes() -> int:
@@ -39,10 +39,10 @@ def peak_memory(call: Callable[[], Any], sync: Callable[[], None], since: int) -
 RELEASE_ABOVE = 1 << 30
 
 
-def release_cached(collect: bool = True) -> None:
+def release_cached(collect: bool = True, ipc: Optional[bool] = None) -> None:
     """Hand the blocks PyTorch's allocator keeps cached back to the device when they pass
-    RELEASE_ABOVE; with `collect`, first collect the garbage that still holds some and the IPC
-    blocks another process stopped mapping (the subject process: its heap is set aside at start, so
+    RELEASE_ABOVE; with `collect`, first collect the garbage that still holds some, and with `ipc`
+    (by default as `collect`) the IPC blocks another process stopped mapping (the subject process: its heap is set aside at start, so
     that is quick; the judge's is not, and its tensors go by reference counting). Between subjects,
     in each process: a warm process would otherwise sit on the largest subject's peak (8 GiB of eager
     attention's scores), and several on one GPU (warm workers, a Dask worker's) left a later subject
@@ -53,6 +53,7 @@ def release_cached(collect: bool = True) -> None:
 
     if collect:
         gc.collect()
+    if collect if ipc is None else ipc:
         torch.cuda.ipc_collect()
     if torch.cuda.memory_reserved() - torch.cuda.memory_allocated() > RELEASE_ABOVE:
         torch.cuda.empty_cache()

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from cudabench.device import nvml_loaded
+from cudabench.measure.process_hooks import ProcessHooks, os_settings
 from cudabench.measure.unchanged import Unchanged
 from cudabench.measure.watched import WatchedObjects
 
@@ -205,11 +206,12 @@ def _reset_persisting_l2(driver: ctypes.CDLL, limit: int) -> None:
 
 @dataclass(frozen=True)
 class Leftover:
-    patched: tuple[str, ...]      # harness functions that were replaced (restored now)
+    patched: tuple[str, ...]      # harness functions and process hooks that were replaced (restored now)
     changed: tuple[str, ...]      # settings that were changed (reset now), "name: before -> after"
+    lasting: tuple[str, ...] = ()  # hooks and settings that could not be put back: the process must go
 
     def __bool__(self) -> bool:
-        return bool(self.patched or self.changed)
+        return bool(self.patched or self.changed or self.lasting)
 
     def describe(self) -> str:
         parts = []
@@ -217,6 +219,8 @@ class Leftover:
             parts.append("replaced " + ", ".join(self.patched))
         if self.changed:
             parts.append("changed " + ", ".join(self.changed))
+        if self.lasting:
+            parts.append("left for good " + ", ".join(self.lasting))
         return "; ".join(parts)
 
 
@@ -231,7 +235,8 @@ class StateGuard:
         self.library = _library_functions()
         self.owners = _library_owners()
         self.unchanged = self._snapshot()
-        self.settings = _settings(cuda)
+        self.settings = {**_settings(cuda), **os_settings()}
+        self.hooks = ProcessHooks()      # signal handlers and timers, gc callbacks, import hooks, ...
         self.pristine = {name: read() for name, (read, _) in self.settings.items()}
         self._cleared = False            # the persisting-L2 limit was set to 0 for this subject
         self.persisting_set = 0          # the largest limit the subject set while it was held at 0
@@ -270,17 +275,22 @@ class StateGuard:
                                                for owner, attr, original in self.functions.values())
         patched = [] if same else self._walk()
         patched += self.objects.restore()
+        hooks, lasting = self.hooks.restore()
+        patched += hooks
         changed = []
         for name, (read, write) in self.settings.items():
             now = read()
             if now != self.pristine[name]:
                 if not (self._cleared and name == "persisting-L2 limit" and now == 0):  # cold timing's own 0
                     changed.append(f"{name}: {_show(self.pristine[name])} -> {_show(now)}")
-                write(self.pristine[name])
+                try:
+                    write(self.pristine[name])
+                except (OSError, ValueError):  # a limit or priority this process may not restore
+                    lasting.append(name)
         if self.persisting_set:
             changed.append(f"persisting-L2 limit: raised to {_show(self.persisting_set)} during cold timing")
         self._cleared, self.persisting_set = False, 0
-        return Leftover(tuple(patched), tuple(changed))
+        return Leftover(tuple(patched), tuple(changed), tuple(lasting))
 
     def _walk(self) -> list[str]:
         """The full walk: every function, member and namespace entry that differs, put back and named;

@@ -39,8 +39,13 @@ class ThreadWatch:
     def open(self, folder: str) -> None:
         self.folder, self.started = folder, []
 
+    def alive(self) -> list[str]:
+        """The subject's threads still running."""
+        return [t.name for t in self.started if t.is_alive()]
+
     def running(self) -> list[str]:
-        names = [t.name for t in self.started if t.is_alive()]
+        """The subject's threads still running; the watch ends."""
+        names = self.alive()
         self.folder, self.started = "", []
         return names
 

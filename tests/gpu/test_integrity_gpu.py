@@ -110,6 +110,8 @@ ATTACKS = {
     "hostile-patch-timer": {"process-state"},
     "hostile-patch-worker": {"process-state"},
     "hostile-patch-library": {"process-state"},
+    "hostile-signal-timer": {"process-state"},  # code left to run later without a thread (process_hooks.py)
+    "hostile-finalizer": {"process-state"},     # ... at every garbage collection: its subject process is replaced
     "hostile-shape": {"shapes"},
 }
 

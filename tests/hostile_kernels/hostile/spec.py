@@ -9,6 +9,7 @@ import ctypes
 import gc
 import os
 import random
+import signal
 import sys
 import time
 
@@ -511,6 +512,52 @@ def bind_patch_timer(ext):
     return op
 
 
+def bind_signal_timer(ext):
+    """Computes honestly and leaves a SIGALRM handler with a 1 ms interval timer: no thread and no patched
+    function, yet every millisecond of the process's life from then on, the next subjects' timed calls
+    too, half of it goes to the handler. A baseline timed after it in the same process looks twice as slow."""
+
+    def burn(*_):
+        end = time.perf_counter() + 5e-4
+        while time.perf_counter() < end:
+            pass
+
+    def op(x):
+        if signal.getsignal(signal.SIGALRM) is not burn:
+            signal.signal(signal.SIGALRM, burn)
+            signal.setitimer(signal.ITIMER_REAL, 1e-3, 1e-3)
+        y = empty_like(x)
+        ext.hostile(x, y, HONEST)
+        return y
+
+    return op
+
+
+def bind_finalizer(ext):
+    """Computes honestly and leaves garbage whose finalizer makes more like it: every garbage collection from
+    then on, the next subjects' during their timed calls included, runs it again (0.5 ms of host time each)."""
+
+    class Link:
+        def __init__(self):
+            self.cycle = self
+
+        def __del__(self):
+            end = time.perf_counter() + 5e-4
+            while time.perf_counter() < end:
+                pass
+            Link()
+
+    def op(x):
+        if not getattr(op, "left", False):
+            op.left = True
+            Link()
+        y = empty_like(x)
+        ext.hostile(x, y, HONEST)
+        return y
+
+    return op
+
+
 def bind_patch_worker(ext):
     """Computes honestly and finds the subject process's request handler up its own call stack, then
     replaces its `handle` on the object itself (and the class of the worker's `__main__`, as run with
@@ -608,6 +655,10 @@ FAMILY = Family(
            "on the object itself with one that halves every figure it replies", bind_patch_worker),
         _v("hostile-patch-library", "computes honestly and replaces torch.Tensor.__rmul__ (which the "
            "baseline's 2 * x + 1 uses) with a 21x slower one", bind_patch_library),
+        _v("hostile-signal-timer", "computes honestly and leaves a signal handler on a 1 ms interval timer that "
+           "takes half of the process's time from then on, later subjects' calls included", bind_signal_timer),
+        _v("hostile-finalizer", "computes honestly and leaves garbage whose finalizer makes more like it: every "
+           "later garbage collection runs it again, later subjects' included", bind_finalizer),
         _v("hostile-persist-l2", "computes honestly but leaves process-wide state behind: the persisting-L2 "
            "limit raised to the maximum and a persisting access policy window over x, never reset",
            bind(PERSIST_L2)),

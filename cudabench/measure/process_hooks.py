@@ -1,0 +1,157 @@
+"""What a subject can leave in its process besides the names the state guard compares
+(cudabench.measure.state): code set to run later without a thread of its own, and the operating
+system's settings of the process. The thread watch finds a thread a subject leaves; these run on the
+main thread whenever their trigger comes, in the next subject's timed calls as well:
+
+- hooks: a signal handler (with an interval timer, a periodic call), a gc callback, an import hook,
+  the trace or profile function given to new threads, a sys.monitoring tool (Python 3.12), and an
+  audit hook (refused from the subject process's start: none can be removed once added);
+- garbage whose finalizers make more garbage: each collection, the harness's own or the next
+  subject's, runs one more (`settle_garbage`);
+- settings: the CPUs the main thread may run on, its niceness and scheduling policy, the resource
+  limits, the GIL's switch interval and the recursion limit. Each can slow or break the next subject.
+
+A hook found is put back and named (the subject is INVALID, as for a patched function); what cannot
+be put back (a monitoring tool, a limit or priority an unprivileged process cannot restore) is named
+as lasting: the subject process is replaced before the next subject."""
+
+from __future__ import annotations
+
+import gc
+import os
+import resource
+import signal
+import sys
+import threading
+from typing import Any, Callable
+
+TIMERS = {"real": signal.ITIMER_REAL, "virtual": signal.ITIMER_VIRTUAL, "prof": signal.ITIMER_PROF}
+SIGNALS = sorted(set(signal.valid_signals()) - {signal.SIGKILL, signal.SIGSTOP}, key=int)
+LIMITS = {name: getattr(resource, name) for name in dir(resource) if name.startswith("RLIMIT_")}
+SETTLE_ROUNDS = 4  # full collections at most until one finds nothing; more: finalizers that keep making garbage
+
+
+def _signal_name(sig: int) -> str:
+    try:
+        return signal.Signals(sig).name
+    except ValueError:
+        return f"signal {sig}"
+
+
+class ProcessHooks:
+    """The hooks as the harness left them (`snapshot` at the subject process's start), and `restore`."""
+
+    def __init__(self) -> None:
+        self.pristine = self.read()
+
+    @staticmethod
+    def read() -> dict[str, Any]:
+        found: dict[str, Any] = {f"the {_signal_name(s)} handler": signal.getsignal(s) for s in SIGNALS}
+        found.update({f"the {name} interval timer": signal.getitimer(which) != (0.0, 0.0)
+                      for name, which in TIMERS.items()})
+        found["gc.callbacks"] = tuple(gc.callbacks)
+        found["sys.meta_path"] = tuple(sys.meta_path)
+        found["sys.path_hooks"] = tuple(sys.path_hooks)
+        found["threading.settrace"] = threading.gettrace()
+        found["threading.setprofile"] = threading.getprofile()
+        monitoring = getattr(sys, "monitoring", None)
+        if monitoring is not None:
+            found["sys.monitoring tools"] = tuple(monitoring.get_tool(i) for i in range(6))
+        found["sys.addaudithook"] = len(_REFUSED)
+        return found
+
+    def restore(self) -> tuple[list[str], list[str]]:
+        """(what differed and was put back, what differed and could not be)."""
+        now, restored, lasting = self.read(), [], []
+        for name, before in self.pristine.items():
+            after = now.get(name)
+            if after is before or after == before:
+                continue
+            try:
+                _put_back(name, before)
+            except (OSError, ValueError, TypeError, RuntimeError):
+                lasting.append(name)
+                continue
+            (lasting if name in LASTING else restored).append(name)
+        if self.pristine.get("sys.addaudithook") != now.get("sys.addaudithook"):
+            self.pristine["sys.addaudithook"] = now["sys.addaudithook"]  # refused: named once
+        return restored, lasting
+
+
+LASTING = {"sys.monitoring tools"}  # named, not put back: its events and callbacks cannot all be read
+
+
+def _put_back(name: str, value: Any) -> None:
+    if name.endswith(" handler"):
+        sig = next(s for s in SIGNALS if f"the {_signal_name(s)} handler" == name)
+        if value is None:  # a handler set from C: cannot be put back from Python
+            raise ValueError(name)
+        signal.signal(sig, value)
+    elif name.endswith(" interval timer"):
+        which = TIMERS[name.split()[1]]
+        if value:  # armed before the subject: not the harness's
+            raise ValueError(name)
+        signal.setitimer(which, 0.0)
+    elif name == "gc.callbacks":
+        gc.callbacks[:] = list(value)
+    elif name == "sys.meta_path":
+        sys.meta_path[:] = list(value)
+    elif name == "sys.path_hooks":
+        sys.path_hooks[:] = list(value)
+        sys.path_importer_cache.clear()
+    elif name == "threading.settrace":
+        threading.settrace(value)
+    elif name == "threading.setprofile":
+        threading.setprofile(value)
+
+
+# ---- audit hooks: none may be added in a subject process ---------------------------------------------
+
+_REFUSED: list[str] = []
+
+
+def refuse_audit_hooks() -> None:
+    """From now on no audit hook can be added in this process (an audit hook runs on every audited event
+    and can never be removed). Once per process: the subject process's, never a test's own."""
+    def hook(event: str, args: Any) -> None:
+        if event == "sys.addaudithook":
+            _REFUSED.append(event)
+            raise RuntimeError("the subject process takes no audit hooks (cudabench)")
+
+    sys.addaudithook(hook)
+
+
+# ---- garbage whose finalizers make more ---------------------------------------------------------------
+
+def settle_garbage(collect: Callable[[], int] = gc.collect) -> bool:
+    """Full collections until one finds nothing unreachable: a finalizer's new garbage is found by the
+    next. False when the last of SETTLE_ROUNDS still found some: finalizers that keep making garbage, so
+    that every later collection runs the subject's code again."""
+    for _ in range(SETTLE_ROUNDS):
+        if collect() == 0:
+            return True
+    return False
+
+
+# ---- the operating system's settings of the process ---------------------------------------------------
+
+def os_settings() -> dict[str, tuple[Callable[[], Any], Callable[[Any], None]]]:
+    """name -> (read, write) of the process settings a subject could change for the next one (the main
+    thread's CPUs, niceness and scheduling policy, each resource limit, the GIL switch interval, the
+    recursion limit). A write that fails raises: the setting is lasting."""
+    found: dict[str, tuple[Callable[[], Any], Callable[[Any], None]]] = {
+        "GIL switch interval": (sys.getswitchinterval, sys.setswitchinterval),
+        "recursion limit": (sys.getrecursionlimit, sys.setrecursionlimit),
+    }
+    if hasattr(os, "sched_getaffinity"):
+        found["CPU affinity"] = (lambda: frozenset(os.sched_getaffinity(0)), lambda v: os.sched_setaffinity(0, v))
+    if hasattr(os, "getpriority"):
+        found["niceness"] = (lambda: os.getpriority(os.PRIO_PROCESS, 0),
+                             lambda v: os.setpriority(os.PRIO_PROCESS, 0, v))
+    if hasattr(os, "sched_getscheduler"):
+        found["scheduling policy"] = (lambda: os.sched_getscheduler(0),
+                                      lambda v: os.sched_setscheduler(0, v, os.sched_param(0)))
+    for name, which in sorted(LIMITS.items()):
+        found[f"resource limit {name}"] = (lambda w=which: resource.getrlimit(w),
+                                           lambda v, w=which: resource.setrlimit(w, v))
+    return found
