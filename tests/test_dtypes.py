@@ -63,8 +63,8 @@ def test_tolerance_rule(registry):
 
 def test_bytes_scale_with_the_element_size_and_flops_do_not(registry):
     timex = registry.family("timex")
-    fp32 = work_of(timex.work, Case("timex", (("B", 32), ("C", 768), ("T", 768))))
-    bf16 = work_of(timex.work, Case("timex", (("B", 32), ("C", 768), ("T", 768)), dtype="bfloat16"))
+    fp32 = work_of(timex.work, Case("timex", (("B", 32), ("C", 768), ("T", 768))), timex)
+    bf16 = work_of(timex.work, Case("timex", (("B", 32), ("C", 768), ("T", 768)), dtype="bfloat16"), timex)
     assert bf16[0] == fp32[0] and bf16[1] == fp32[1] / 2
 
 

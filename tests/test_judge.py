@@ -788,3 +788,22 @@ def test_a_verdict_on_random_shapes_from_another_gpus_judge_is_taken_and_its_own
     again = own.run(family, replace(case, shape=(("n", N // 2),)), "hostile-honest", "variant", settings,
                     shapes=("fail", "from elsewhere"))
     assert next(c for c in again.integrity if c.name == "shapes").verdict == "pass" and first.status == again.status == "ok"
+
+
+def test_a_spec_function_that_raises_is_named_with_its_line(tmp_path):
+    """A bug in a family's own `work` (or `reduction`) is the user's: one paragraph that names the function
+    and its line in spec.py, not the worker's bare "KeyError: 'T'"."""
+    import shutil
+
+    from cudabench.errors import ConfigError
+
+    shutil.copytree(HOSTILE / "hostile", tmp_path / "hostile")
+    spec = tmp_path / "hostile" / "spec.py"
+    spec.write_text(spec.read_text() + "\n\ndef broken_work(params, direction):\n    return params['T'], 0\n\n\n"
+                    "import dataclasses\nFAMILY = dataclasses.replace(FAMILY, work=broken_work)\n")
+    line = spec.read_text().splitlines().index("    return params['T'], 0") + 1
+    registry = discover([tmp_path])
+    with pytest.raises(ConfigError) as info:
+        judge_one(registry, "torch", role="baseline", fuzz=0, judge=make_judge(registry))
+    message = info.value.message
+    assert f"spec.py:{line}" in message and "`work` raised KeyError: 'T'" in message, message

@@ -121,7 +121,7 @@ class Judge:
         if len(shapes) == 2:
             self._shapes_checked.setdefault(shapes_key(name, case, settings.fuzz),
                                             IntegrityCheck("shapes", shapes[0], shapes[1]))
-        flops, nbytes = work_of(family.work, case)
+        flops, nbytes = work_of(family.work, case, family)
         base = Result(case, name, role, flops=flops, bytes=nbytes)
         phases = Phases(self.sync)
         session = Session(self, family, case, base, settings, phases, time.monotonic() + timeout)

@@ -77,7 +77,9 @@ def held_to(family: Any, case: Any) -> float:
     reduction = getattr(family, "reduction", None)
     if case.inputs != "constant" or reduction is None:
         return tolerance
-    return max(tolerance, reduction(case.params, case.direction) * UNIT_ROUNDOFF["float32"])
+    from cudabench.spec.registry import spec_call
+
+    return max(tolerance, spec_call(family, "reduction", reduction, case.params, case.direction) * UNIT_ROUNDOFF["float32"])
 
 
 def rounding_allowance(family: Any, case: Any, inputs: dict[str, Any], grad_out: Any, reference: dict) -> float:

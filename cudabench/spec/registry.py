@@ -180,6 +180,18 @@ def where_raised(exc: BaseException, spec_file: Path) -> str:
     return f"{spec_file}:{lines[-1]}" if lines else str(spec_file)
 
 
+def spec_call(family: Family, name: str, function: Callable, *args: object) -> object:
+    """`function(*args)`, a function of the family's spec.py (its `work`, `reduction`, ...): what it raises
+    becomes one paragraph naming the function and the line, not a bare "KeyError: 'T'" from the worker."""
+    try:
+        return function(*args)
+    except Exception as exc:  # noqa: BLE001 - the spec's own bug, whatever it is
+        raise ConfigError(f"{where_raised(exc, family.folder / 'spec.py')}: the family {family.name}'s `{name}` "
+                          f"raised {type(exc).__name__}: {printable(exc)}",
+                          "It is called with the case's parameters (a dict of the shape's names) and its "
+                          "direction.") from None
+
+
 def discover(extra_dirs: Iterable[Path] = ()) -> Registry:
     """All families in the built-in kernels/ folder plus any extra kernel directories."""
     families: list[Family] = []
