@@ -806,4 +806,4 @@ def test_a_spec_function_that_raises_is_named_with_its_line(tmp_path):
     with pytest.raises(ConfigError) as info:
         judge_one(registry, "torch", role="baseline", fuzz=0, judge=make_judge(registry))
     message = info.value.message
-    assert f"spec.py:{line}" in message and "`work` raised KeyError: 'T'" in message, message
+    assert f"spec.py:{line}" in message and "`work` (family hostile) raised KeyError: 'T'" in message, message

@@ -105,27 +105,17 @@ def test_a_process_setting_is_named_and_reset(setting):
 
 
 def test_a_setting_the_process_may_not_put_back_is_lasting():
-    """An unprivileged process cannot lower its niceness again: a subject that raised it leaves it for good
-    (here, as root, the write is made to fail as it would for an ordinary user)."""
+    """An ordinary user cannot lower a niceness a subject raised: the write fails and the setting is lasting
+    (the reader and writer stand in for the process's, which this test leaves alone)."""
     guard = StateGuard(cuda=False)
-    read, write = guard.settings["niceness"]
-    before = read()
+    nice = [guard.pristine["niceness"] + 5]
 
     def unprivileged(value):
-        if value < read():
-            raise PermissionError(1, "Operation not permitted")
-        write(value)
+        raise PermissionError(1, "Operation not permitted")
 
-    guard.settings["niceness"] = (read, unprivileged)
-    os.setpriority(os.PRIO_PROCESS, 0, before + 1)
-    try:
-        left = guard.restore()
-        assert left.lasting == ("niceness",) and left
-    finally:
-        try:
-            write(before)
-        except PermissionError:
-            pass
+    guard.settings["niceness"] = (lambda: nice[0], unprivileged)
+    left = guard.restore()
+    assert left.lasting == ("niceness",) and left
 
 
 class Link:
@@ -169,7 +159,7 @@ def test_a_finish_that_leaves_a_finalizer_chain_is_unhealthy(runner):
     try:
         left = runner.finish()
         assert left["healthy"] is False and left["lasting"] == ["garbage whose finalizers keep making more"]
-        assert not runner.settled
+        assert not runner.upkeep.settled
     finally:
         Forever.__del__ = lambda self: None
         gc.collect()
@@ -189,25 +179,159 @@ def test_a_hook_run_by_the_finish_collection_is_seen_by_its_restore(runner):
     try:
         left = runner.finish()
         assert "gc.callbacks" in left["patched"] and left["healthy"] is True
-        assert _burn not in gc.callbacks and not runner.settled
+        assert _burn not in gc.callbacks and not runner.upkeep.settled
     finally:
         while _burn in gc.callbacks:
             gc.callbacks.remove(_burn)
 
 
-def test_an_open_after_a_clean_finish_does_not_collect_or_restore_again(runner, monkeypatch):
-    restores = []
-    real = runner.guard.restore
-    monkeypatch.setattr(runner.guard, "restore", lambda: restores.append(1) or real())
-    left = runner.finish()
-    assert left["healthy"] is True and runner.settled and restores == [1], left
-    runner.open("hostile", _case(), "torch", "baseline", _settings(), [])
-    assert restores == [1] and not runner.settled  # nothing ran since the finish's own
-    runner.finish()
-    assert runner.settled
-    runner.build("hostile", None)  # loading an extension runs its code: the next open restores again
-    runner.open("hostile", _case(), "torch", "baseline", _settings(), [])
-    assert restores == [1, 1, 1]
+class Guard:
+    def __init__(self, found=()):
+        self.found = list(found)  # what each restore finds, in turn (an exception: raised)
+
+    def restore(self):
+        from cudabench.measure.state import Leftover
+
+        found = self.found.pop(0) if self.found else ()
+        if isinstance(found, Exception):
+            raise found
+        return Leftover(tuple(found), ())
+
+
+class Threads:
+    def __init__(self, running=lambda: []):
+        self.running = running
+
+    def alive(self):
+        return []
+
+
+def upkeep_on_gpu(monkeypatch, guard, threads=None):
+    """An upkeep as a GPU subject process has it, its release and collections stood in for; `guard` made
+    after the stand-ins (a real state guard undoes a later patch of a cudabench function)."""
+    from cudabench.measure import upkeep
+
+    released = []
+    monkeypatch.setattr(upkeep, "release_cached", lambda collect, ipc: released.append(collect))
+    monkeypatch.setattr(upkeep, "settle_garbage", lambda: True)
+    return upkeep.Upkeep(guard(), threads or Threads(), "cuda"), released
+
+
+def test_an_open_always_restores_and_collects_unless_a_clean_finish_came_last(monkeypatch):
+    """Code can run between a finish and the next open (a hello's spec.py, a callback on the old registry):
+    the open restores every time, and skips its full collection only where the finish left nothing and its
+    own restore found nothing."""
+    guard = Guard()
+    upkeep, released = upkeep_on_gpu(monkeypatch, lambda: guard)
+    upkeep.before_open()
+    assert released == [True]  # no finish yet
+    assert upkeep.after_subject([], [])["healthy"] and upkeep.settled
+    upkeep.before_open()
+    assert released[-1] is False and not upkeep.settled
+    upkeep.after_subject([], [])
+    guard.found = [("torch.Tensor.__rmul__",)]  # patched by code that ran after the finish
+    upkeep.before_open()
+    assert released[-1] is True
+    upkeep.after_subject(["sys.settrace"], [])  # a finish that found something: the next open collects
+    assert not upkeep.settled
+    upkeep.before_open()
+    assert released[-1] is True
+
+
+def test_a_restore_that_fails_ends_the_subject_process(monkeypatch):
+    """A subject that breaks what the guard reads (os.getpriority = None) must not leave every later
+    subject failing in a process that is kept."""
+    upkeep, _ = upkeep_on_gpu(monkeypatch, lambda: Guard([TypeError("'NoneType' object is not callable")]))
+    left = upkeep.after_subject([], [])
+    assert left["healthy"] is False and left["lasting"] == ["a state the guard could not restore (TypeError)"]
+    with pytest.raises(RuntimeError, match="could not be restored"):
+        upkeep.before_open()
+
+
+def test_the_subjects_threads_are_read_before_the_restore(monkeypatch):
+    """Reading a thread runs the subject's code (a Thread subclass's is_alive): the restore after it sees
+    what that did, as the subject's."""
+    import torch
+
+    from cudabench.measure.state import StateGuard
+
+    before = torch.Tensor.__rmul__
+
+    def sneaky():
+        torch.Tensor.__rmul__ = lambda *a: 0
+        return []
+
+    upkeep, _ = upkeep_on_gpu(monkeypatch, lambda: StateGuard(cuda=False), Threads(sneaky))
+    try:
+        left = upkeep.after_subject([], [])
+        assert "torch.Tensor.__rmul__" in left["patched"] and not upkeep.settled
+        assert torch.Tensor.__rmul__ is before
+    finally:
+        torch.Tensor.__rmul__ = before
+
+
+def test_a_hello_for_the_next_run_clears_the_clean_finish():
+    from cudabench.engine.subject_worker import SubjectHandler
+
+    handler = SubjectHandler("cpu")
+    assert handler.handle({"op": "hello", "kernels_dirs": []})["type"] == "ready"
+    handler.runner.upkeep.settled = True
+    assert handler.handle({"op": "hello", "kernels_dirs": []})["type"] == "ready"
+    assert handler.runner.upkeep.settled is False
+
+
+class Agreeable:
+    """Equal to anything: a comparison by == would take it for what it replaced."""
+
+    def __eq__(self, other):
+        return True
+
+    __hash__ = object.__hash__
+
+    def find_spec(self, *args, **kwargs):
+        _burn()
+        return None
+
+
+def test_hooks_are_compared_by_identity_not_by_their_own_eq():
+    guard = StateGuard(cuda=False)
+    first = sys.meta_path[0]
+    sys.meta_path[0] = Agreeable()
+    try:
+        assert "sys.meta_path" in guard.restore().patched
+        assert sys.meta_path[0] is first
+    finally:
+        if isinstance(sys.meta_path[0], Agreeable):
+            sys.meta_path[0] = first
+
+
+def test_a_gc_callback_hidden_by_rebinding_the_list_is_found_and_removed():
+    """The collector keeps its own list: `gc.callbacks = []` after appending leaves the callback running."""
+    guard = StateGuard(cuda=False)
+    gc.callbacks.append(_burn)
+    gc.callbacks = []
+    try:
+        assert "gc.callbacks" in guard.restore().patched
+        assert _burn not in process_hooks.CALLBACKS and gc.callbacks is process_hooks.CALLBACKS
+    finally:
+        gc.callbacks = process_hooks.CALLBACKS
+        while _burn in process_hooks.CALLBACKS:
+            process_hooks.CALLBACKS.remove(_burn)
+
+
+def test_a_finder_a_library_appends_at_its_first_import_is_kept_and_noted():
+    """six and importlib_metadata append a finder when first imported: an honest subject that imports one
+    is not INVALID, and later subjects can still import what it finds."""
+    guard = StateGuard(cuda=False)
+    finder = Finder()
+    sys.meta_path.append(finder)
+    try:
+        left = guard.restore()
+        assert not left.patched and sys.meta_path[-1] is finder
+        assert "sys.meta_path: 1 entries appended" in left.changed
+        assert not guard.restore()
+    finally:
+        sys.meta_path.remove(finder)
 
 
 @pytest.fixture
@@ -218,8 +342,8 @@ def runner(monkeypatch):
     # before the runner: its state guard undoes a later patch of a cudabench function
     monkeypatch.setattr(cudabench.measure.blind, "build", lambda family, arch: Built())
     r = BlindRunner(discover([HOSTILE]), "cpu")
-    r.collects = True  # a subject process's full collections, in this test's process
-    r.guard.objects.accept(r, "collects")  # set by the harness: no subject's patch
+    r.upkeep.collects = True  # a subject process's full collections, in this test's process
+    r.guard.objects.accept(r.upkeep, "collects")  # set by the harness: no subject's patch
     return r
 
 

@@ -76,7 +76,7 @@ class SubjectHandler:
     def _healthy(self) -> bool:
         from cudabench.engine.worker import healthy
 
-        return healthy(self.device)
+        return healthy(self.device) and not (self.runner is not None and self.runner.upkeep.broken)
 
     def _hello(self, request: dict[str, Any]) -> dict[str, Any]:
         import torch
@@ -92,6 +92,7 @@ class SubjectHandler:
         if self.runner is not None:  # a warm worker's next run: the same runner, its state guard
             self.runner.registry = registry  # snapshot of the pristine process kept, reads the folders again
             self.runner.guard.objects.accept(self.runner, "registry")
+            self.runner.upkeep.settled = False  # spec.py ran, and the old registry's callbacks: collect at open
             return {"type": "ready", "pid": os.getpid()}
         if self.device == "cuda":
             from cudabench.engine.preload import warm_gpu

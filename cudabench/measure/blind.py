@@ -28,7 +28,6 @@ What it reports is what this process saw; the judge decides what it means."""
 from __future__ import annotations
 
 import contextlib
-import sys
 import time
 from typing import Any, Callable, Optional
 
@@ -39,13 +38,14 @@ from cudabench.measure.clocks import ClockMonitor, L2Flusher, cold_hook, l2_byte
 from cudabench.measure.cupti_pass import cupti_pass
 from cudabench.measure.lanes import footprint, room, shared_lanes
 from cudabench.measure.loop import measure
-from cudabench.measure.memory import allocated_bytes, peak_memory, release_cached
+from cudabench.measure.memory import allocated_bytes, peak_memory
 from cudabench.measure.opened import Opened
 from cudabench.measure.poison import poison
-from cudabench.measure.process_hooks import settle_garbage
+from cudabench.measure.process_hooks import cleared_trace
 from cudabench.measure.settings import Settings
 from cudabench.measure.subject import case_inputs
 from cudabench.measure.stream_order import order_probe
+from cudabench.measure.upkeep import Upkeep
 from cudabench.measure.timers import CuptiRound, make_timer
 from cudabench.measure.transport import share, share_outputs
 from cudabench.results.exporters.json_document import measurement_to_dict
@@ -90,9 +90,9 @@ class BlindRunner:
         self.guard = StateGuard(cuda=device == "cuda")
         # what a subject leaves in its place is compared; these change from one subject to the next
         # (the registry and the flusher are set by the harness only, which says so: see accept)
-        self.collects = device == "cuda"  # full collections at finish (a test's own process: too slow)
-        self.settled = False  # the last finish left nothing behind, and no request ran since
-        self.guard.objects.watch(self, changing=("subject", "_held_from", "settled"))
+        self.upkeep = Upkeep(self.guard, self.threads, device)  # between subjects
+        self.guard.objects.watch(self, changing=("subject", "_held_from"))
+        self.guard.objects.watch(self.upkeep, changing=("settled", "broken"))
         build_module.on_load(self.guard.objects.watch_loaded)  # each extension as it is made
 
     # ---- helpers ---------------------------------------------------------------------------------
@@ -126,7 +126,7 @@ class BlindRunner:
     # ---- requests ----------------------------------------------------------------------------------
 
     def build(self, family_name: str, arch: Optional[str]) -> dict:
-        self.settled = False  # loading an extension runs its code
+        self.upkeep.settled = False  # loading an extension runs its code
         family = self.registry.family(family_name)
         built = build(family, arch)
         return {"seconds": built.seconds, "cache_hit": built.cache_hit, "arch": built.arch,
@@ -137,16 +137,7 @@ class BlindRunner:
         """Bind the op, make the inputs from the seed and share them. Raises CudabenchError when the
         subject cannot run here (the judge records it as skipped)."""
         self.close()
-        if self.settled:  # a finish left no garbage and the state pristine, and nothing ran since
-            self.settled = False
-            if self.device == "cuda":
-                release_cached(collect=False, ipc=True)
-        else:
-            self.guard.restore()  # pristine, whatever an earlier subject that never finished left
-            if self.device == "cuda":
-                # blocks of the last subject the judge mapped are freed only once collected: counted in
-                # the baseline, they would later be subtracted from this subject's peak
-                release_cached()
+        self.upkeep.before_open()
         family = self.registry.family(family_name)
         self.threads.open(str(family.folder.resolve()) + "/")
         if role == "baseline":
@@ -308,26 +299,12 @@ class BlindRunner:
         return {"outputs": share_outputs(s.last), "hold": held, "issued": issued}
 
     def finish(self) -> dict:
-        """Drop the subject and collect its garbage until none is left, so that its finalizers run now and
-        not in the next subject's calls; then restore the process state and report what the subject left
-        behind. What cannot be undone here (finalizers that keep making garbage, a hook or setting that
-        cannot be put back) makes the reply unhealthy: the judge replaces this process."""
-        hooks = [n for n, f in (("sys.settrace", sys.gettrace()), ("sys.setprofile", sys.getprofile())) if f is not None]
-        sys.settrace(None)  # first: a trace function can make the harness's frames jump
-        sys.setprofile(None)
-        opened = self.subject is not None
-        pool = self.threads.alive() if opened else []  # before the subject goes: a pool it holds ends with it
+        """Drop the subject; report what it left behind (cudabench.measure.upkeep). A reply that is not
+        healthy tells the judge to replace this process."""
+        traced = cleared_trace()  # first: a trace function can make the harness's frames jump
+        pool = self.threads.alive() if self.subject is not None else None  # a pool it holds ends with it
         self.close()  # the subject's outputs and a graph's pool go with it, before the collection
-        # a collection: under graph timing the timer's lanes close over the subject (a review of ff3e145)
-        settled = settle_garbage() if self.collects else True
-        leftover = self.guard.restore()
-        threads = pool + [t for t in self.threads.running() if t not in pool] if opened else []
-        lasting = list(leftover.lasting) + ([] if settled else ["garbage whose finalizers keep making more"])
-        if self.device == "cuda":
-            release_cached(collect=False, ipc=True)  # a warm process between runs holds no subject's peak
-        self.settled = self.collects and settled and not (leftover or hooks or threads)  # see open
-        return {"patched": list(leftover.patched) + hooks, "changed": list(leftover.changed), "threads": threads,
-                "lasting": lasting, "healthy": not lasting}
+        return self.upkeep.after_subject(traced, pool)
 
     def close(self) -> None:
         if self.subject is not None and self.subject.round is not None:

@@ -17,6 +17,7 @@ as lasting: the subject process is replaced before the next subject."""
 
 from __future__ import annotations
 
+import _signal
 import gc
 import os
 import resource
@@ -29,6 +30,19 @@ TIMERS = {"real": signal.ITIMER_REAL, "virtual": signal.ITIMER_VIRTUAL, "prof": 
 SIGNALS = sorted(set(signal.valid_signals()) - {signal.SIGKILL, signal.SIGSTOP}, key=int)
 LIMITS = {name: getattr(resource, name) for name in dir(resource) if name.startswith("RLIMIT_")}
 SETTLE_ROUNDS = 4  # full collections at most until one finds nothing; more: finalizers that keep making garbage
+CALLBACKS = gc.callbacks  # the collector's own list: rebinding the module's name leaves this one in use
+APPENDABLE = ("sys.meta_path", "sys.path_hooks")  # a library's first import may add its finder at the end
+
+
+def same(a: Any, b: Any) -> bool:
+    """`a` and `b` the same object, or equal plain values, element by element: never a subject's own `__eq__`."""
+    if a is b:
+        return True
+    if type(a) is not type(b):
+        return False
+    if type(a) in (int, float, bool, str, frozenset):
+        return a == b
+    return type(a) is tuple and len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
 
 
 def _signal_name(sig: int) -> str:
@@ -46,26 +60,32 @@ class ProcessHooks:
 
     @staticmethod
     def read() -> dict[str, Any]:
-        found: dict[str, Any] = {f"the {_signal_name(s)} handler": signal.getsignal(s) for s in SIGNALS}
+        # the raw handler: signal.getsignal looks it up in an enum, which calls the handler's own __eq__
+        found: dict[str, Any] = {f"the {_signal_name(s)} handler": _signal.getsignal(s) for s in SIGNALS}
         found.update({f"the {name} interval timer": signal.getitimer(which) != (0.0, 0.0)
                       for name, which in TIMERS.items()})
-        found["gc.callbacks"] = tuple(gc.callbacks)
+        found["gc.callbacks"] = (gc.callbacks is CALLBACKS, *CALLBACKS)
         found["sys.meta_path"] = tuple(sys.meta_path)
         found["sys.path_hooks"] = tuple(sys.path_hooks)
         found["threading.settrace"] = threading.gettrace()
         found["threading.setprofile"] = threading.getprofile()
         monitoring = getattr(sys, "monitoring", None)
-        if monitoring is not None:
-            found["sys.monitoring tools"] = tuple(monitoring.get_tool(i) for i in range(6))
+        if monitoring is not None:  # a freed tool id keeps its events and callbacks: both are read
+            found["sys.monitoring tools"] = tuple((monitoring.get_tool(i), monitoring.get_events(i)) for i in range(6))
         found["sys.addaudithook"] = len(_REFUSED)
         return found
 
-    def restore(self) -> tuple[list[str], list[str]]:
-        """(what differed and was put back, what differed and could not be)."""
-        now, restored, lasting = self.read(), [], []
+    def restore(self) -> tuple[list[str], list[str], list[str]]:
+        """(what differed and was put back, what differed and could not be, finders a library appended:
+        kept, and noted)."""
+        now, restored, lasting, appended = self.read(), [], [], []
         for name, before in self.pristine.items():
             after = now.get(name)
-            if after is before or after == before:
+            if same(after, before):
+                continue
+            if name in APPENDABLE and same(after[:len(before)], before):
+                appended.append(f"{name}: {len(after) - len(before)} entries appended")
+                self.pristine[name] = after  # a library's own (six, importlib_metadata): taken as it is
                 continue
             try:
                 _put_back(name, before)
@@ -73,9 +93,9 @@ class ProcessHooks:
                 lasting.append(name)
                 continue
             (lasting if name in LASTING else restored).append(name)
-        if self.pristine.get("sys.addaudithook") != now.get("sys.addaudithook"):
+        if now.get("sys.addaudithook") != self.pristine.get("sys.addaudithook"):
             self.pristine["sys.addaudithook"] = now["sys.addaudithook"]  # refused: named once
-        return restored, lasting
+        return restored, lasting, appended
 
 
 LASTING = {"sys.monitoring tools"}  # named, not put back: its events and callbacks cannot all be read
@@ -93,7 +113,8 @@ def _put_back(name: str, value: Any) -> None:
             raise ValueError(name)
         signal.setitimer(which, 0.0)
     elif name == "gc.callbacks":
-        gc.callbacks[:] = list(value)
+        CALLBACKS[:] = list(value[1:])
+        gc.callbacks = CALLBACKS
     elif name == "sys.meta_path":
         sys.meta_path[:] = list(value)
     elif name == "sys.path_hooks":
@@ -103,6 +124,14 @@ def _put_back(name: str, value: Any) -> None:
         threading.settrace(value)
     elif name == "threading.setprofile":
         threading.setprofile(value)
+
+
+def cleared_trace() -> list[str]:
+    """This thread's trace and profile functions, removed; the names of those that were set."""
+    found = [n for n, f in (("sys.settrace", sys.gettrace()), ("sys.setprofile", sys.getprofile())) if f is not None]
+    sys.settrace(None)
+    sys.setprofile(None)
+    return found
 
 
 # ---- audit hooks: none may be added in a subject process ---------------------------------------------

@@ -275,9 +275,8 @@ class StateGuard:
                                                for owner, attr, original in self.functions.values())
         patched = [] if same else self._walk()
         patched += self.objects.restore()
-        hooks, lasting = self.hooks.restore()
+        hooks, lasting, changed = self.hooks.restore()
         patched += hooks
-        changed = []
         for name, (read, write) in self.settings.items():
             now = read()
             if now != self.pristine[name]:

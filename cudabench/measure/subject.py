@@ -191,18 +191,18 @@ def own_work(family: Family, case: Case, result: Result) -> tuple[float, float]:
     except KeyError:  # recorded under another name (--record-as)
         return result.flops, result.bytes
     if subject.work is not None:
-        return work_of(subject.work, case, family)
+        return work_of(subject.work, case, family, f"{subject.name}'s work")
     return result.flops, result.bytes
 
 
-def work_of(work: Any, case: Case, family: Any) -> tuple[float, float]:
+def work_of(work: Any, case: Case, family: Any, name: str = "work") -> tuple[float, float]:
     """(flops, bytes) of one call from a spec's count (the family's `work`, or a subject's own), which
     counts float32 elements (4 bytes): bytes scale with the case's element size."""
     from cudabench.spec.registry import spec_call
 
     if work is None:
         return 0.0, 0.0
-    flops, nbytes = spec_call(family, "work", work, case.params, case.direction)
+    flops, nbytes = spec_call(family, name, work, case.params, case.direction)
     return flops, nbytes * ELEMENT_BYTES[case.dtype] / 4
 
 

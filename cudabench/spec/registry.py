@@ -186,7 +186,7 @@ def spec_call(family: Family, name: str, function: Callable, *args: object) -> o
     try:
         return function(*args)
     except Exception as exc:  # noqa: BLE001 - the spec's own bug, whatever it is
-        raise ConfigError(f"{where_raised(exc, family.folder / 'spec.py')}: the family {family.name}'s `{name}` "
+        raise ConfigError(f"{where_raised(exc, family.folder / 'spec.py')}: `{name}` (family {family.name}) "
                           f"raised {type(exc).__name__}: {printable(exc)}",
                           "It is called with the case's parameters (a dict of the shape's names) and its "
                           "direction.") from None

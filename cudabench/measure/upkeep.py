@@ -1,0 +1,55 @@
+"""The subject process's upkeep between two subjects (cudabench.measure.blind): before a subject opens, the
+process state put back to what it was, whatever came before; after a subject, its garbage collected until
+none is left (its finalizers run then, not in the next subject's calls), its threads read, the state
+restored and compared (so whatever its code did until then is seen as its own) and what it left reported,
+with whether this process may serve another subject (cudabench.measure.process_hooks says what "lasting" is)."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from cudabench.measure.memory import release_cached
+from cudabench.measure.process_hooks import settle_garbage
+
+
+class Upkeep:
+    def __init__(self, guard: Any, threads: Any, device: str) -> None:
+        self.guard, self.threads, self.device = guard, threads, device
+        self.collects = device == "cuda"  # full collections after a subject (a test's own process: too slow)
+        self.settled = False  # the last subject left nothing behind (cleared by any request that runs code)
+        self.broken = False   # a restore failed: the process must go
+
+    def before_open(self) -> None:
+        """Restore whatever came before (an earlier subject that never finished, or code run since: a hello's
+        spec.py, a callback); collect the garbage too, unless a clean finish came last and the restore found
+        nothing. Raises when the state cannot be restored."""
+        clean = not self._restored() and self.settled
+        self.settled = False
+        if self.broken:
+            raise RuntimeError("the subject process's state could not be restored; a new one is needed")
+        if self.device == "cuda":  # the last subject's blocks the judge mapped are freed only once collected:
+            release_cached(collect=not clean, ipc=True)  # in the baseline, they would come off this one's peak
+
+    def after_subject(self, traced: list[str], pool: Optional[list[str]]) -> dict:
+        """What the subject left, once it is dropped: `traced`, the trace hooks already cleared; `pool`, its
+        threads alive while it was open (None: no subject was open)."""
+        # a collection: under graph timing the timer's lanes close over the subject (a review of ff3e145)
+        settled = settle_garbage() if self.collects else True
+        threads = [] if pool is None else pool + [t for t in self.threads.running() if t not in pool]
+        leftover = self._restored()
+        lasting = list(leftover.lasting) + ([] if settled else ["garbage whose finalizers keep making more"])
+        if self.device == "cuda":
+            release_cached(collect=False, ipc=True)  # a warm process between runs holds no subject's peak
+        self.settled = self.collects and settled and not (leftover or traced or threads)
+        return {"patched": traced + list(leftover.patched), "changed": list(leftover.changed), "threads": threads,
+                "lasting": lasting, "healthy": not lasting and not self.broken}
+
+    def _restored(self) -> Any:
+        """The guard's restore; one that fails leaves a process that cannot be proven clean (`broken`)."""
+        from cudabench.measure.state import Leftover
+
+        try:
+            return self.guard.restore()
+        except Exception as exc:  # noqa: BLE001 - a process the guard cannot restore is not used again
+            self.broken = True
+            return Leftover((), (), (f"a state the guard could not restore ({type(exc).__name__})",))
