@@ -355,3 +355,29 @@ def _case():
 def _settings():
     from cudabench.measure.settings import Settings
     return Settings(rule={"kind": "repeat", "count": 3})
+
+
+AUDIT = """
+import sys
+from cudabench.measure import process_hooks
+process_hooks.refuse_audit_hooks()
+hooks = process_hooks.ProcessHooks()
+seen = []
+sys.addaudithook(lambda event, args: seen.append(event))  # refused in silence: Python drops the new hook
+sys.audit("cudabench.test")
+print("ran" if seen else "refused")
+restored, lasting, _ = hooks.restore()
+print("named" if "sys.addaudithook" in restored else "unnamed")
+print("once" if not hooks.restore()[0] else "again")
+"""
+
+
+def test_no_audit_hook_can_be_added_in_a_subject_process():
+    """An audit hook runs on every audited event and can never be removed: the subject process refuses any
+    hook a subject adds (Python drops it without a word), and the guard names the attempt once (in a process of its own: a refusing hook
+    cannot be taken out of this one either)."""
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-c", AUDIT], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split("\n")[:3] == ["refused", "named", "once"], out.stdout
