@@ -53,7 +53,8 @@ def _signal_name(sig: int) -> str:
 
 
 class ProcessHooks:
-    """The hooks as the harness left them (`snapshot` at the subject process's start), and `restore`."""
+    """The hooks as the harness left them (read when the state guard is made, at the subject process's start),
+    and `restore`."""
 
     def __init__(self) -> None:
         self.pristine = self.read()
