@@ -248,6 +248,20 @@ def test_patching_the_harness_timers_is_seen_and_undone(registry):
     assert r.status == "INVALID" and "cudabench.measure.timers.SyncTimer.samples" in failed(r)["process-state"]
 
 
+def test_swapping_the_code_of_the_harness_timers_in_place_is_seen_and_undone(registry):
+    """The function objects stay where they were, so a comparison of names by identity sees nothing; what
+    they run is fake (0 s per call) for this subject and every later one in the process."""
+    from cudabench.measure import timers
+
+    code = timers.EventTimer.samples.__code__
+    r = judge_one(registry, "hostile-swap-code", fuzz=0)
+    assert timers.EventTimer.samples.__code__ is code  # restored for the next subject
+    assert r.status == "INVALID"
+    assert "cudabench.measure.timers.EventTimer.samples.__code__" in failed(r)["process-state"]
+    honest = judge_one(registry, "hostile-honest", fuzz=0)
+    assert honest.status == "ok", failed(honest)
+
+
 def test_replacing_the_request_handler_on_the_object_itself_is_seen_and_undone(registry):
     """The handler outlives the subject: its halved replies would reach every later subject's figures."""
     judge = make_judge(registry)

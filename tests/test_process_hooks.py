@@ -381,3 +381,129 @@ def test_no_audit_hook_can_be_added_in_a_subject_process():
     out = subprocess.run([sys.executable, "-c", AUDIT], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split("\n")[:3] == ["refused", "named", "once"], out.stdout
+
+
+def test_replacing_what_the_guard_reads_with_does_not_blind_it():
+    """A subject that hides its interval timer and its pinned CPUs behind the readers' public names: the
+    guard reads through its own copies, bound when the harness loaded (process_hooks)."""
+    guard = StateGuard(cuda=False)
+    getitimer, getaffinity = signal.getitimer, os.sched_getaffinity
+    cpus = sorted(os.sched_getaffinity(0))
+    try:
+        signal.setitimer(signal.ITIMER_PROF, 0.5, 0.5)
+        signal.getitimer = lambda which: (0.0, 0.0)
+        os.sched_getaffinity = lambda pid: set(cpus)
+        if len(cpus) > 1:
+            os.sched_setaffinity(0, cpus[:1])
+        left = guard.restore()
+        assert "the prof interval timer" in left.patched
+        assert len(cpus) == 1 or any(c.startswith("CPU affinity:") for c in left.changed), left
+        assert getitimer(signal.ITIMER_PROF) == (0.0, 0.0) and sorted(getaffinity(0)) == cpus
+    finally:
+        signal.getitimer, os.sched_getaffinity = getitimer, getaffinity
+        signal.setitimer(signal.ITIMER_PROF, 0.0)
+        os.sched_setaffinity(0, cpus)
+
+
+def test_a_harness_modules_private_value_replaced_is_put_back_and_named():
+    """Not only its functions, classes and public constants: a cache or a reader bound at import is as much
+    the harness (here the reader of interval timers, and the driver the persisting-L2 checks go through)."""
+    from cudabench.measure import persisting_l2
+
+    guard = StateGuard(cuda=False)
+    reader, drivers = process_hooks._GETITIMER, persisting_l2._DRIVER
+    try:
+        process_hooks._GETITIMER = lambda which: (0.0, 0.0)
+        persisting_l2._DRIVER = [object()]
+        patched = set(guard.restore().patched)
+        assert {"cudabench.measure.process_hooks._GETITIMER", "cudabench.measure.persisting_l2._DRIVER"} <= patched
+        assert process_hooks._GETITIMER is reader and persisting_l2._DRIVER is drivers
+        assert not guard.restore()
+    finally:
+        process_hooks._GETITIMER, persisting_l2._DRIVER = reader, drivers
+
+
+def _timer_create(signo):
+    """A POSIX timer of this process (timer_create, as an extension would make one), armed every 0.5 s."""
+    import ctypes
+
+    class SigEvent(ctypes.Structure):
+        _fields_ = [("value", ctypes.c_void_p), ("signo", ctypes.c_int), ("notify", ctypes.c_int),
+                    ("pad", ctypes.c_byte * 48)]
+
+    class ITimerSpec(ctypes.Structure):
+        _fields_ = [("interval", ctypes.c_long * 2), ("value", ctypes.c_long * 2)]
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    timer, event = ctypes.c_void_p(), SigEvent(signo=signo, notify=0)  # SIGEV_SIGNAL
+    assert libc.timer_create(1, ctypes.byref(event), ctypes.byref(timer)) == 0  # CLOCK_MONOTONIC
+    spec = ITimerSpec((0, 500_000_000), (0, 500_000_000))
+    assert libc.timer_settime(timer, 0, ctypes.byref(spec), None) == 0
+
+
+@pytest.mark.skipif(process_hooks.os_signals.actions([signal.SIGUSR2]) is None, reason="no sigaction through ctypes")
+def test_signal_actions_set_outside_python_are_given_back_as_the_kernel_held_them():
+    """A handler installed from C (faulthandler.register, as an extension's sigaction or LLVM's crash handlers
+    would) and a blocked signal: Python's signal.getsignal shows neither. Each signal's whole action goes back
+    (a C handler too), and the mask; noted, not INVALID (a first Triton compile installs LLVM's)."""
+    import faulthandler
+
+    guard = StateGuard(cuda=False)
+    signals = process_hooks.SIGNALS
+    before = process_hooks.os_signals.actions(signals), process_hooks.os_signals.blocked()
+    try:
+        faulthandler.register(signal.SIGUSR2)
+        signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGWINCH])
+        assert signal.getsignal(signal.SIGUSR2) is signal.SIG_DFL  # Python's view: unchanged
+        left = guard.restore()
+        assert any(c.startswith("the SIGUSR2 action") for c in left.changed), left
+        assert "the blocked signals" in left.changed and not left.patched and not left.lasting
+        assert (process_hooks.os_signals.actions(signals), process_hooks.os_signals.blocked()) == before
+        assert not guard.restore()
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGWINCH])
+        signal.signal(signal.SIGUSR2, signal.SIG_DFL)
+
+
+def test_a_c_handler_replaced_by_another_c_handler_is_given_back():
+    """Caught before and caught after, and Python's view unchanged: only the handler's address tells them
+    apart. The first is faulthandler's (set from C before the snapshot), the second a C function of the
+    subject's (a ctypes callback through libc's signal())."""
+    import ctypes
+    import faulthandler
+
+    if process_hooks.os_signals.actions([signal.SIGUSR1]) is None:
+        pytest.skip("no sigaction through ctypes")
+    faulthandler.register(signal.SIGUSR1)
+    handler = ctypes.CFUNCTYPE(None, ctypes.c_int)(lambda sig: None)
+    libc = ctypes.CDLL(None)
+    libc.signal.restype = ctypes.c_void_p
+    try:
+        guard = StateGuard(cuda=False)
+        before = process_hooks.os_signals.actions([signal.SIGUSR1])
+        libc.signal(signal.SIGUSR1, handler)
+        assert process_hooks.os_signals.actions([signal.SIGUSR1]) != before
+        left = guard.restore()
+        assert any(c.startswith("the SIGUSR1 action") for c in left.changed), left
+        assert process_hooks.os_signals.actions([signal.SIGUSR1]) == before
+    finally:
+        faulthandler.unregister(signal.SIGUSR1)
+        signal.signal(signal.SIGUSR1, signal.SIG_DFL)
+
+
+@pytest.mark.skipif(process_hooks.os_signals.timers() is None or process_hooks.os_signals.TIMER_DELETE is None,
+                    reason="no /proc/self/timers, or a machine whose timer_delete syscall is not known here")
+def test_a_posix_timer_left_behind_is_deleted_and_named():
+    """A POSIX timer fires whatever Python's interval timers say (and with SIGEV_THREAD runs C code on a
+    thread of its own); its signal here is one whose handler Python would report, so the timer alone is asked."""
+    before = process_hooks.os_signals.timers()
+    previous = signal.signal(signal.SIGUSR1, signal.SIG_IGN)  # the timer's expiries harmless until it is gone
+    guard = StateGuard(cuda=False)
+    try:
+        _timer_create(signal.SIGUSR1)
+        assert process_hooks.os_signals.timers() != before
+        left = guard.restore()
+        assert [p for p in left.patched if p.startswith("POSIX timer ")] and not left.lasting, left
+        assert process_hooks.os_signals.timers() == before
+    finally:
+        signal.signal(signal.SIGUSR1, previous)

@@ -26,6 +26,26 @@ import sys
 import threading
 from typing import Any, Callable
 
+from cudabench.measure import os_signals
+
+# What the guard reads and writes with, bound when this module loads: a subject that replaces
+# `signal.getitimer` or `os.sched_getaffinity` in its own process must not blind the guard. These names are
+# the harness's own, which the state guard watches like any other (a replaced one is put back first).
+_GETSIGNAL, _SETSIGNAL, _GETITIMER, _SETITIMER = _signal.getsignal, signal.signal, signal.getitimer, signal.setitimer
+_GETTRACE, _GETPROFILE = threading.gettrace, threading.getprofile
+_SETTRACE, _SETPROFILE = threading.settrace, threading.setprofile
+_SYS_GETTRACE, _SYS_GETPROFILE, _SYS_SETTRACE, _SYS_SETPROFILE = sys.gettrace, sys.getprofile, sys.settrace, sys.setprofile
+_MONITORING = getattr(sys, "monitoring", None)
+_GET_TOOL, _GET_EVENTS = (_MONITORING.get_tool, _MONITORING.get_events) if _MONITORING else (None, None)
+_SWITCH = (sys.getswitchinterval, sys.setswitchinterval)
+_RECURSION = (sys.getrecursionlimit, sys.setrecursionlimit)
+_AFFINITY = (getattr(os, "sched_getaffinity", None), getattr(os, "sched_setaffinity", None))
+_PRIORITY = (getattr(os, "getpriority", None), getattr(os, "setpriority", None))
+_SCHEDULER = (getattr(os, "sched_getscheduler", None), getattr(os, "sched_setscheduler", None),
+              getattr(os, "sched_param", None))
+_RLIMIT = (resource.getrlimit, resource.setrlimit)
+_PRIO_PROCESS = getattr(os, "PRIO_PROCESS", 0)
+
 TIMERS = {"real": signal.ITIMER_REAL, "virtual": signal.ITIMER_VIRTUAL, "prof": signal.ITIMER_PROF}
 SIGNALS = sorted(set(signal.valid_signals()) - {signal.SIGKILL, signal.SIGSTOP}, key=int)
 LIMITS = {name: getattr(resource, name) for name in dir(resource) if name.startswith("RLIMIT_")}
@@ -52,6 +72,9 @@ def _signal_name(sig: int) -> str:
         return f"signal {sig}"
 
 
+SIGNAL_NAMES = {s: _signal_name(s) for s in SIGNALS}
+
+
 class ProcessHooks:
     """The hooks as the harness left them (read when the state guard is made, at the subject process's start),
     and `restore`."""
@@ -62,27 +85,29 @@ class ProcessHooks:
     @staticmethod
     def read() -> dict[str, Any]:
         # the raw handler: signal.getsignal looks it up in an enum, which calls the handler's own __eq__
-        found: dict[str, Any] = {f"the {_signal_name(s)} handler": _signal.getsignal(s) for s in SIGNALS}
-        found.update({f"the {name} interval timer": signal.getitimer(which) != (0.0, 0.0)
+        found: dict[str, Any] = {f"the {SIGNAL_NAMES[s]} handler": _GETSIGNAL(s) for s in SIGNALS}
+        found.update({f"the {name} interval timer": _GETITIMER(which) != (0.0, 0.0)
                       for name, which in TIMERS.items()})
         found["gc.callbacks"] = (gc.callbacks is CALLBACKS, *CALLBACKS)
         found["sys.meta_path"] = tuple(sys.meta_path)
         found["sys.path_hooks"] = tuple(sys.path_hooks)
-        found["threading.settrace"] = threading.gettrace()
-        found["threading.setprofile"] = threading.getprofile()
-        monitoring = getattr(sys, "monitoring", None)
-        if monitoring is not None:  # a freed tool id keeps its events and callbacks: both are read
-            found["sys.monitoring tools"] = tuple((monitoring.get_tool(i), monitoring.get_events(i)) for i in range(6))
+        found["threading.settrace"] = _GETTRACE()
+        found["threading.setprofile"] = _GETPROFILE()
+        if _MONITORING is not None:  # a freed tool id keeps its events and callbacks: both are read
+            found["sys.monitoring tools"] = tuple((_GET_TOOL(i), _GET_EVENTS(i)) for i in range(6))
         found["sys.addaudithook"] = len(_REFUSED)
+        found[ACTIONS] = os_signals.actions(SIGNALS)  # as the kernel holds them: handlers set from C too
+        found[BLOCKED] = os_signals.blocked()
+        found[POSIX_TIMERS] = os_signals.timers()
         return found
 
     def restore(self) -> tuple[list[str], list[str], list[str]]:
-        """(what differed and was put back, what differed and could not be, finders a library appended:
-        kept, and noted)."""
+        """(what differed and was put back, what differed and could not be, what is noted: finders a library
+        appended, kept; signal actions and the blocked set changed outside Python, reset)."""
         now, restored, lasting, appended = self.read(), [], [], []
         for name, before in self.pristine.items():
             after = now.get(name)
-            if same(after, before):
+            if same(after, before) or name in KERNEL_VIEW:
                 continue
             if name in APPENDABLE and same(after[:len(before)], before):
                 appended.append(f"{name}: {len(after) - len(before)} entries appended")
@@ -96,23 +121,36 @@ class ProcessHooks:
             (lasting if name in LASTING else restored).append(name)
         if now.get("sys.addaudithook") != self.pristine.get("sys.addaudithook"):
             self.pristine["sys.addaudithook"] = now["sys.addaudithook"]  # refused: named once
-        return restored, lasting, appended
+        put, lost, noted = self._kernel_view()
+        return restored + put, lasting + lost, appended + noted
+
+    def _kernel_view(self) -> tuple[list[str], list[str], list[str]]:
+        """After the handlers Python sees are back: the signals' actions and the blocked set as the kernel
+        holds them, reset and noted (LLVM's crash handlers come with a first Triton compile: an honest
+        compiled baseline's doing); POSIX timers made since, deleted (INVALID, as an interval timer)."""
+        actions, timers = self.pristine.get(ACTIONS), self.pristine.get(POSIX_TIMERS)
+        noted, lasting = os_signals.put_back_actions(actions, SIGNAL_NAMES) if actions is not None else ([], [])
+        noted += os_signals.put_back_blocked(self.pristine[BLOCKED])
+        deleted, kept = os_signals.delete_timers(timers) if timers is not None else ([], [])
+        return deleted, lasting + kept, noted
 
 
+ACTIONS, BLOCKED, POSIX_TIMERS = "signal actions", "blocked signals", "POSIX timers"
+KERNEL_VIEW = (ACTIONS, BLOCKED, POSIX_TIMERS)
 LASTING = {"sys.monitoring tools"}  # named, not put back: its events and callbacks cannot all be read
 
 
 def _put_back(name: str, value: Any) -> None:
     if name.endswith(" handler"):
-        sig = next(s for s in SIGNALS if f"the {_signal_name(s)} handler" == name)
+        sig = next(s for s in SIGNALS if f"the {SIGNAL_NAMES[s]} handler" == name)
         if value is None:  # a handler set from C: cannot be put back from Python
             raise ValueError(name)
-        signal.signal(sig, value)
+        _SETSIGNAL(sig, value)
     elif name.endswith(" interval timer"):
         which = TIMERS[name.split()[1]]
         if value:  # armed before the subject: not the harness's
             raise ValueError(name)
-        signal.setitimer(which, 0.0)
+        _SETITIMER(which, 0.0)
     elif name == "gc.callbacks":
         CALLBACKS[:] = list(value[1:])
         gc.callbacks = CALLBACKS
@@ -122,16 +160,16 @@ def _put_back(name: str, value: Any) -> None:
         sys.path_hooks[:] = list(value)
         sys.path_importer_cache.clear()
     elif name == "threading.settrace":
-        threading.settrace(value)
+        _SETTRACE(value)
     elif name == "threading.setprofile":
-        threading.setprofile(value)
+        _SETPROFILE(value)
 
 
 def cleared_trace() -> list[str]:
     """This thread's trace and profile functions, removed; the names of those that were set."""
-    found = [n for n, f in (("sys.settrace", sys.gettrace()), ("sys.setprofile", sys.getprofile())) if f is not None]
-    sys.settrace(None)
-    sys.setprofile(None)
+    found = [n for n, f in (("sys.settrace", _SYS_GETTRACE()), ("sys.setprofile", _SYS_GETPROFILE())) if f is not None]
+    _SYS_SETTRACE(None)
+    _SYS_SETPROFILE(None)
     return found
 
 
@@ -170,18 +208,18 @@ def os_settings() -> dict[str, tuple[Callable[[], Any], Callable[[Any], None]]]:
     thread's CPUs, niceness and scheduling policy, each resource limit, the GIL switch interval, the
     recursion limit). A write that fails raises: the setting is lasting."""
     found: dict[str, tuple[Callable[[], Any], Callable[[Any], None]]] = {
-        "GIL switch interval": (sys.getswitchinterval, sys.setswitchinterval),
-        "recursion limit": (sys.getrecursionlimit, sys.setrecursionlimit),
+        "GIL switch interval": _SWITCH,
+        "recursion limit": _RECURSION,
     }
-    if hasattr(os, "sched_getaffinity"):
-        found["CPU affinity"] = (lambda: frozenset(os.sched_getaffinity(0)), lambda v: os.sched_setaffinity(0, v))
-    if hasattr(os, "getpriority"):
-        found["niceness"] = (lambda: os.getpriority(os.PRIO_PROCESS, 0),
-                             lambda v: os.setpriority(os.PRIO_PROCESS, 0, v))
-    if hasattr(os, "sched_getscheduler"):
-        found["scheduling policy"] = (lambda: os.sched_getscheduler(0),
-                                      lambda v: os.sched_setscheduler(0, v, os.sched_param(0)))
+    (get_affinity, set_affinity), (get_priority, set_priority) = _AFFINITY, _PRIORITY
+    get_scheduler, set_scheduler, param = _SCHEDULER
+    if get_affinity is not None:
+        found["CPU affinity"] = (lambda: frozenset(get_affinity(0)), lambda v: set_affinity(0, v))
+    if get_priority is not None:
+        found["niceness"] = (lambda: get_priority(_PRIO_PROCESS, 0), lambda v: set_priority(_PRIO_PROCESS, 0, v))
+    if get_scheduler is not None:
+        found["scheduling policy"] = (lambda: get_scheduler(0), lambda v: set_scheduler(0, v, param(0)))
+    get_limit, set_limit = _RLIMIT
     for name, which in sorted(LIMITS.items()):
-        found[f"resource limit {name}"] = (lambda w=which: resource.getrlimit(w),
-                                           lambda v, w=which: resource.setrlimit(w, v))
+        found[f"resource limit {name}"] = (lambda w=which: get_limit(w), lambda v, w=which: set_limit(w, v))
     return found

@@ -16,6 +16,7 @@ Two kinds:
 
 from __future__ import annotations
 
+import builtins
 import ctypes
 import inspect
 import json.encoder  # noqa: F401 - this and the next three: owners of HARNESS_FUNCTIONS, found in sys.modules
@@ -23,15 +24,15 @@ import sys
 import threading  # noqa: F401
 import time  # noqa: F401
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 from cudabench.device import nvml_loaded
+from cudabench.measure.internals import FunctionInternals, functions_of
+from cudabench.measure.persisting_l2 import CU_LIMIT_PERSISTING_L2_CACHE_SIZE, clear_stream_window, get_limit
+from cudabench.measure.persisting_l2 import driver as cuda_driver, reset_persisting_l2
 from cudabench.measure.process_hooks import ProcessHooks, os_settings
 from cudabench.measure.unchanged import Unchanged
 from cudabench.measure.watched import WatchedObjects
-
-CU_LIMIT_PERSISTING_L2_CACHE_SIZE = 0x06  # CUlimit in cuda.h
-
 
 # What the timers and the check rely on, by dotted name (module, then attributes down to the owner)
 HARNESS_FUNCTIONS = (
@@ -40,6 +41,8 @@ HARNESS_FUNCTIONS = (
     "torch.autograd.profiler.profile", "torch.autograd.profiler.record_function", "torch.linalg.vector_norm",
     "torch.Tensor.copy_", "torch.Tensor.clone", "torch.Tensor.untyped_storage", "torch.UntypedStorage._share_cuda_",
     "threading.Thread.start", "sys._getframe",
+    # the stream the events are recorded on and the calls are made on (Event.record reads the current one)
+    "torch.cuda.current_stream", "torch.cuda.set_stream", "torch.cuda.stream", "torch.cuda.Stream", "torch.cuda.Event",
     # the subject process's replies to the judge are written and its requests read with these
     "json.dumps", "json.loads", "json.JSONEncoder.encode", "json.JSONEncoder.iterencode", "json.JSONDecoder.decode",
     "json.JSONDecoder.raw_decode", "json.encoder.c_make_encoder", "json.encoder.encode_basestring_ascii",
@@ -132,8 +135,8 @@ def _cudabench_attributes() -> dict[str, tuple[Any, str, Any]]:
             if inspect.isfunction(value) or inspect.isclass(value) or inspect.ismodule(value) or constant:
                 found[f"{name}.{attr}"] = (module, attr, value)
             if inspect.isclass(value) and getattr(value, "__module__", None) == name:
-                for member, v in list(vars(value).items()):
-                    if not member.startswith("__") or member in ("__init__", "__call__", "__enter__", "__exit__"):
+                for member, v in list(vars(value).items()):  # a special method too (__next__, __bool__, ...)
+                    if not member.startswith("__") or functions_of(v):
                         found[f"{name}.{attr}.{member}"] = (value, member, v)
     return found
 
@@ -159,49 +162,10 @@ def _settings(cuda: bool) -> dict[str, tuple[Callable[[], Any], Callable[[Any], 
     }
     if cuda:
         found["current stream"] = (torch.cuda.current_stream, torch.cuda.set_stream)
-        driver = _driver()
-        if driver is not None:
-            found["persisting-L2 limit"] = (lambda: _get_limit(driver), lambda v: _reset_persisting_l2(driver, v))
+        lib = cuda_driver()
+        if lib is not None:
+            found["persisting-L2 limit"] = (lambda: get_limit(lib), lambda v: reset_persisting_l2(lib, v))
     return found
-
-
-_DRIVER: list[Optional[ctypes.CDLL]] = []
-
-
-def _driver() -> Optional[ctypes.CDLL]:
-    """The CUDA driver library (the persisting-L2 limit is a property of the context, which the
-    driver API reaches whatever runtime copy torch uses)."""
-    if not _DRIVER:
-        try:
-            _DRIVER.append(ctypes.CDLL("libcuda.so.1"))
-        except OSError:
-            _DRIVER.append(None)
-    return _DRIVER[0]
-
-
-def _get_limit(driver: ctypes.CDLL) -> int:
-    value = ctypes.c_size_t(0)
-    if driver.cuCtxGetLimit(ctypes.byref(value), CU_LIMIT_PERSISTING_L2_CACHE_SIZE) != 0:
-        return -1  # unreadable (no context, or not supported): compares equal to itself
-    return int(value.value)
-
-
-CU_STREAM_ATTRIBUTE_ACCESS_POLICY_WINDOW = 1  # CUstreamAttrID in cuda.h
-
-
-def _clear_stream_window(driver: ctypes.CDLL) -> None:
-    """No access-policy window on the current stream (a zero-length window disables it)."""
-    import torch
-
-    value = (ctypes.c_char * 64)()  # CUstreamAttrValue: a union of at most 64 bytes, all zero
-    handle = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
-    driver.cuStreamSetAttribute(handle, CU_STREAM_ATTRIBUTE_ACCESS_POLICY_WINDOW, ctypes.byref(value))
-
-
-def _reset_persisting_l2(driver: ctypes.CDLL, limit: int) -> None:
-    if limit >= 0:
-        driver.cuCtxSetLimit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE, ctypes.c_size_t(limit))
-    driver.cuCtxResetPersistingL2Cache()  # lines already marked persisting become normal again
 
 
 @dataclass(frozen=True)
@@ -235,6 +199,7 @@ class StateGuard:
         self.library = _library_functions()
         self.owners = _library_owners()
         self.unchanged = self._snapshot()
+        self.internals = self._internals()  # what each watched function runs: code, defaults, closure
         self.settings = {**_settings(cuda), **os_settings()}
         self.hooks = ProcessHooks()      # signal handlers and timers, gc callbacks, import hooks, ...
         self.pristine = {name: read() for name, (read, _) in self.settings.items()}
@@ -248,17 +213,17 @@ class StateGuard:
         and the current stream's access-policy window cleared. With no set-aside no line can persist,
         whatever window a launch asks for. A limit found raised again after it was cleared was raised
         by the subject."""
-        driver = _driver() if self.cuda else None
-        if driver is None:
+        lib = cuda_driver() if self.cuda else None
+        if lib is None:
             return
-        limit = _get_limit(driver)
+        limit = get_limit(lib)
         if limit > 0:
             if self._cleared:
                 self.persisting_set = max(self.persisting_set, limit)
-            driver.cuCtxSetLimit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE, ctypes.c_size_t(0))
+            lib.cuCtxSetLimit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE, ctypes.c_size_t(0))
         self._cleared = True
-        driver.cuCtxResetPersistingL2Cache()
-        _clear_stream_window(driver)
+        lib.cuCtxResetPersistingL2Cache()
+        clear_stream_window(lib)
 
     def _snapshot(self) -> Unchanged:
         """What `restore` compares first: every watched entry; the names of the tensor classes and of
@@ -268,12 +233,20 @@ class StateGuard:
         classes = [v for name, m in modules for v in vars(m).values()
                    if inspect.isclass(v) and getattr(v, "__module__", None) == name]
         namespaces = [o for o in self.owners.values() if inspect.isclass(o)] + classes
-        return Unchanged([*self.members.values(), *self.library.values()], namespaces, [m for _, m in modules])
+        return Unchanged([*self.members.values(), *self.library.values()], namespaces,
+                         [builtins, *(m for _, m in modules)])  # builtins: what every module falls back to
+
+    def _internals(self) -> FunctionInternals:
+        tables = (self.functions, self.members, self.library)
+        return FunctionInternals((name, value) for table in tables for name, (_, _, value) in table.items())
 
     def restore(self) -> Leftover:
         same = self.unchanged.holds() and all(getattr(owner, attr) is original
                                                for owner, attr, original in self.functions.values())
         patched = [] if same else self._walk()
+        patched += self.internals.restore()
+        if not same:  # the walk took modules imported since: their functions are watched from now on
+            self.internals = self._internals()
         patched += self.objects.restore()
         hooks, lasting, changed = self.hooks.restore()
         patched += hooks
@@ -303,6 +276,17 @@ class StateGuard:
             if vars(owner).get(attr, _MISSING) is not original:
                 setattr(owner, attr, original)
                 patched.append(name)
+        for module, names, values in self.unchanged.modules:  # any other value of a harness module too: a
+            now = vars(module)                                 # cache, a reader bound at import (process_hooks)
+            for attr, value in zip(names, values):
+                if not attr.startswith("__") and now.get(attr, _MISSING) is not value:
+                    setattr(module, attr, value)
+                    patched.append(f"{module.__name__}.{attr}")
+            known = set(names)  # a name added shadows a builtin (`float`), unless it is a submodule imported since
+            for attr in [a for a in now if a not in known and not a.startswith("__")]:
+                if sys.modules.get(f"{module.__name__}.{attr}") is not now[attr]:
+                    delattr(module, attr)
+                    patched.append(f"{module.__name__}.{attr}")
         for name, (owner, attr, original) in list(self.library.items()):
             now = vars(owner).get(attr, _MISSING)
             if now is original:

@@ -108,6 +108,7 @@ ATTACKS = {
     "hostile-helper": {"processes"},
     "hostile-plant": {"shapes"},      # its random shapes' binds leave a thread (that starts a process later)
     "hostile-patch-timer": {"process-state"},
+    "hostile-swap-code": {"process-state"},      # the function objects kept, their code swapped (internals.py)
     "hostile-patch-worker": {"process-state"},
     "hostile-patch-library": {"process-state"},
     "hostile-signal-timer": {"process-state"},  # code left to run later without a thread (process_hooks.py)

@@ -512,6 +512,25 @@ def bind_patch_timer(ext):
     return op
 
 
+def bind_swap_code(ext):
+    """Computes honestly and gives cudabench's timers' `samples` the code of one that reports 0 s per call,
+    leaving every function object where it was: a guard that compares names by identity sees nothing."""
+
+    def zero(self, call, count, before_each=None, keep=False):
+        return [0.0] * count
+
+    def op(x):
+        timers = sys.modules.get("cudabench.measure.timers")
+        if timers is not None:
+            for cls in (timers.SyncTimer, timers.EventTimer, timers.GraphTimer, timers.CuptiTimer):
+                cls.samples.__code__ = zero.__code__
+        y = empty_like(x)
+        ext.hostile(x, y, HONEST)
+        return y
+
+    return op
+
+
 def bind_signal_timer(ext):
     """Computes honestly and leaves a SIGALRM handler with a 1 ms interval timer: no thread and no patched
     function, yet every millisecond of the process's life from then on, the next subjects' timed calls
@@ -651,6 +670,8 @@ FAMILY = Family(
            "written)", bind_shape),
         _v("hostile-patch-timer", "computes honestly and patches cudabench's timers to report 0 s",
            bind_patch_timer),
+        _v("hostile-swap-code", "computes honestly and swaps the code of cudabench's timers' samples (the "
+           "function objects left in place) for code that reports 0 s", bind_swap_code),
         _v("hostile-patch-worker", "computes honestly and replaces its subject process's request handler "
            "on the object itself with one that halves every figure it replies", bind_patch_worker),
         _v("hostile-patch-library", "computes honestly and replaces torch.Tensor.__rmul__ (which the "
