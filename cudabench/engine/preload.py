@@ -22,6 +22,7 @@ def preload(profiler: bool = False, gpu: bool = True) -> None:
 
         for name in ("cudabench.measure.blind", "cudabench.measure.judge"):
             importlib.import_module(name)
+        prime_statistics()
         if gpu and torch.cuda.is_available():
             warm_gpu(profiler)
         else:
@@ -50,4 +51,33 @@ def warm_gpu(profiler: bool = False) -> None:
                 (x * 2).sum().item()
         except Exception:  # noqa: BLE001 - the CUPTI pass reports a profiler that does not work here
             pass
+        try:
+            prime_timing()
+        except Exception:  # noqa: BLE001 - a subject's own hot loop reports what fails here
+            pass
     _gpu_ready = True
+
+
+def prime_statistics() -> None:
+    """The first summary of samples in a process pays numpy's first quantiles: in a subject process that
+    was the first subject's stop rule deciding, counted as its sampling."""
+    from cudabench.results.records.stats import summarize
+
+    summarize([1.0, 2.0, 3.0, 4.0] * 8)
+
+
+def prime_timing() -> None:
+    """A short timed loop of a harness kernel under the clock monitor, as a subject's hot loop makes it:
+    the monitor's thread and NVML readings, the events timer and the stop rule's first summary. Without
+    it a run's first subject sampled 45-70 ms longer than its stop rule asks (0.15-0.2 s against 0.1 s
+    on two H200 hosts, 2026-11-28: `.ci/sessions/probe31_first_subject.py`)."""
+    import torch
+
+    from cudabench.measure.clocks import ClockMonitor
+    from cudabench.measure.loop import Warmup, measure
+    from cudabench.measure.stop import Adaptive
+    from cudabench.measure.timers import EventTimer
+
+    with ClockMonitor() as clocks:
+        measure(lambda: torch.cuda._sleep(1000), EventTimer(), Adaptive(min_time=0.005), Warmup(1, 0.0),
+                torch.cuda.synchronize, None, "hot", clocks.mark)
