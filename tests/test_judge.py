@@ -180,6 +180,21 @@ def test_a_subject_that_leaves_a_thread_working_is_invalid(registry):
         assert "hostile-pool" in failed(r)["threads"]
 
 
+def test_a_thread_threading_never_saw_is_read_as_linux_lists_it_and_ends_the_subject_process(registry):
+    """A thread started with `_thread` (as an extension's C++ thread would be): the thread watch, which wraps
+    threading.Thread.start, never sees it. It still runs after the subject is dropped, beside the next
+    subjects' calls: the finish says the process must go, and the judge drops it."""
+    judge = make_judge(registry)
+    dropped = []
+    original = judge.subject.drop
+    judge.subject.drop = lambda: (dropped.append(True), original())
+    r = judge_one(registry, "hostile-native-thread", judge=judge, fuzz=0)
+    assert r.status == "INVALID" and "native thread" in failed(r)["threads"], r.integrity
+    assert dropped  # replaced before the next subject
+    honest = judge_one(registry, "hostile-honest", judge=judge, fuzz=0)
+    assert honest.status == "ok", failed(honest)
+
+
 def test_work_handed_to_a_process_of_its_own_is_invalid_and_the_process_is_ended(registry):
     """hostile-helper's helper computes all but one element: right outputs, and the work the subject
     process itself does (what the timer here counts, as CUPTI records only that process) is one element's."""

@@ -187,7 +187,10 @@ def test_a_hook_run_by_the_finish_collection_is_seen_by_its_restore(runner):
 
 class Guard:
     def __init__(self, found=()):
+        from cudabench.measure.watched import WatchedObjects
+
         self.found = list(found)  # what each restore finds, in turn (an exception: raised)
+        self.objects = WatchedObjects()
 
     def restore(self):
         from cudabench.measure.state import Leftover
@@ -507,3 +510,16 @@ def test_a_posix_timer_left_behind_is_deleted_and_named():
         assert process_hooks.os_signals.timers() == before
     finally:
         signal.signal(signal.SIGUSR1, previous)
+
+
+def test_a_variants_thread_still_running_after_the_drop_ends_the_process_and_a_baselines_is_noted(monkeypatch):
+    """Its thread would run on beside the next subjects' timed calls; a baseline's (torch.compile's workers) is
+    the task's own code, only noted."""
+    upkeep, _ = upkeep_on_gpu(monkeypatch, Guard, Threads(running=lambda: ["worker-1"]))
+    upkeep.before_open()
+    left = upkeep.after_subject([], [])
+    assert not left["healthy"] and any("worker-1" in why for why in left["lasting"]), left
+    assert left["threads"] == ["worker-1"]
+    upkeep.before_open()
+    left = upkeep.after_subject([], [], trusted=True)
+    assert left["healthy"] and left["threads"] == ["worker-1"]

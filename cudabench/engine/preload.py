@@ -23,6 +23,9 @@ def preload(profiler: bool = False, gpu: bool = True) -> None:
         for name in ("cudabench.measure.blind", "cudabench.measure.judge"):
             importlib.import_module(name)
         prime_statistics()
+        from cudabench.measure.threads import start_cpu_pool
+
+        start_cpu_pool()
         if gpu and torch.cuda.is_available():
             warm_gpu(profiler)
         else:

@@ -51,7 +51,7 @@ from cudabench.measure.transport import share, share_outputs
 from cudabench.results.exporters.json_document import measurement_to_dict
 from cudabench.results.records.model import Case
 from cudabench.results.records.stats import summarize
-from cudabench.measure.threads import thread_watch
+from cudabench.measure.threads import start_cpu_pool, thread_watch
 from cudabench.spec import build as build_module
 from cudabench.spec.build import build
 from cudabench.spec.family import Family
@@ -86,6 +86,7 @@ class BlindRunner:
         self.modules: dict[str, Any] = {}
         self.subject: Optional[Opened] = None
         self._flusher: Optional[L2Flusher] = None
+        start_cpu_pool()  # PyTorch's CPU threads, before the threads of the process are read
         self.threads = thread_watch()  # before the guard's snapshot, which then protects it
         self.guard = StateGuard(cuda=device == "cuda")
         # what a subject leaves in its place is compared; these change from one subject to the next
@@ -145,7 +146,7 @@ class BlindRunner:
         else:
             op = family.variant(name).bind(self.module(family, settings.arch))
         inputs, grad_out = case_inputs(family, case, settings.seed, self.device)
-        self.subject = Opened(family, case, op, inputs, grad_out, settings, outputs)
+        self.subject = Opened(family, case, op, inputs, grad_out, settings, outputs, role)
         self._held_from = allocated_bytes() if self.device == "cuda" else 0
         shared = {k: share(v) for k, v in inputs.items() if torch.is_tensor(v)}
         return {"inputs": shared, "grad_out": None if grad_out is None else share(grad_out)}
@@ -303,8 +304,9 @@ class BlindRunner:
         healthy tells the judge to replace this process."""
         traced = cleared_trace()  # first: a trace function can make the harness's frames jump
         pool = self.threads.alive() if self.subject is not None else None  # a pool it holds ends with it
+        trusted = self.subject is not None and self.subject.role == "baseline"
         self.close()  # the subject's outputs and a graph's pool go with it, before the collection
-        return self.upkeep.after_subject(traced, pool)
+        return self.upkeep.after_subject(traced, pool, trusted)
 
     def close(self) -> None:
         if self.subject is not None and self.subject.round is not None:

@@ -18,8 +18,8 @@ class Opened:
     """One subject while it is open: its op, inputs (shared with the judge) and timer."""
 
     def __init__(self, family: Family, case: Case, op: Callable[..., Any], inputs: dict, grad_out: Any,
-                 settings: Settings, outputs: list) -> None:
-        self.family, self.case, self.op, self.settings = family, case, op, settings
+                 settings: Settings, outputs: list, role: str = "variant") -> None:
+        self.family, self.case, self.op, self.settings, self.role = family, case, op, settings, role
         self.inputs, self.grad_out = inputs, grad_out
         self.pristine = ({k: v.detach().clone() for k, v in inputs.items() if torch.is_tensor(v)},
                          None if grad_out is None else grad_out.clone())

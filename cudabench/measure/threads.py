@@ -1,11 +1,48 @@
 """Which host threads a subject's own code starts (the threads check of cudabench.measure.integrity):
-`threading.Thread.start` wrapped once per subject process."""
+`threading.Thread.start` wrapped once per subject process; and the threads the process has as Linux lists
+them (/proc/self/task), which also shows a thread that threading never saw: an extension's C++ thread, one
+started with `_thread.start_new_thread`."""
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from typing import Any
+
+_ENUMERATE, _LISTDIR, _OPEN = threading.enumerate, os.listdir, open  # bound at load, as the guard's readers are
+
+
+def start_cpu_pool() -> None:
+    """The CPU thread pool PyTorch starts at its first parallel operation, started now: before the state
+    guard's snapshot a subject process makes one, so that a subject whose code makes a first large CPU op is
+    not taken for one that left threads running."""
+    import torch
+
+    torch.ones(1 << 22).sum()
+
+
+def os_threads() -> frozenset[int]:
+    """The ids of this process's threads as Linux lists them (empty where it does not)."""
+    try:
+        return frozenset(int(t) for t in _LISTDIR("/proc/self/task"))
+    except (OSError, ValueError):
+        return frozenset()
+
+
+def native_threads(before: frozenset[int]) -> list[str]:
+    """Threads made since `before` and running now that no `threading.Thread` stands for (a Python thread
+    is the thread watch's to judge), named "native thread ID (its name)"."""
+    python = {t.native_id for t in _ENUMERATE()}
+    found = []
+    for tid in sorted(os_threads() - before - python):
+        try:
+            with _OPEN(f"/proc/self/task/{tid}/comm") as f:
+                name = f.read().strip()
+        except OSError:
+            continue  # ended meanwhile
+        found.append(f"native thread {tid} ({name})")
+    return found
 
 
 class ThreadWatch:

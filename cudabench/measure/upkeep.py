@@ -10,6 +10,7 @@ from typing import Any, Optional
 
 from cudabench.measure.memory import release_cached
 from cudabench.measure.process_hooks import settle_garbage
+from cudabench.measure.threads import native_threads, os_threads
 
 
 class Upkeep:
@@ -18,6 +19,7 @@ class Upkeep:
         self.collects = device == "cuda"  # full collections after a subject (a test's own process: too slow)
         self.settled = False  # the last subject left nothing behind (cleared by any request that runs code)
         self.broken = False   # a restore failed: the process must go
+        self.os_threads = os_threads()  # the process's threads as the last open found them
 
     def before_open(self) -> None:
         """Restore whatever came before (an earlier subject that never finished, or code run since: a hello's
@@ -29,15 +31,24 @@ class Upkeep:
             raise RuntimeError("the subject process's state could not be restored; a new one is needed")
         if self.device == "cuda":  # the last subject's blocks the judge mapped are freed only once collected:
             release_cached(collect=not clean, ipc=True)  # in the baseline, they would come off this one's peak
+        self.os_threads = os_threads()  # before the subject's extension loads: its static initialisers are its own
+        self.guard.objects.accept(self, "os_threads")  # the harness's own change; read back as it set it
 
-    def after_subject(self, traced: list[str], pool: Optional[list[str]]) -> dict:
+    def after_subject(self, traced: list[str], pool: Optional[list[str]], trusted: bool = False) -> dict:
         """What the subject left, once it is dropped: `traced`, the trace hooks already cleared; `pool`, its
-        threads alive while it was open (None: no subject was open)."""
+        threads alive while it was open (None: no subject was open). A thread of its still running now, or a
+        native one made since it opened (an extension's, `_thread`'s: threading never saw it), would run on
+        beside the next subjects' timed calls: lasting, unless the subject is `trusted` (a baseline, the task's
+        own code: torch.compile's workers), whose threads are only noted."""
         # a collection: under graph timing the timer's lanes close over the subject (a review of ff3e145)
         settled = settle_garbage() if self.collects else True
-        threads = [] if pool is None else pool + [t for t in self.threads.running() if t not in pool]
+        still = self.threads.running()
+        native = native_threads(self.guard.objects.kept(self, "os_threads")) if pool is not None else []
+        threads = [] if pool is None else pool + [t for t in still if t not in pool] + native
         leftover = self._restored()
         lasting = list(leftover.lasting) + ([] if settled else ["garbage whose finalizers keep making more"])
+        if (still or native) and not trusted:
+            lasting.append(f"threads still running after it was dropped: {', '.join(still + native)}")
         if self.device == "cuda":
             release_cached(collect=False, ipc=True)  # a warm process between runs holds no subject's peak
         self.settled = self.collects and settled and not (leftover or traced or threads)

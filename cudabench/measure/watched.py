@@ -35,6 +35,12 @@ class WatchedObjects:
         if entry is not None:
             entry[2][attr] = vars(obj)[attr]
 
+    def kept(self, obj: Any, attr: str) -> Any:
+        """The value of a watched object's attribute as the harness last set it (what `restore` compares with),
+        whatever the attribute holds now; an object not watched: what it holds."""
+        entry = self.objects.get(id(obj))
+        return entry[2][attr] if entry is not None and attr in entry[2] else getattr(obj, attr)
+
     def restore(self) -> list[str]:
         """Put back whatever differs; the names of what did."""
         patched = []

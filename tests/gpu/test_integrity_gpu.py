@@ -107,6 +107,7 @@ ATTACKS = {
     "hostile-float64": {"output"},
     "hostile-uninit": {"determinism", "fresh-output"},
     "hostile-thread": {"threads"},
+    "hostile-native-thread": {"threads"},        # a thread threading never saw: read as Linux lists them
     "hostile-helper": {"processes"},
     "hostile-plant": {"shapes"},      # its random shapes' binds leave a thread (that starts a process later)
     "hostile-patch-timer": {"process-state"},

@@ -310,6 +310,31 @@ def bind_thread(ext):
     return op
 
 
+def bind_native_thread(ext):
+    """Computes honestly, and at its first call leaves a thread threading never sees (`_thread`, as an
+    extension's C++ thread would be) that takes a slice of the host every millisecond for a minute: later
+    subjects' timed calls in the same process included."""
+    import _thread
+
+    def nibble():
+        end = time.perf_counter() + 60.0
+        while time.perf_counter() < end:
+            busy = time.perf_counter() + 2e-4
+            while time.perf_counter() < busy:
+                pass
+            time.sleep(1e-3)
+
+    def op(x):
+        if not getattr(op, "started", False):
+            op.started = True
+            _thread.start_new_thread(nibble, ())
+        y = empty_like(x)
+        ext.hostile(x, y, HONEST)
+        return y
+
+    return op
+
+
 HELPER = """
 import torch
 import torch.multiprocessing
@@ -661,6 +686,8 @@ FAMILY = Family(
         _v("hostile-float64", "right values in float64 for a float32 case", bind_float64),
         _v("hostile-uninit", "adds 1e-10 of uninitialised memory to an honest output", bind_uninit),
         _v("hostile-thread", "returns at once and computes on a thread pool of its own", bind_thread),
+        _v("hostile-native-thread", "computes honestly and leaves a thread threading never sees (_thread, as an "
+           "extension's C++ thread would be) that takes a slice of every later millisecond", bind_native_thread),
         _v("hostile-helper", "a process of its own, started at bind time, computes all but one element over "
            "CUDA IPC while the call waits", bind_helper),
         _v("hostile-plant", "honest where timed; its random-shape binds leave a thread that starts a process of "
