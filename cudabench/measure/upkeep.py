@@ -31,7 +31,8 @@ class Upkeep:
             raise RuntimeError("the subject process's state could not be restored; a new one is needed")
         if self.device == "cuda":  # the last subject's blocks the judge mapped are freed only once collected:
             release_cached(collect=not clean, ipc=True)  # in the baseline, they would come off this one's peak
-        self.os_threads = os_threads()  # before the subject's extension loads: its static initialisers are its own
+        self.os_threads = os_threads()  # before the op is bound (an extension the build request loaded earlier
+        # started its static initialisers' threads then, before this reading: not seen, see docs/trust.md)
         self.guard.objects.accept(self, "os_threads")  # the harness's own change; read back as it set it
 
     def after_subject(self, traced: list[str], pool: Optional[list[str]], trusted: bool = False) -> dict:
