@@ -58,6 +58,7 @@ def test_a_hook_left_to_run_later_is_named_and_removed(hook):
         left = guard.restore()
         assert names <= set(left.patched), left
         assert not left.lasting
+        assert not [c for c in left.changed if " action " in c], left  # Python's own put-back is no C handler
         assert process_hooks.ProcessHooks.read() == before  # gone: nothing of it runs for the next subject
         assert not guard.restore()
     finally:
@@ -523,3 +524,31 @@ def test_a_variants_thread_still_running_after_the_drop_ends_the_process_and_a_b
     upkeep.before_open()
     left = upkeep.after_subject([], [], trusted=True)
     assert left["healthy"] and left["threads"] == ["worker-1"]
+
+
+RACE = """
+import signal, time
+import cudabench.measure.blind
+from cudabench.measure.state import StateGuard
+guard = StateGuard(cuda=False)
+def burn(*_):
+    end = time.perf_counter() + 5e-5
+    while time.perf_counter() < end:
+        pass
+for _ in range(300):
+    signal.signal(signal.SIGALRM, burn)
+    signal.setitimer(signal.ITIMER_REAL, 1e-4, 1e-4)
+    left = guard.restore()
+    assert "the real interval timer" in left.patched and "the SIGALRM handler" in left.patched, left
+print("survived")
+"""
+
+
+def test_an_interval_timer_is_stopped_before_its_handler_goes_back_to_the_default():
+    """Put back in the other order, a timer that expires between the two ends the process (SIGALRM's default):
+    with a 0.1 ms timer, within a few restores."""
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-c", RACE], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "survived" in done.stdout, (done.returncode, done.stderr[-2000:])
+

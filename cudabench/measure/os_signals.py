@@ -27,15 +27,16 @@ except (OSError, AttributeError):
     _LIBC = _SIGACTION = _SYSCALL = None
 
 
-SA_RESTORER = 0x04000000
+SA_RESTORER, SA_ONSTACK = 0x04000000, 0x08000000
 
 
 def _meaningful(raw: bytes) -> bytes:
     """glibc's struct sigaction (x86_64, aarch64) with only what it means kept, the rest zero: the handler
-    (bytes 0-8), the first 64 signals of the mask (8-16) and the flags (136-140) but SA_RESTORER. The C
-    library copies stack bytes into the rest of the 128-byte mask, which differ from one read to the next,
-    and sets its own restorer (and SA_RESTORER) whenever an action is set: both say nothing of the handler."""
-    flags = int.from_bytes(raw[136:140], "little") & ~SA_RESTORER
+    (bytes 0-8), the first 64 signals of the mask (8-16) and the flags (136-140) but SA_RESTORER and
+    SA_ONSTACK. The C library copies stack bytes into the rest of the 128-byte mask, which differ from one
+    read to the next, and sets its own restorer (and SA_RESTORER) whenever an action is set; Python sets
+    SA_ONSTACK on every action it sets, the default put back too. None says anything of the handler."""
+    flags = int.from_bytes(raw[136:140], "little") & ~(SA_RESTORER | SA_ONSTACK)
     return raw[:16] + bytes(120) + flags.to_bytes(4, "little") + bytes(_SIGACTION_SIZE - 140)
 
 

@@ -84,10 +84,12 @@ class ProcessHooks:
 
     @staticmethod
     def read() -> dict[str, Any]:
+        # the timers first: `restore` goes in this order, and a timer still armed once its signal's handler is
+        # back to the default would end the process at its next expiry (seen on the CPU with a 1 ms timer)
+        found: dict[str, Any] = {f"the {name} interval timer": _GETITIMER(which) != (0.0, 0.0)
+                                 for name, which in TIMERS.items()}
         # the raw handler: signal.getsignal looks it up in an enum, which calls the handler's own __eq__
-        found: dict[str, Any] = {f"the {SIGNAL_NAMES[s]} handler": _GETSIGNAL(s) for s in SIGNALS}
-        found.update({f"the {name} interval timer": _GETITIMER(which) != (0.0, 0.0)
-                      for name, which in TIMERS.items()})
+        found.update({f"the {SIGNAL_NAMES[s]} handler": _GETSIGNAL(s) for s in SIGNALS})
         found["gc.callbacks"] = (gc.callbacks is CALLBACKS, *CALLBACKS)
         found["sys.meta_path"] = tuple(sys.meta_path)
         found["sys.path_hooks"] = tuple(sys.path_hooks)
