@@ -18,6 +18,8 @@ import operator
 import types
 from typing import Any, Iterable, NamedTuple
 
+from cudabench.measure.unchanged import same_objects as _same
+
 _EMPTY = object()  # a closure cell not yet filled
 _CODE, _DEFAULTS, _KWDEFAULTS = (operator.attrgetter(a) for a in ("__code__", "__defaults__", "__kwdefaults__"))
 _CONTENTS = operator.attrgetter("cell_contents")
@@ -69,9 +71,9 @@ def _kept(f: types.FunctionType) -> _Kept:
                  tuple(_cell(c) for c in f.__closure__ or ()))
 
 
-def _same(a: Iterable[Any], b: tuple) -> bool:
-    a = tuple(a)
-    return len(a) == len(b) and all(map(operator.is_, a, b))
+def _flat_items(items: Iterable[tuple]) -> tuple:
+    """Keyword defaults' (name, value) pairs as one run of objects, for an identity comparison."""
+    return tuple(y for item in items for y in item)
 
 
 class FunctionInternals:
@@ -119,8 +121,7 @@ class FunctionInternals:
             return False
         return (filled and _same(map(_CODE, fs), self.codes) and _same(map(_DEFAULTS, fs), self.defaults)
                 and _same(map(_KWDEFAULTS, fs), self.kwdicts) and all(_cell(c) is _EMPTY for c in self.empty)
-                and all(_same((y for item in d.items() for y in item), tuple(y for item in items for y in item))
-                        for d, items in self.kw_items))
+                and all(_same(_flat_items(d.items()), _flat_items(items)) for d, items in self.kw_items))
 
     def restore(self) -> list[str]:
         """Put back what differs; the names of what did ("NAME.__code__", ...)."""
@@ -135,8 +136,7 @@ class FunctionInternals:
             if now.defaults is not kept.defaults:
                 f.__defaults__ = kept.defaults
                 changed.append(f"{name}.__defaults__")
-            if now.kw is not kept.kw or not _same((y for item in now.kw_items for y in item),
-                                                  tuple(y for item in kept.kw_items for y in item)):
+            if now.kw is not kept.kw or not _same(_flat_items(now.kw_items), _flat_items(kept.kw_items)):
                 if kept.kw is not None:
                     kept.kw.clear()
                     kept.kw.update(kept.kw_items)

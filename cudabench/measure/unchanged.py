@@ -13,7 +13,8 @@ import sys
 from typing import Any, Iterable
 
 
-def _same(now: Iterable[Any], then: tuple) -> bool:
+def same_objects(now: Iterable[Any], then: tuple) -> bool:
+    """`now` holds the very objects of `then`, in order (compared by identity, never by ==)."""
     now = tuple(now)
     return len(now) == len(then) and all(map(operator.is_, now, then))
 
@@ -46,6 +47,6 @@ class Unchanged:
                 return False
             if not all(map(operator.is_, now, values)):
                 return False
-        return (all(_same(vars(owner), names) for owner, names in self.names)
-                and all(_same(vars(m), names) and _same(vars(m).values(), values) for m, names, values in self.modules)
-                and _same(sys.modules, self.loaded))
+        return (all(same_objects(vars(owner), names) for owner, names in self.names)
+                and all(same_objects(vars(m), names) and same_objects(vars(m).values(), values) for m, names, values in self.modules)
+                and same_objects(sys.modules, self.loaded))
