@@ -24,6 +24,11 @@ class CudabenchError(Exception):
         return f"{self.message}\nhint: {self.hint}" if self.hint else self.message
 
 
+class UncleanProcess(RuntimeError):
+    """A subject process that cannot serve the next subject for what came before it (a state it could not
+    restore, threads that earlier code left running): the judge opens that subject again in a fresh one."""
+
+
 class UnknownKernelError(CudabenchError):
     pass
 

@@ -8,6 +8,7 @@ PyTorch on the CPU and counts the elements it computed. The timer reports that c
 element), so a figure that depends on its inputs staying the same shows without a wall clock."""
 
 import os
+import re
 import random
 import time
 from dataclasses import replace
@@ -180,17 +181,51 @@ def test_a_subject_that_leaves_a_thread_working_is_invalid(registry):
         assert "hostile-pool" in failed(r)["threads"]
 
 
-def test_a_thread_threading_never_saw_is_read_as_linux_lists_it_and_ends_the_subject_process(registry):
-    """A thread started with `_thread` (as an extension's C++ thread would be): the thread watch, which wraps
-    threading.Thread.start, never sees it. It still runs after the subject is dropped, beside the next
-    subjects' calls: the finish says the process must go, and the judge drops it."""
+def dropping_judge(registry):
+    """A judge, and the list that gains an entry each time it drops its subject process."""
     judge = make_judge(registry)
     dropped = []
     original = judge.subject.drop
     judge.subject.drop = lambda: (dropped.append(True), original())
+    return judge, dropped
+
+
+def unwatched(detail):
+    return re.findall(r"unwatched thread \d+ \([^)]*\)", detail)
+
+
+def test_threads_the_watch_never_recorded_are_read_as_linux_lists_them_and_end_the_subject_process(registry):
+    """hostile-native-thread leaves a thread started with `_thread` (as an extension's C++ thread would be) that
+    makes threading list it (a _DummyThread), and a threading.Thread started past the watch's wrapper: the
+    watch records neither. Both run on after the subject is dropped, beside the next subjects' calls: the
+    finish names both and says the process must go, and the judge drops it."""
+    judge, dropped = dropping_judge(registry)
     r = judge_one(registry, "hostile-native-thread", judge=judge, fuzz=0)
-    assert r.status == "INVALID" and "native thread" in failed(r)["threads"], r.integrity
+    assert r.status == "INVALID" and len(unwatched(failed(r)["threads"])) == 2, r.integrity
     assert dropped  # replaced before the next subject
+    honest = judge_one(registry, "hostile-honest", judge=judge, fuzz=0)
+    assert honest.status == "ok", failed(honest)
+
+
+def test_threads_a_skipped_subject_left_make_the_next_one_open_in_a_fresh_process(registry):
+    """hostile-skip-thread starts its threads at bind time and then cannot run (skipped): no finish of its own
+    reads them. The next subject's open finds threads the process is not known to have, so that process is
+    replaced and the subject opened again in a fresh one: it is measured, not blamed."""
+    judge, dropped = dropping_judge(registry)
+    skipped = judge_one(registry, "hostile-skip-thread", judge=judge, fuzz=0)
+    assert skipped.skipped and "never find" in skipped.skipped
+    assert not dropped
+    honest = judge_one(registry, "hostile-honest", judge=judge, fuzz=0)
+    assert dropped and honest.status == "ok", (honest.error, failed(honest))
+
+
+def test_a_thread_started_by_code_the_restore_runs_is_read_after_it(registry):
+    """hostile-late-thread leaves in a cudabench module an object that starts threads when it is freed: the
+    state guard's restore frees it, after the subject's own threads were read."""
+    judge, dropped = dropping_judge(registry)
+    r = judge_one(registry, "hostile-late-thread", judge=judge, fuzz=0)
+    assert r.status == "INVALID" and len(unwatched(failed(r)["threads"])) == 2, r.integrity
+    assert "_hostile_late" in failed(r)["process-state"] and dropped
     honest = judge_one(registry, "hostile-honest", judge=judge, fuzz=0)
     assert honest.status == "ok", failed(honest)
 

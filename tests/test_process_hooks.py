@@ -203,11 +203,14 @@ class Guard:
 
 
 class Threads:
-    def __init__(self, running=lambda: []):
+    def __init__(self, running=lambda: ([], frozenset())):
         self.running = running
 
     def alive(self):
         return []
+
+    def others_running(self):
+        return frozenset()
 
 
 def upkeep_on_gpu(monkeypatch, guard, threads=None):
@@ -263,7 +266,7 @@ def test_the_subjects_threads_are_read_before_the_restore(monkeypatch):
 
     def sneaky():
         torch.Tensor.__rmul__ = lambda *a: 0
-        return []
+        return [], frozenset()
 
     upkeep, _ = upkeep_on_gpu(monkeypatch, lambda: StateGuard(cuda=False), Threads(sneaky))
     try:
@@ -516,7 +519,7 @@ def test_a_posix_timer_left_behind_is_deleted_and_named():
 def test_a_variants_thread_still_running_after_the_drop_ends_the_process_and_a_baselines_is_noted(monkeypatch):
     """Its thread would run on beside the next subjects' timed calls; a baseline's (torch.compile's workers) is
     the task's own code, only noted."""
-    upkeep, _ = upkeep_on_gpu(monkeypatch, Guard, Threads(running=lambda: ["worker-1"]))
+    upkeep, _ = upkeep_on_gpu(monkeypatch, Guard, Threads(running=lambda: (["worker-1"], frozenset())))
     upkeep.before_open()
     left = upkeep.after_subject([], [])
     assert not left["healthy"] and any("worker-1" in why for why in left["lasting"]), left
@@ -524,6 +527,62 @@ def test_a_variants_thread_still_running_after_the_drop_ends_the_process_and_a_b
     upkeep.before_open()
     left = upkeep.after_subject([], [], trusted=True)
     assert left["healthy"] and left["threads"] == ["worker-1"]
+
+
+def held_thread():
+    """A `_thread` thread (threading does not record it) that runs until the returned callable ends it."""
+    import _thread
+    import threading
+
+    go, started = threading.Event(), threading.Event()
+    _thread.start_new_thread(lambda: (started.set(), go.wait(30)), ())
+    started.wait(5)
+    return go.set
+
+
+def test_threads_are_told_apart_by_start_time_so_a_reused_thread_id_is_another_thread():
+    from cudabench.measure.threads import os_threads, unwatched_threads
+
+    now = os_threads()
+    assert (threading.get_native_id(), os_threads_start(threading.get_native_id())) in now
+    reused = frozenset((tid, start + 1) for tid, start in now)  # the same ids, started at other times
+    assert len(unwatched_threads(reused)) == len(now) and unwatched_threads(now) == []
+
+
+def os_threads_start(tid):
+    with open(f"/proc/self/task/{tid}/stat", "rb") as f:
+        stat = f.read()
+    return int(stat[stat.rindex(b")") + 2:].split()[19])
+
+
+def test_a_thread_started_between_subjects_makes_the_next_open_ask_for_a_fresh_process(monkeypatch):
+    """Code that is no subject's calls (an extension's loading at a build, a skipped subject's open) started a
+    thread: it would run beside the next subject's timed calls, so the open refuses and says why."""
+    from cudabench.errors import UncleanProcess
+
+    upkeep, _ = upkeep_on_gpu(monkeypatch, Guard)
+    end = held_thread()
+    try:
+        with pytest.raises(UncleanProcess, match="unwatched thread .*a new process is needed"):
+            upkeep.before_open()
+    finally:
+        end()
+
+
+def test_a_baselines_threads_are_noted_and_then_known(monkeypatch):
+    """A baseline's threads (torch.compile's workers) are the task's own code: noted, and known from then on,
+    so the next open does not take them for a leftover."""
+    upkeep, _ = upkeep_on_gpu(monkeypatch, Guard)
+    upkeep.before_open()
+    end = held_thread()
+    try:
+        left = upkeep.after_subject([], [], trusted=True)
+        assert left["healthy"] and len(left["threads"]) == 1 and left["threads"][0].startswith("unwatched thread")
+        upkeep.before_open()
+        left = upkeep.after_subject([], [])
+        assert left["healthy"] and left["threads"] == [], left
+    finally:
+        end()
 
 
 RACE = """

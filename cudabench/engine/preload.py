@@ -44,8 +44,13 @@ def warm_gpu(profiler: bool = False) -> None:
         return
     import torch
 
+    from cudabench.device import gpu_identity
+    from cudabench.measure.threads import start_backward_pool
+
     x = torch.zeros(2, device="cuda", requires_grad=True)
     torch.autograd.grad(x * 2, [x], torch.ones_like(x))
+    start_backward_pool()
+    gpu_identity()  # kept for the process (the clock monitor reads it): before the state guard's snapshot
     if profiler:
         try:
             from cudabench.measure.cupti_activity import cupti_session

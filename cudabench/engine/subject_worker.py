@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from cudabench.engine.protocol import read_request
-from cudabench.errors import CudabenchError
+from cudabench.errors import CudabenchError, UncleanProcess
 from cudabench.results.exporters.json_document import case_from_dict
 
 
@@ -49,6 +49,8 @@ class SubjectHandler:
             return {"type": op, **self._answer(op, request)}
         except CudabenchError as exc:  # the subject cannot run here (a constraint, a build): skipped
             return {"type": "error", "message": exc.message, "skip": op == "open", "healthy": self._healthy()}
+        except UncleanProcess as exc:  # what came before the subject: the judge opens it in a fresh process
+            return {"type": "error", "message": str(exc), "stale": True, "healthy": False}
         except Exception as exc:  # noqa: BLE001 - a binding's TORCH_CHECK, a CUDA error, a spec's bug
             return {"type": "error", "message": first_line(exc) if isinstance(exc, (RuntimeError, ValueError,
                                                                                     TypeError, KeyError))
@@ -93,6 +95,7 @@ class SubjectHandler:
             self.runner.registry = registry  # snapshot of the pristine process kept, reads the folders again
             self.runner.guard.objects.accept(self.runner, "registry")
             self.runner.upkeep.settled = False  # spec.py ran, and the old registry's callbacks: collect at open
+            self.runner.upkeep.take_threads()  # as a fresh process's hello takes them, spec.py's included
             return {"type": "ready", "pid": os.getpid()}
         if self.device == "cuda":
             from cudabench.engine.preload import warm_gpu

@@ -36,8 +36,8 @@ failure makes the subject INVALID.
                    the cache is flushed; the measured L2 bandwidth otherwise)
     process-state  the call must not replace the functions the timers rely on, nor set tracing
                    hooks, nor leave a persisting-L2 carve-out behind under --cold (all fake the figure)
-    threads        no Python thread the subject started may still run after it (work that goes on
-                   after its calls returned)
+    threads        no thread the subject started (Python's, or any Linux lists) may still run after it
+                   (work that goes on after its calls returned)
     processes      no process the subject started may run while it is timed, nor be left running:
                    its work is in none of CUPTI's records of the subject process (processes.py)
 """
@@ -176,11 +176,11 @@ def _bandwidth(ceilings: Any, nbytes: float, l2_bytes: int, cold: bool) -> tuple
 
 
 def process_state(patched: Sequence[str], changed: Sequence[str], cold: bool, lasting: Sequence[str] = ()) -> IntegrityCheck:
-    if lasting:  # the next subject gets a new subject process
-        return IntegrityCheck("process-state", "fail", f"left {', '.join(lasting)}, which its process cannot undo")
-    if patched:
-        return IntegrityCheck("process-state", "fail", f"replaced {', '.join(patched)}, which the timers or a "
-                                                       "later subject rely on (restored for the next subject)")
+    left = [f"left {', '.join(lasting)}, which its process cannot undo"] if lasting else []  # a new process next
+    replaced = [f"replaced {', '.join(patched)}, which the timers or a later subject rely on (restored for the next "
+                "subject)"] if patched else []
+    if left or replaced:
+        return IntegrityCheck("process-state", "fail", "; ".join(left + replaced))
     persisting = [c for c in changed if c.startswith("persisting-L2")]
     if cold and persisting:
         return IntegrityCheck("process-state", "fail", f"{persisting[0]}: a persisting-L2 carve-out keeps its data "

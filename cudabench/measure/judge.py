@@ -181,7 +181,7 @@ class Session(TakenCalls, IntegrityPass, JudgedCalls, SerialCalls):
     @staticmethod
     def _replied(reply: dict[str, Any]) -> dict[str, Any]:
         if reply.get("type") == "error":
-            raise SubjectError(str(reply.get("message", reply)), bool(reply.get("skip")))
+            raise SubjectError(str(reply.get("message", reply)), bool(reply.get("skip")), bool(reply.get("stale")))
         return reply
 
     def write(self, draw: Draw, inputs: bool = True, grad: bool = True) -> None:
@@ -220,7 +220,7 @@ class Session(TakenCalls, IntegrityPass, JudgedCalls, SerialCalls):
         # the judged calls' draws and references are made while the subject process opens (5-7 ms a subject)
         ahead = self.prepare_calls if settings.time and settings.integrity else (lambda: None)
         try:
-            opened, _ = self.ask_while(request, ahead)
+            opened = self._open(request, ahead)
         except SubjectError as exc:
             if exc.skip:
                 return replace(base, skipped=exc.message)
@@ -247,6 +247,17 @@ class Session(TakenCalls, IntegrityPass, JudgedCalls, SerialCalls):
             self.finish()
             return result
         return self.timed(result, reference)
+
+    def _open(self, request: dict[str, Any], ahead: Callable[[], Any]) -> dict[str, Any]:
+        """The subject opened; once more in a fresh subject process where the one that had it could not serve it
+        for what came before it (threads earlier code left running: cudabench.measure.upkeep)."""
+        try:
+            return self.ask_while(request, ahead)[0]
+        except SubjectError as exc:
+            if not exc.stale:
+                raise
+            self.judge.on_status(f"{self.case.key}: {exc.message}")
+            return self.ask_while(request, lambda: None)[0]
 
     def timed(self, result: Result, reference: dict) -> Result:
         j, settings, case = self.judge, self.settings, self.case

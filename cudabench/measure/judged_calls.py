@@ -60,9 +60,10 @@ class SubjectLost(Exception):
 class SubjectError(CudabenchError):
     """The subject process answered a request with an error (a binding's TORCH_CHECK, a CUDA error)."""
 
-    def __init__(self, message: str, skip: bool = False) -> None:
+    def __init__(self, message: str, skip: bool = False, stale: bool = False) -> None:
         super().__init__(message)
         self.skip = skip
+        self.stale = stale  # the process could not serve the subject for what came before it: replaced
 
 
 class JudgedCalls:

@@ -1,16 +1,18 @@
 """Which host threads a subject's own code starts (the threads check of cudabench.measure.integrity):
 `threading.Thread.start` wrapped once per subject process; and the threads the process has as Linux lists
-them (/proc/self/task), which also shows a thread that threading never saw: an extension's C++ thread, one
-started with `_thread.start_new_thread`."""
+them (/proc/self/task), by thread id and start time, which also shows a thread that threading never saw: an
+extension's C++ thread, one started with `_thread.start_new_thread` or past the wrapper. Those are held
+to the threads the process is known to have (cudabench.measure.upkeep)."""
 
 from __future__ import annotations
 
 import os
 import sys
 import threading
+import weakref
 from typing import Any
 
-_ENUMERATE, _LISTDIR, _OPEN = threading.enumerate, os.listdir, open  # bound at load, as the guard's readers are
+_LISTDIR, _OPEN = os.listdir, open  # bound at load, as the guard's readers are
 
 
 def start_cpu_pool() -> None:
@@ -22,44 +24,80 @@ def start_cpu_pool() -> None:
     torch.ones(1 << 22).sum()
 
 
-def os_threads() -> frozenset[int]:
-    """The ids of this process's threads as Linux lists them (empty where it does not)."""
+def os_threads() -> frozenset[tuple[int, int]]:
+    """This process's threads as Linux lists them: (thread id, start time in clock ticks since boot), so that a
+    thread id the kernel hands out again is another thread (empty where Linux does not list them)."""
     try:
-        return frozenset(int(t) for t in _LISTDIR("/proc/self/task"))
-    except (OSError, ValueError):
+        ids = _LISTDIR("/proc/self/task")
+    except OSError:
         return frozenset()
+    found = set()
+    for tid in ids:
+        try:
+            with _OPEN(f"/proc/self/task/{tid}/stat", "rb") as f:
+                stat = f.read()
+            found.add((int(tid), int(stat[stat.rindex(b")") + 2:].split()[19])))  # field 22: starttime
+        except (OSError, ValueError, IndexError):
+            continue  # ended meanwhile
+    return frozenset(found)
 
 
-def native_threads(before: frozenset[int]) -> list[str]:
-    """Threads made since `before` and running now that no `threading.Thread` stands for (a Python thread
-    is the thread watch's to judge), named "native thread ID (its name)"."""
-    python = {t.native_id for t in _ENUMERATE()}
+def unwatched_threads(known: frozenset[tuple[int, int]], apart: frozenset[int] = frozenset()) -> list[str]:
+    """Threads running now that are neither `known` nor (by thread id) `apart`, named "unwatched thread ID
+    (its name)": an extension's C++ thread, one started with `_thread` or past the watch's wrapper."""
     found = []
-    for tid in sorted(os_threads() - before - python):
+    for tid, _ in sorted(os_threads() - known):
+        if tid in apart:
+            continue
         try:
             with _OPEN(f"/proc/self/task/{tid}/comm") as f:
                 name = f.read().strip()
         except OSError:
             continue  # ended meanwhile
-        found.append(f"native thread {tid} ({name})")
+        found.append(f"unwatched thread {tid} ({name})")
     return found
+
+
+def start_backward_pool() -> None:
+    """PyTorch starts a CPU thread team for each thread that first runs a parallel operation. A CUDA
+    backward runs on autograd's device thread, so a subject whose backward makes a large CPU op would start
+    that thread's team: started now, before the threads of the process are read."""
+    import torch
+
+    class _CpuWorkInBackward(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, x: Any) -> Any:
+            return x * 2
+
+        @staticmethod
+        def backward(ctx: Any, grad: Any) -> Any:
+            start_cpu_pool()
+            return grad * 2
+
+    x = torch.zeros(2, device="cuda", requires_grad=True)
+    _CpuWorkInBackward.apply(x).sum().backward()
 
 
 class ThreadWatch:
     """Which Python threads a subject's own code starts. `threading.Thread.start` is wrapped once,
     when the subject process starts (so the state guard protects the wrapper like any harness
     function); while a subject is open, a thread started with a frame of its family's folder on the
-    stack is the subject's. Threads PyTorch starts on its own (a compile worker's timer) are not."""
+    stack is the subject's. Threads PyTorch starts on its own (a compile worker's timer) are not: they are
+    kept in `others`, which only a process where the judge runs beside the subject (CPU tests) sets apart
+    from the threads Linux lists."""
 
     def __init__(self) -> None:
         self.folder = ""
         self.started: list[threading.Thread] = []
+        self.others: weakref.WeakSet[threading.Thread] = weakref.WeakSet()
         original = threading.Thread.start
         watch = self
 
         def start(thread: threading.Thread, *args: Any, **kwargs: Any) -> Any:
             if watch.folder and watch.from_subject():
                 watch.started.append(thread)
+            else:
+                watch.others.add(thread)
             return original(thread, *args, **kwargs)
 
         start.__wrapped__ = original  # type: ignore[attr-defined]
@@ -80,11 +118,16 @@ class ThreadWatch:
         """The subject's threads still running."""
         return [t.name for t in self.started if t.is_alive()]
 
-    def running(self) -> list[str]:
-        """The subject's threads still running; the watch ends."""
-        names = self.alive()
+    def running(self) -> tuple[list[str], frozenset[int]]:
+        """The subject's threads still running, by name and thread id; the watch ends."""
+        alive = [t for t in self.started if t.is_alive()]
+        names, ids = [t.name for t in alive], frozenset(t.native_id for t in alive if t.native_id is not None)
         self.folder, self.started = "", []
-        return names
+        return names, ids
+
+    def others_running(self) -> frozenset[int]:
+        """The thread ids of the threads started outside any subject's frames that still run."""
+        return frozenset(t.native_id for t in list(self.others) if t.is_alive() and t.native_id is not None)
 
 
 _WATCH: list[ThreadWatch] = []

@@ -310,31 +310,86 @@ def bind_thread(ext):
     return op
 
 
-def bind_native_thread(ext):
-    """Computes honestly, and at its first call leaves a thread threading never sees (`_thread`, as an
-    extension's C++ thread would be) that takes a slice of a core every millisecond for 20 s: later subjects'
-    timed calls in the same process included. It hashes outside the GIL, as native code would run: a thread
-    spinning in Python would also hold up the process's main thread (the CPU tests run the subject there)."""
-    import _thread
+def _nibble() -> None:
+    """Take a slice of a core every millisecond for 20 s, hashing outside the GIL as native code would run: a
+    thread spinning in Python would also hold up the process's main thread (the CPU tests run the subject
+    there)."""
     import hashlib
 
     block = bytes(1 << 18)
+    end = time.perf_counter() + 20.0
+    while time.perf_counter() < end:
+        hashlib.sha256(block).digest()  # about 0.1-0.2 ms, the GIL released
+        time.sleep(1e-3)
 
-    def nibble():
-        end = time.perf_counter() + 20.0
-        while time.perf_counter() < end:
-            hashlib.sha256(block).digest()  # about 0.1-0.2 ms, the GIL released
-            time.sleep(1e-3)
+
+def _nibbler_threading_knows() -> None:
+    """A `_thread` thread that asks threading for its current thread: threading then lists a _DummyThread for
+    it, as it would for a C++ thread that calls into Python."""
+    import threading
+
+    threading.current_thread()
+    _nibble()
+
+
+def start_nibblers() -> None:
+    """Two threads the thread watch never records: one started with `_thread` (as an extension's C++ thread
+    would be) that makes threading list it, and a threading.Thread started past the watch's wrapper."""
+    import _thread
+    import threading
+
+    _thread.start_new_thread(_nibbler_threading_knows, ())
+    past = threading.Thread(target=_nibble, name="hostile-past-the-wrapper", daemon=True)
+    getattr(threading.Thread.start, "__wrapped__", threading.Thread.start)(past)
+
+
+def honest_after(ext, first):
+    """An honest op that runs `first` at its first call."""
 
     def op(x):
-        if not getattr(op, "started", False):
-            op.started = True
-            _thread.start_new_thread(nibble, ())
+        if not getattr(op, "done", False):
+            op.done = True
+            first()
         y = empty_like(x)
         ext.hostile(x, y, HONEST)
         return y
 
     return op
+
+
+def bind_native_thread(ext):
+    """Computes honestly, and at its first call leaves two threads the thread watch never records
+    (`start_nibblers`), each taking a slice of a core every millisecond for 20 s: later subjects' timed calls
+    in the same process included."""
+    return honest_after(ext, start_nibblers)
+
+
+def bind_skip_thread(ext):
+    """Starts a thread at bind time, then says it cannot run here (skipped): no subject of its own is left for
+    the thread to be blamed on, and it would run beside the next subject's timed calls."""
+    from cudabench.errors import CudabenchError
+
+    start_nibblers()
+    raise CudabenchError("hostile-skip-thread: needs a GPU it will never find")
+
+
+class _LateThread:
+    """Starts the nibblers when it is freed."""
+
+    def __del__(self):
+        start_nibblers()
+
+
+def bind_late_thread(ext):
+    """Computes honestly and leaves, in a module of cudabench, an object that starts threads when it is freed:
+    when the state guard puts the module back, after the subject's threads were read."""
+
+    def plant():
+        stats = sys.modules.get("cudabench.results.records.stats")
+        if stats is not None:
+            stats._hostile_late = _LateThread()
+
+    return honest_after(ext, plant)
 
 
 HELPER = """
@@ -593,15 +648,7 @@ def bind_finalizer(ext):
                 pass
             Link()
 
-    def op(x):
-        if not getattr(op, "left", False):
-            op.left = True
-            Link()
-        y = empty_like(x)
-        ext.hostile(x, y, HONEST)
-        return y
-
-    return op
+    return honest_after(ext, Link)
 
 
 def bind_patch_worker(ext):
@@ -688,8 +735,13 @@ FAMILY = Family(
         _v("hostile-float64", "right values in float64 for a float32 case", bind_float64),
         _v("hostile-uninit", "adds 1e-10 of uninitialised memory to an honest output", bind_uninit),
         _v("hostile-thread", "returns at once and computes on a thread pool of its own", bind_thread),
-        _v("hostile-native-thread", "computes honestly and leaves a thread threading never sees (_thread, as an "
-           "extension's C++ thread would be) that takes a slice of every later millisecond for 20 s", bind_native_thread),
+        _v("hostile-native-thread", "computes honestly and leaves two threads the thread watch never records (one "
+           "started with _thread, as an extension's C++ thread would be, that makes threading list it; one "
+           "started past the watch's wrapper), each taking a slice of every later millisecond for 20 s",
+           bind_native_thread),
+        _v("hostile-skip-thread", "starts those threads at bind time, then says it cannot run here", bind_skip_thread),
+        _v("hostile-late-thread", "computes honestly and leaves in a cudabench module an object that starts those "
+           "threads when it is freed", bind_late_thread),
         _v("hostile-helper", "a process of its own, started at bind time, computes all but one element over "
            "CUDA IPC while the call waits", bind_helper),
         _v("hostile-plant", "honest where timed; its random-shape binds leave a thread that starts a process of "
