@@ -23,7 +23,7 @@ VARIANTS = {
                 "hostile-assert", "hostile-hoard", "hostile-exit", "hostile-segfault", "hostile-peek", "hostile-flag",
                 "hostile-memo", "hostile-partial", "hostile-partial-skip", "hostile-mutate", "hostile-alias", "hostile-strided",
                 "hostile-subclass", "hostile-float64", "hostile-uninit", "hostile-thread", "hostile-native-thread", "hostile-skip-thread",
-                "hostile-late-thread", "hostile-helper", "hostile-plant", "hostile-tuned", "hostile-shape", "hostile-patch-timer",
+                "hostile-take-threads", "hostile-late-thread", "hostile-helper", "hostile-plant", "hostile-tuned", "hostile-shape", "hostile-patch-timer",
                 "hostile-swap-code", "hostile-patch-worker", "hostile-patch-library", "hostile-signal-timer", "hostile-finalizer",
                 "hostile-persist-l2", "hostile-graph-counter",
                 "hostile-graph-batch", "hostile-graph-shared", "hostile-graph-copy"],

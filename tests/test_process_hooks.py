@@ -611,3 +611,46 @@ def test_an_interval_timer_is_stopped_before_its_handler_goes_back_to_the_defaul
     done = subprocess.run([sys.executable, "-c", RACE], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and "survived" in done.stdout, (done.returncode, done.stderr[-2000:])
 
+
+
+CHILD = """
+import sys, threading, time, _thread
+for line in sys.stdin:
+    if line.strip() == "thread":
+        _thread.start_new_thread(time.sleep, (30,))
+        time.sleep(0.05)
+    print("done", flush=True)
+"""
+
+
+def test_the_judges_reading_of_a_subject_process_sees_threads_it_did_not_know_and_names_them_once():
+    """The judge reads a subject process's threads from outside (its own reading can be forged from inside): a
+    thread started since is named, unless the process's reply names it already; a variant's makes the process
+    lasting, a baseline's is noted and then known."""
+    import subprocess
+
+    from cudabench.measure.threads import ThreadLedger
+
+    child = subprocess.Popen([sys.executable, "-c", CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        def ask(line):
+            child.stdin.write(line + "\n")
+            child.stdin.flush()
+            assert child.stdout.readline().strip() == "done"
+
+        ask("nothing")
+        ledger = ThreadLedger(child.pid)
+        assert ledger.unknown() == []
+        ask("thread")
+        found = ledger.unknown()
+        assert len(found) == 1 and found[0].startswith("unwatched thread "), found
+        clean = {"threads": [], "lasting": [], "healthy": True}
+        left = ledger.after_finish(clean, trusted=False)
+        assert not left["healthy"] and left["threads"] == found and "read by the judge" in left["lasting"][0]
+        named = ledger.after_finish({**clean, "threads": found}, trusted=False)
+        assert named["healthy"] and named["threads"] == found  # the process said so itself: not twice
+        noted = ledger.after_finish(clean, trusted=True)
+        assert noted["healthy"] and noted["threads"] == found and ledger.unknown() == []
+    finally:
+        child.kill()
+        child.wait()

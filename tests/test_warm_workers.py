@@ -6,6 +6,7 @@ import os
 import signal
 import socket
 import stat
+import sys
 import threading
 import time
 from pathlib import Path
@@ -502,3 +503,29 @@ def test_a_spare_subject_process_does_no_gpu_work_until_its_hello(monkeypatch):
     preloading.preload(profiler=True)
     assert warmed == [True]
     assert subject_command(spare=True)[-1] == "--spare" and "--spare" not in subject_command()
+
+
+def test_the_link_reads_a_subject_processs_threads_from_its_hello_on_and_forgets_them_with_it():
+    """A subject process of its own gets a ledger at its hello's answer (its threads then are its own); a
+    worker in the judge's process gets none (its own reading serves the tests); dropping the process drops it."""
+    import subprocess
+
+    from cudabench.engine.subject_link import SubjectLink
+    from cudabench.engine.workers import InlineWorker
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        worker = StandInSubject()
+        worker.proc = child
+        link = SubjectLink(lambda: worker, {"op": "hello"})
+        assert link.ask({"op": "open"}, 10)["by"] == 1
+        assert link.threads is not None and link.threads.pid == child.pid and link.threads.unknown() == []
+        link.drop()
+        assert link.threads is None
+    finally:
+        child.kill()
+        child.wait()
+    inline = SubjectLink(lambda: InlineWorker(type("H", (), {"handle": lambda self, r: {"type": "ready"}})()),
+                         {"op": "hello"})
+    inline.ask({"op": "open"}, 10)
+    assert inline.threads is None

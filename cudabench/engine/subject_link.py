@@ -12,6 +12,7 @@ from typing import Any, Callable, Optional, TypeVar
 
 from cudabench.engine.workers import HELLO_TIMEOUT, ProcessWorker, Worker, WorkerLost
 from cudabench.measure.judge import SubjectLost
+from cudabench.measure.threads import ThreadLedger
 
 T = TypeVar("T")
 
@@ -40,6 +41,7 @@ class SubjectLink:
         self.started = 0
         self.waited = 0.0                      # seconds spent waiting for a subject process to start
         self.spare: Optional[tuple[Worker, dict[str, Any]]] = None  # started, no subject ever ran in it
+        self.threads: Optional[ThreadLedger] = None  # the process's threads read from here (a process of its own)
 
     @classmethod
     def process(cls, hello: dict[str, Any], on_status: Callable[[str], None]) -> "SubjectLink":
@@ -129,6 +131,8 @@ class SubjectLink:
             self.drop()
             raise SubjectLost(f"the subject process could not start: {reply.get('message', reply)}")
         self._greeted = True
+        proc = getattr(self.worker, "proc", None)  # its threads now are its own, as it takes them at its hello
+        self.threads = ThreadLedger(proc.pid) if proc is not None else None
 
     def ask(self, request: dict[str, Any], timeout: float) -> dict[str, Any]:
         worker = self._ready(timeout)
@@ -179,6 +183,7 @@ class SubjectLink:
             self.worker.close()
         self.worker = None
         self._greeted = False
+        self.threads = None
 
     def close(self) -> None:
         self.drop()

@@ -50,7 +50,7 @@ class SubjectHandler:
         except CudabenchError as exc:  # the subject cannot run here (a constraint, a build): skipped
             return {"type": "error", "message": exc.message, "skip": op == "open", "healthy": self._healthy()}
         except UncleanProcess as exc:  # what came before the subject: the judge opens it in a fresh process
-            return {"type": "error", "message": str(exc), "stale": True, "healthy": False}
+            return {"type": "error", "message": str(exc), "stale": op == "open", "healthy": False}
         except Exception as exc:  # noqa: BLE001 - a binding's TORCH_CHECK, a CUDA error, a spec's bug
             return {"type": "error", "message": first_line(exc) if isinstance(exc, (RuntimeError, ValueError,
                                                                                     TypeError, KeyError))
@@ -94,6 +94,7 @@ class SubjectHandler:
         if self.runner is not None:  # a warm worker's next run: the same runner, its state guard
             self.runner.registry = registry  # snapshot of the pristine process kept, reads the folders again
             self.runner.guard.objects.accept(self.runner, "registry")
+            self.runner.watch_registry()
             self.runner.upkeep.settled = False  # spec.py ran, and the old registry's callbacks: collect at open
             self.runner.upkeep.take_threads()  # as a fresh process's hello takes them, spec.py's included
             return {"type": "ready", "pid": os.getpid()}

@@ -94,6 +94,8 @@ class BlindRunner:
         self.upkeep = Upkeep(self.guard, self.threads, device)  # between subjects
         self.guard.objects.watch(self, changing=("subject", "_held_from"))
         self.guard.objects.watch(self.upkeep, changing=("settled", "broken"))
+        self.guard.objects.watch(self.threads, changing=("folder", "started"))  # its methods, on the object too
+        self.watch_registry()
         build_module.on_load(self.guard.objects.watch_loaded)  # each extension as it is made
 
     # ---- helpers ---------------------------------------------------------------------------------
@@ -118,6 +120,15 @@ class BlindRunner:
             self._flusher = L2Flusher(self._l2())
             self.guard.objects.accept(self, "_flusher")  # made once: a subject's replacement shows
         return self._flusher
+
+    def watch_registry(self) -> None:
+        """The families, variants and baselines the subjects are bound from: a subject that replaced another's
+        `bind` or `make` on the object would run its code in that one's open (framing it, or leaving threads
+        a baseline is trusted with)."""
+        self.guard.objects.watch(self.registry)
+        for family in self.registry.families:
+            for obj in (family, *family.variants, *family.baselines):
+                self.guard.objects.watch(obj)
 
     def _opened(self) -> Opened:
         if self.subject is None:

@@ -60,8 +60,16 @@ class IntegrityPass:
     # ---- the process state, and the processes the subject starts (cudabench.measure.processes) -----
 
     def finish(self) -> dict:
+        """The subject dropped; what it left, as its process reports it and as the judge reads its threads from
+        outside (a process whose reading of its own threads was forged is replaced all the same)."""
         self.finished = True
         self.left = self.ask({"op": "finish"})
+        link = self.judge.subject
+        ledger = getattr(link, "threads", None)
+        if ledger is not None:
+            self.left = ledger.after_finish(self.left, trusted=self.base.role == "baseline")
+            if not self.left.get("healthy", True):
+                link.drop()
         return self.left
 
     def finish_quietly(self) -> None:

@@ -249,8 +249,13 @@ class Session(TakenCalls, IntegrityPass, JudgedCalls, SerialCalls):
         return self.timed(result, reference)
 
     def _open(self, request: dict[str, Any], ahead: Callable[[], Any]) -> dict[str, Any]:
-        """The subject opened; once more in a fresh subject process where the one that had it could not serve it
-        for what came before it (threads earlier code left running: cudabench.measure.upkeep)."""
+        """The subject opened; in a fresh subject process where the judge reads threads in the one it has that
+        earlier code left running (a skipped subject's, an extension's loading), and once more in a fresh one
+        where that process itself answers that it cannot serve the subject (cudabench.measure.upkeep)."""
+        link = self.judge.subject
+        ledger = getattr(link, "threads", None)
+        if ledger is not None and ledger.unknown():
+            link.drop()
         try:
             return self.ask_while(request, ahead)[0]
         except SubjectError as exc:

@@ -24,17 +24,18 @@ def start_cpu_pool() -> None:
     torch.ones(1 << 22).sum()
 
 
-def os_threads() -> frozenset[tuple[int, int]]:
-    """This process's threads as Linux lists them: (thread id, start time in clock ticks since boot), so that a
-    thread id the kernel hands out again is another thread (empty where Linux does not list them)."""
+def os_threads(pid: object = "self") -> frozenset[tuple[int, int]]:
+    """A process's threads (this one's by default) as Linux lists them: (thread id, start time in clock ticks
+    since boot), so that a thread id the kernel hands out again is another thread (empty where Linux does not
+    list them, or the process is gone)."""
     try:
-        ids = _LISTDIR("/proc/self/task")
+        ids = _LISTDIR(f"/proc/{pid}/task")
     except OSError:
         return frozenset()
     found = set()
     for tid in ids:
         try:
-            with _OPEN(f"/proc/self/task/{tid}/stat", "rb") as f:
+            with _OPEN(f"/proc/{pid}/task/{tid}/stat", "rb") as f:
                 stat = f.read()
             found.add((int(tid), int(stat[stat.rindex(b")") + 2:].split()[19])))  # field 22: starttime
         except (OSError, ValueError, IndexError):
@@ -42,20 +43,48 @@ def os_threads() -> frozenset[tuple[int, int]]:
     return frozenset(found)
 
 
-def unwatched_threads(known: frozenset[tuple[int, int]], apart: frozenset[int] = frozenset()) -> list[str]:
-    """Threads running now that are neither `known` nor (by thread id) `apart`, named "unwatched thread ID
-    (its name)": an extension's C++ thread, one started with `_thread` or past the watch's wrapper."""
+def unwatched_threads(known: frozenset[tuple[int, int]], apart: frozenset[int] = frozenset(),
+                      pid: object = "self") -> list[str]:
+    """A process's threads running now that are neither `known` nor (by thread id) `apart`, named "unwatched
+    thread ID (its name)": an extension's C++ thread, one started with `_thread` or past the watch's wrapper."""
     found = []
-    for tid, _ in sorted(os_threads() - known):
+    for tid, _ in sorted(os_threads(pid) - known):
         if tid in apart:
             continue
         try:
-            with _OPEN(f"/proc/self/task/{tid}/comm") as f:
+            with _OPEN(f"/proc/{pid}/task/{tid}/comm") as f:
                 name = f.read().strip()
         except OSError:
             continue  # ended meanwhile
         found.append(f"unwatched thread {tid} ({name})")
     return found
+
+
+class ThreadLedger:
+    """The judge's own reading of a subject process's threads, from outside it: code in the subject process can
+    change what that process reports of itself (the known threads it keeps, the guard that keeps them), not
+    what another process reads in /proc. Known: the threads at its hello, and those a baseline left."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.known = os_threads(pid)
+
+    def unknown(self) -> list[str]:
+        return unwatched_threads(self.known, pid=self.pid)
+
+    def after_finish(self, left: dict, trusted: bool) -> dict:
+        """A finish's reply `left` with the threads this reading finds that it does not name: a variant's make
+        the process lasting (not healthy); a baseline's are noted, then known."""
+        named = " ".join(left.get("threads", ()))
+        extra = [t for t in self.unknown() if t.split(" (")[0].replace("unwatched ", "") + " (" not in named]
+        if not extra or not left.get("healthy", True):
+            return left
+        left = {**left, "threads": [*left.get("threads", ()), *extra]}
+        if trusted:
+            self.known = os_threads(self.pid)
+            return left
+        why = f"threads still running after it was dropped, read by the judge: {', '.join(extra)}"
+        return {**left, "lasting": [*left.get("lasting", ()), why], "healthy": False}
 
 
 def start_backward_pool() -> None:

@@ -109,6 +109,7 @@ ATTACKS = {
     "hostile-thread": {"threads"},
     "hostile-native-thread": {"threads"},        # threads the watch never recorded: read as Linux lists them
     "hostile-late-thread": {"threads"},          # ... started by the object the state guard's restore frees
+    "hostile-take-threads": {"threads"},         # ... its own process told they are known: the judge reads them
     "hostile-helper": {"processes"},
     "hostile-plant": {"shapes"},      # its random shapes' binds leave a thread (that starts a process later)
     "hostile-patch-timer": {"process-state"},

@@ -373,6 +373,20 @@ def bind_skip_thread(ext):
     raise CudabenchError("hostile-skip-thread: needs a GPU it will never find")
 
 
+def bind_take_threads(ext):
+    """Computes honestly, leaves the nibblers' threads and tells its own process they are known: it finds the
+    subject process's upkeep through gc and has it take the threads running now as its own (the harness's
+    own call), so the process reports no thread left. The judge reads the threads from outside."""
+
+    def hide():
+        start_nibblers()
+        for obj in gc.get_objects():
+            if type(obj).__name__ == "Upkeep" and hasattr(obj, "take_threads"):
+                obj.take_threads()
+
+    return honest_after(ext, hide)
+
+
 class _LateThread:
     """Starts the nibblers when it is freed."""
 
@@ -740,6 +754,8 @@ FAMILY = Family(
            "started past the watch's wrapper), each taking a slice of every later millisecond for 20 s",
            bind_native_thread),
         _v("hostile-skip-thread", "starts those threads at bind time, then says it cannot run here", bind_skip_thread),
+        _v("hostile-take-threads", "computes honestly, leaves those threads and has its own process take them as "
+           "known (the subject process's reading forged)", bind_take_threads),
         _v("hostile-late-thread", "computes honestly and leaves in a cudabench module an object that starts those "
            "threads when it is freed", bind_late_thread),
         _v("hostile-helper", "a process of its own, started at bind time, computes all but one element over "
