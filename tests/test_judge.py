@@ -210,7 +210,9 @@ def test_threads_the_watch_never_recorded_are_read_as_linux_lists_them_and_end_t
 def test_threads_a_skipped_subject_left_make_the_next_one_open_in_a_fresh_process(registry):
     """hostile-skip-thread starts its threads at bind time and then cannot run (skipped): no finish of its own
     reads them. The next subject's open finds threads the process is not known to have, so that process is
-    replaced and the subject opened again in a fresh one: it is measured, not blamed."""
+    replaced and the subject opened again in a fresh one: it is measured, not blamed. (Here the "fresh" process
+    is this one, greeted again, which takes the threads running then as its own, as a fresh process's hello
+    does; the GPU attack matrix runs it in real subject processes.)"""
     judge, dropped = dropping_judge(registry)
     skipped = judge_one(registry, "hostile-skip-thread", judge=judge, fuzz=0)
     assert skipped.skipped and "never find" in skipped.skipped
