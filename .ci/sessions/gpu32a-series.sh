@@ -4,4 +4,4 @@
 # df69ebc's tree: the integrity halves (the attack matrix), the warm-worker tests, the clock readings
 source <(sed -n "1,/^steps=/p" .ci/gpu | head -n -1)
 source .ci/gpu-tests-x2
-gpu_tests_x2 1  # as it ran: the single call it was then (see .ci/gpu-tests-x2)
+gpu_tests_x2
