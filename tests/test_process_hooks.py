@@ -623,10 +623,11 @@ for line in sys.stdin:
 """
 
 
-def test_the_judges_reading_of_a_subject_process_sees_threads_it_did_not_know_and_names_them_once():
-    """The judge reads a subject process's threads from outside (its own reading can be forged from inside): a
-    thread started since is named, unless the process's reply names it already; a variant's makes the process
-    lasting, a baseline's is noted and then known."""
+def test_the_judges_reading_of_a_subject_process_sees_threads_it_did_not_know_whatever_the_reply_says():
+    """The judge reads a subject process's threads from outside (its own reading, and its reply, can be forged
+    from inside): a thread started since is named unless the reply names it already, and makes a variant's
+    process lasting whatever the reply says (named, or a reply that is not healthy anyway); a baseline's is
+    noted and then known, also where its reply named it."""
     import subprocess
 
     from cudabench.measure.threads import ThreadLedger
@@ -643,14 +644,17 @@ def test_the_judges_reading_of_a_subject_process_sees_threads_it_did_not_know_an
         assert ledger.unknown() == []
         ask("thread")
         found = ledger.unknown()
-        assert len(found) == 1 and found[0].startswith("unwatched thread "), found
+        assert len(found) == 1 and found[0][0] in {int(t) for t in os.listdir(f"/proc/{child.pid}/task")}, found
+        name = f"unwatched thread {found[0][0]} ({found[0][2]})"
         clean = {"threads": [], "lasting": [], "healthy": True}
-        left = ledger.after_finish(clean, trusted=False)
-        assert not left["healthy"] and left["threads"] == found and "read by the judge" in left["lasting"][0]
-        named = ledger.after_finish({**clean, "threads": found}, trusted=False)
-        assert named["healthy"] and named["threads"] == found  # the process said so itself: not twice
-        noted = ledger.after_finish(clean, trusted=True)
-        assert noted["healthy"] and noted["threads"] == found and ledger.unknown() == []
+        left = ledger.after_finish(clean, False, found)
+        assert not left["healthy"] and left["threads"] == [name] and "read by the judge" in left["lasting"][0]
+        named = ledger.after_finish({**clean, "threads": [name]}, False, found)
+        assert not named["healthy"] and named["threads"] == [name]  # named by the process: not twice, still lasting
+        forged = ledger.after_finish({**clean, "healthy": False}, False, found)
+        assert forged["threads"] == [name] and "read by the judge" in forged["lasting"][0]
+        noted = ledger.after_finish({**clean, "threads": [name]}, True, found)
+        assert noted["healthy"] and noted["threads"] == [name] and ledger.unknown() == []
     finally:
         child.kill()
         child.wait()

@@ -529,3 +529,46 @@ def test_the_link_reads_a_subject_processs_threads_from_its_hello_on_and_forgets
                          {"op": "hello"})
     inline.ask({"op": "open"}, 10)
     assert inline.threads is None
+
+
+LEAVES_A_THREAD = "import sys, _thread, time\nfor line in sys.stdin:\n    _thread.start_new_thread(time.sleep, (30,))\n    print('ok', flush=True)\n"
+
+
+@pytest.mark.parametrize("healthy", [True, False])
+def test_a_finish_reply_that_hides_a_thread_is_read_by_the_judge_before_the_process_goes(healthy):
+    """A subject process whose reply to `finish` names no thread left (forged: healthy, or not healthy so that
+    the link drops it at once) is read by the judge all the same: the threads go on the record and the process
+    is dropped."""
+    import subprocess
+    from types import SimpleNamespace
+
+    from cudabench.engine.subject_link import SubjectLink
+    from cudabench.measure import integrity
+    from cudabench.measure.integrity_pass import IntegrityPass
+
+    class Forging(StandInSubject):
+        def __init__(self):
+            super().__init__()
+            self.proc = subprocess.Popen([sys.executable, "-c", LEAVES_A_THREAD], stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, text=True)
+
+        def request(self, message, timeout, on_status=None):
+            if message["op"] != "finish":
+                return super().request(message, timeout, on_status)
+            self.proc.stdin.write("go\n")
+            self.proc.stdin.flush()
+            self.proc.stdout.readline()
+            return {"patched": [], "changed": [], "threads": [], "lasting": [], "healthy": healthy}
+
+        def close(self):
+            self.proc.kill()
+            self.proc.wait()
+
+    link = SubjectLink(Forging, {"op": "hello"})
+    link.ask({"op": "open"}, 10)
+    session = IntegrityPass()
+    session.ask = lambda request: link.ask(request, 10)
+    session.judge, session.base = SimpleNamespace(subject=link), SimpleNamespace(role="variant")
+    left = session.finish()
+    assert integrity.threads_left(left["threads"], trusted=False).failed, left
+    assert not left["healthy"] and "read by the judge" in left["lasting"][-1] and link.worker is None

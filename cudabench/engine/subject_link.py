@@ -42,6 +42,7 @@ class SubjectLink:
         self.waited = 0.0                      # seconds spent waiting for a subject process to start
         self.spare: Optional[tuple[Worker, dict[str, Any]]] = None  # started, no subject ever ran in it
         self.threads: Optional[ThreadLedger] = None  # the process's threads read from here (a process of its own)
+        self.dropped_threads: list[tuple[int, int, str]] = []  # its unknown threads, read as it was dropped
 
     @classmethod
     def process(cls, hello: dict[str, Any], on_status: Callable[[str], None]) -> "SubjectLink":
@@ -159,7 +160,8 @@ class SubjectLink:
         except WorkerLost as lost:
             self.drop()
             raise SubjectLost(lost.reason) from None
-        if reply.get("healthy") is False:
+        if reply.get("healthy") is False:  # its threads read first: the judge's, whatever the reply says
+            self.dropped_threads = self.threads.unknown() if self.threads is not None else []
             self.drop()  # its CUDA context is broken: the next subject gets a fresh process
         return reply
 

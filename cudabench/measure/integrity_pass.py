@@ -63,12 +63,13 @@ class IntegrityPass:
         """The subject dropped; what it left, as its process reports it and as the judge reads its threads from
         outside (a process whose reading of its own threads was forged is replaced all the same)."""
         self.finished = True
-        self.left = self.ask({"op": "finish"})
         link = self.judge.subject
-        ledger = getattr(link, "threads", None)
+        ledger = getattr(link, "threads", None)  # taken first: a reply that is not healthy drops it with the process
+        self.left = self.ask({"op": "finish"})
         if ledger is not None:
-            self.left = ledger.after_finish(self.left, trusted=self.base.role == "baseline")
-            if not self.left.get("healthy", True):
+            found = ledger.unknown() if link.threads is ledger else link.dropped_threads
+            self.left = ledger.after_finish(self.left, self.base.role == "baseline", found)
+            if not self.left.get("healthy", True) and link.threads is ledger:
                 link.drop()
         return self.left
 

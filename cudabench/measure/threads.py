@@ -43,47 +43,56 @@ def os_threads(pid: object = "self") -> frozenset[tuple[int, int]]:
     return frozenset(found)
 
 
-def unwatched_threads(known: frozenset[tuple[int, int]], apart: frozenset[int] = frozenset(),
-                      pid: object = "self") -> list[str]:
-    """A process's threads running now that are neither `known` nor (by thread id) `apart`, named "unwatched
-    thread ID (its name)": an extension's C++ thread, one started with `_thread` or past the watch's wrapper."""
+def unknown_threads(known: frozenset[tuple[int, int]], apart: frozenset[int] = frozenset(),
+                    pid: object = "self") -> list[tuple[int, int, str]]:
+    """A process's threads running now that are neither `known` nor (by thread id) `apart`: (thread id, start
+    time, its name)."""
     found = []
-    for tid, _ in sorted(os_threads(pid) - known):
+    for tid, start in sorted(os_threads(pid) - known):
         if tid in apart:
             continue
         try:
             with _OPEN(f"/proc/{pid}/task/{tid}/comm") as f:
-                name = f.read().strip()
+                found.append((tid, start, f.read().strip()))
         except OSError:
             continue  # ended meanwhile
-        found.append(f"unwatched thread {tid} ({name})")
     return found
+
+
+def unwatched_threads(known: frozenset[tuple[int, int]], apart: frozenset[int] = frozenset(),
+                      pid: object = "self") -> list[str]:
+    """`unknown_threads`, each named "unwatched thread ID (its name)": an extension's C++ thread, one started
+    with `_thread` or past the watch's wrapper."""
+    return [f"unwatched thread {tid} ({name})" for tid, _, name in unknown_threads(known, apart, pid)]
 
 
 class ThreadLedger:
     """The judge's own reading of a subject process's threads, from outside it: code in the subject process can
-    change what that process reports of itself (the known threads it keeps, the guard that keeps them), not
-    what another process reads in /proc. Known: the threads at its hello, and those a baseline left."""
+    change what that process reports of itself (the known threads it keeps, the guard that keeps them, the
+    reply itself), not what another process reads in /proc. Known: the threads at its hello, and those a
+    baseline left."""
 
     def __init__(self, pid: int) -> None:
         self.pid = pid
         self.known = os_threads(pid)
 
-    def unknown(self) -> list[str]:
-        return unwatched_threads(self.known, pid=self.pid)
+    def unknown(self) -> list[tuple[int, int, str]]:
+        return unknown_threads(self.known, pid=self.pid)
 
-    def after_finish(self, left: dict, trusted: bool) -> dict:
-        """A finish's reply `left` with the threads this reading finds that it does not name: a variant's make
-        the process lasting (not healthy); a baseline's are noted, then known."""
-        named = " ".join(left.get("threads", ()))
-        extra = [t for t in self.unknown() if t.split(" (")[0].replace("unwatched ", "") + " (" not in named]
-        if not extra or not left.get("healthy", True):
+    def after_finish(self, left: dict, trusted: bool, found: list[tuple[int, int, str]]) -> dict:
+        """A finish's reply `left` judged against `found` (`unknown()`, read before the process could go),
+        whatever the reply says: a variant's make the process lasting (not healthy); a baseline's are noted,
+        then known. Threads the reply names already are not named twice."""
+        if not found:
             return left
+        named = " ".join(str(t) for t in left.get("threads", ()))
+        extra = [f"unwatched thread {tid} ({name})" for tid, _, name in found if f"thread {tid} (" not in named]
         left = {**left, "threads": [*left.get("threads", ()), *extra]}
         if trusted:
-            self.known = os_threads(self.pid)
+            self.known = self.known | {(tid, start) for tid, start, _ in found}
             return left
-        why = f"threads still running after it was dropped, read by the judge: {', '.join(extra)}"
+        names = ", ".join(f"thread {tid} ({name})" for tid, _, name in found)
+        why = f"threads still running after it was dropped, read by the judge: {names}"
         return {**left, "lasting": [*left.get("lasting", ()), why], "healthy": False}
 
 
