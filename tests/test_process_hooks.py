@@ -390,6 +390,31 @@ def test_no_audit_hook_can_be_added_in_a_subject_process():
     assert out.stdout.split("\n")[:3] == ["refused", "named", "once"], out.stdout
 
 
+HOOKED = """
+import sys
+sys.path.insert(0, sys.argv[1])
+from cudabench.measure import process_hooks
+process_hooks.HOOKED_IMPORTS = ("hooked_early",)
+process_hooks.refuse_audit_hooks()
+import hooked_early  # imported before the refusal: its own hook kept, nothing refused
+print(len(process_hooks._REFUSED))
+import hooked_late   # a library not on the list: refused, as any subject's hook
+print(len(process_hooks._REFUSED))
+"""
+
+
+def test_a_library_that_adds_an_audit_hook_at_import_is_imported_before_the_refusal(tmp_path):
+    """filelock adds a fork-safety audit hook when first imported, and torch.compile imports it: imported before
+    the refusal, an honest compiled baseline is not taken for a subject that tried to add a hook."""
+    import subprocess
+
+    for name in ("hooked_early", "hooked_late"):
+        (tmp_path / f"{name}.py").write_text("import sys\nsys.addaudithook(lambda event, args: None)\n")
+    out = subprocess.run([sys.executable, "-c", HOOKED, str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["0", "1"], out.stdout
+
+
 def test_replacing_what_the_guard_reads_with_does_not_blind_it():
     """A subject that hides its interval timer and its pinned CPUs behind the readers' public names: the
     guard reads through its own copies, bound when the harness loaded (process_hooks)."""

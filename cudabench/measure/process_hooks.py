@@ -178,11 +178,23 @@ def cleared_trace() -> list[str]:
 # ---- audit hooks: none may be added in a subject process ---------------------------------------------
 
 _REFUSED: list[str] = []
+# Libraries that add an audit hook of their own when first imported, imported before the refusal: an honest
+# subject that imports one later is not taken for one that tried. filelock (on the GPU host, 2026-11-28) adds a
+# fork-safety hook, and torch.compile imports it at its first compile (.ci/sessions/probe32_audit.py).
+HOOKED_IMPORTS = ("filelock",)
 
 
 def refuse_audit_hooks() -> None:
     """From now on no audit hook can be added in this process (an audit hook runs on every audited event
     and can never be removed). Once per process: the subject process's, never a test's own."""
+    import importlib
+
+    for name in HOOKED_IMPORTS:
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - absent or broken: a subject that imports it meets the same error
+            pass
+
     def hook(event: str, args: Any) -> None:
         if event == "sys.addaudithook":
             _REFUSED.append(event)
