@@ -572,3 +572,79 @@ def test_a_finish_reply_that_hides_a_thread_is_read_by_the_judge_before_the_proc
     left = session.finish()
     assert integrity.threads_left(left["threads"], trusted=False).failed, left
     assert not left["healthy"] and "read by the judge" in left["lasting"][-1] and link.worker is None
+
+
+def test_an_open_goes_to_a_fresh_process_where_the_judge_reads_threads_earlier_code_left():
+    """Threads the judge reads in the subject process that no finish accounted for (a skipped subject's, an
+    extension's loading at a build): the open drops that process first, so the subject opens in a fresh one."""
+    import subprocess
+    from types import SimpleNamespace
+
+    from cudabench.engine.subject_link import SubjectLink
+    from cudabench.measure.judge import Session
+
+    made = []
+
+    class Leaving(StandInSubject):
+        def __init__(self):
+            super().__init__(len(made) + 1)
+            self.proc = subprocess.Popen([sys.executable, "-c", LEAVES_A_THREAD], stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, text=True)
+            made.append(self)
+
+        def leave_a_thread(self):
+            self.proc.stdin.write("go\n")
+            self.proc.stdin.flush()
+            self.proc.stdout.readline()
+
+        def close(self):
+            super().close()
+            self.proc.kill()
+            self.proc.wait()
+
+    link = SubjectLink(Leaving, {"op": "hello"})
+    session = SimpleNamespace(judge=SimpleNamespace(subject=link, on_status=lambda text: None),
+                              case=SimpleNamespace(key="case"))
+    session.ask_while = lambda request, work: (link.ask(request, 10), work())
+    assert Session._open(session, {"op": "open"}, lambda: None)["by"] == 1
+    assert Session._open(session, {"op": "open"}, lambda: None)["by"] == 1  # nothing left: the same process
+    made[0].leave_a_thread()
+    assert Session._open(session, {"op": "open"}, lambda: None)["by"] == 2 and made[0].closed
+    link.close()
+
+
+def test_an_open_the_subject_process_answers_stale_is_made_once_more_in_a_fresh_one():
+    """A subject process that answers an open "stale" (it cannot serve the subject for what came before it) is
+    replaced and the open made again there, once: a second stale answer is the subject's error."""
+    from types import SimpleNamespace
+
+    from cudabench.engine.subject_link import SubjectLink
+    from cudabench.measure.judge import Session
+    from cudabench.measure.judged_calls import SubjectError
+
+    stale = {"type": "error", "message": "threads left", "stale": True, "healthy": False}
+    made = []
+
+    class Stale(StandInSubject):
+        def __init__(self):
+            super().__init__(len(made) + 1)
+            made.append(self)
+
+        def request(self, message, timeout, on_status=None):
+            if message["op"] == "open" and self.n in answers_stale:
+                return stale
+            return super().request(message, timeout, on_status)
+
+    link = SubjectLink(Stale, {"op": "hello"})
+    statuses = []
+    session = SimpleNamespace(judge=SimpleNamespace(subject=link, on_status=statuses.append),
+                              case=SimpleNamespace(key="case"))
+    session.ask_while = lambda request, work: (Session._replied(link.ask(request, 10)), work())
+    answers_stale = {1}
+    assert Session._open(session, {"op": "open"}, lambda: None)["by"] == 2 and made[0].closed
+    assert statuses == ["case: threads left"]
+    answers_stale = {3, 4}
+    link.drop()
+    with pytest.raises(SubjectError, match="threads left"):
+        Session._open(session, {"op": "open"}, lambda: None)
+    assert len(made) == 4
