@@ -25,16 +25,5 @@ wait
 echo "tests done at $(( $(date +%s) - t0 )) s"
 printf '  %s\n' "${SUMMARY[@]}"
 for f in "$LOGS"/pytest-*.log; do echo "== $(basename "$f")"; grep -h -E "^(FAILED|ERROR)|^=+ .*(passed|failed|error)" "$f" | tail -8; done
-python3 - "$LOGS" <<'PY'
-import glob, json, os, sys
-for f in sorted(glob.glob(os.path.join(sys.argv[1], "honest-*.json"))):
-    d = json.load(open(f)); rs = d["results"]; st = {}
-    for r in rs:
-        st[r["status"]] = st.get(r["status"], 0) + 1
-    print(os.path.basename(f), "wall %.1f" % d["run_time"]["wall"], st)
-    for r in rs:
-        bad = [c for c in (r.get("integrity") or []) if c["verdict"] == "fail" or (c["name"] == "threads" and c["detail"])]
-        if r["status"] not in ("ok",) or bad:
-            print("  ", r["subject"], r["case"]["key"], r["status"], r.get("error") or r.get("skipped") or "", [(c["name"], c["detail"][:160]) for c in bad])
-PY
+python3 .ci/sessions/honest_summary.py "$LOGS"
 for f in "$LOGS"/honest-*.log; do tail -3 "$f"; done
